@@ -1,0 +1,331 @@
+/**
+ * The one place that reads the environment and the config file.
+ *
+ * Config comes from one JSON file (`listsync.config.json`, or the path in
+ * `LISTSYNC_CONFIG`) plus environment variables for secrets. A string value of
+ * the form `${NAME}` in the file is replaced by the environment variable NAME;
+ * `platform.apiKey` and `database.url` default to `PLATFORM_API_KEY` and
+ * `DATABASE_URL`. Keys starting with `//` are comments and ignored. A `.env` file in the working directory is read too (it never
+ * overrides variables already set). The result is validated once and frozen.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseEnv } from 'node:util';
+import { IANAZone } from 'luxon';
+import { validate as validateCron } from 'node-cron';
+import { z } from 'zod';
+import { ConfigError } from './errors.js';
+
+export const DEFAULT_CONFIG_FILE = 'listsync.config.json';
+
+const cron = z.string().refine((s) => validateCron(s), {
+  message: 'not a valid cron expression (5 or 6 fields, e.g. "*/10 * * * *")',
+});
+const identifier = z
+  .string()
+  .regex(/^[a-z][a-z0-9_]{0,62}$/, 'use lower-case letters, digits and _ (starting with a letter), at most 63 characters');
+const timeZone = z.string().refine((s) => IANAZone.isValidZone(s), {
+  message: 'not a known IANA time zone (e.g. "UTC", "Europe/Berlin", "Asia/Shanghai")',
+});
+const positiveInt = z.number().int().positive();
+
+const platformSchema = z
+  .object({
+    baseUrl: z
+      .url({ protocol: /^https?$/, message: 'must be an http(s) URL ending with the version segment, e.g. https://api.example.com/v1' })
+      .transform((s) => s.replace(/\/+$/, '')),
+    apiKey: z.string().min(1, 'is empty: set PLATFORM_API_KEY or platform.apiKey'),
+    timeZone: timeZone.default('UTC'),
+    requestsPerSecond: z.number().positive().max(1000).default(10),
+    /** Requests that may be in flight at once (pages fetched ahead). */
+    maxInFlight: positiveInt.max(64).default(8),
+    timeoutMs: positiveInt.default(30_000),
+    retries: z.number().int().min(0).max(20).default(6),
+    maxRetryAfterSeconds: positiveInt.default(120),
+    /** Processes that share this account name share one request budget through Postgres. Default: derived from baseUrl + apiKey. */
+    account: z.string().min(1).optional(),
+  })
+  .strict();
+
+const scheduleSchema = z
+  .object({
+    pull: cron.optional(),
+    push: cron.optional(),
+    reconcile: cron.optional(),
+  })
+  .strict();
+
+const listSchema = z
+  .object({
+    name: identifier,
+    appID: z.string().min(1),
+    listID: z.string().min(1),
+    /** Mirror table name; defaults to `name`. */
+    table: identifier.optional(),
+    cursorField: z.string().min(1).default('Modified'),
+    sortField: z.string().min(1).default('Created'),
+    idField: z.string().min(1).default('ListDataID'),
+    versionField: z.string().min(1).default('RowVersion'),
+    lookbackDays: z.number().int().min(0).max(366).default(1),
+    pageSize: positiveInt.max(1000).default(1000),
+    // A plain string is the pull schedule.
+    schedule: z
+      .union([cron.transform((pull) => ({ pull })), scheduleSchema])
+      .default({}),
+    conflictPolicy: z.enum(['remote-wins', 'local-wins', 'manual']).default('remote-wins'),
+    maxPushAttempts: positiveInt.max(100).default(5),
+    /** reconcile refuses to mark deletes when it saw fewer than this share of the mirror's live rows. */
+    reconcileMinSeenRatio: z.number().min(0).max(1).default(0.5),
+  })
+  .strict();
+
+const configSchema = z
+  .object({
+    platform: platformSchema,
+    database: z
+      .object({
+        url: z.string().min(1, 'is empty: set DATABASE_URL or database.url'),
+        schema: identifier.default('mirror'),
+        poolMax: positiveInt.max(100).default(10),
+      })
+      .strict(),
+    lists: z.array(listSchema).default([]),
+    users: z
+      .object({
+        enabled: z.boolean().default(true),
+        schedule: cron.optional(),
+        table: identifier.default('platform_users'),
+      })
+      .strict()
+      .default({ enabled: true, table: 'platform_users' }),
+    serve: z
+      .object({
+        host: z.string().default('0.0.0.0'),
+        port: z.number().int().min(0).max(65535).default(8080),
+        /** The public base URL the platform reaches the receiver at, e.g. https://sync.example.com */
+        publicUrl: z.url().optional(),
+        maxLagMinutes: positiveInt.default(24 * 60),
+        webhookBodyLimitBytes: positiveInt.default(256 * 1024),
+        webhookDedupWindowMinutes: positiveInt.default(24 * 60),
+        shutdownTimeoutMs: positiveInt.default(30_000),
+      })
+      .strict()
+      .default({
+        host: '0.0.0.0',
+        port: 8080,
+        maxLagMinutes: 24 * 60,
+        webhookBodyLimitBytes: 256 * 1024,
+        webhookDedupWindowMinutes: 24 * 60,
+        shutdownTimeoutMs: 30_000,
+      }),
+    log: z
+      .object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') })
+      .strict()
+      .default({ level: 'info' }),
+  })
+  .strict()
+  .superRefine((cfg, ctx) => {
+    const seen = new Map<string, number>();
+    cfg.lists.forEach((l, i) => {
+      const table = l.table ?? l.name;
+      if (seen.has(l.name)) ctx.addIssue({ code: 'custom', path: ['lists', i, 'name'], message: `duplicate list name "${l.name}"` });
+      seen.set(l.name, i);
+      if (table === cfg.users.table)
+        ctx.addIssue({ code: 'custom', path: ['lists', i, 'table'], message: `"${table}" is the users table; set lists[${i}].table to another name` });
+    });
+  });
+
+export type Config = DeepReadonly<z.output<typeof configSchema>>;
+export type ListConfig = Config['lists'][number];
+export type PlatformConfig = Config['platform'];
+export type ConflictPolicy = ListConfig['conflictPolicy'];
+
+type DeepReadonly<T> = T extends (infer U)[]
+  ? readonly DeepReadonly<U>[]
+  : T extends object
+    ? { readonly [K in keyof T]: DeepReadonly<T[K]> }
+    : T;
+
+/** Keys whose values are never printed. */
+const SECRET_KEYS = new Set(['apiKey', 'url', 'password']);
+
+export interface LoadOptions {
+  /** Config file path; default `LISTSYNC_CONFIG` or `./listsync.config.json`. */
+  path?: string;
+  /** Environment; default `process.env` merged over `./.env`. */
+  env?: Readonly<Record<string, string | undefined>>;
+  cwd?: string;
+}
+
+/** Reads, interpolates and validates the config. Throws ConfigError naming the key. */
+export function loadConfig(options: LoadOptions = {}): Config {
+  const cwd = options.cwd ?? process.cwd();
+  const env = options.env ?? readEnvironment(cwd);
+  const path = resolve(cwd, options.path ?? env.LISTSYNC_CONFIG ?? DEFAULT_CONFIG_FILE);
+  if (!existsSync(path)) {
+    throw new ConfigError(
+      `No config file at ${path}. Run "listsync init" to write one, or point LISTSYNC_CONFIG at yours.`,
+      '(file)',
+    );
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (err) {
+    throw new ConfigError(`${path} is not valid JSON: ${(err as Error).message}. Fix the file (JSON allows no comments or trailing commas).`, '(file)', { cause: err });
+  }
+  return parseConfig(raw, env, path);
+}
+
+/** Validates an already-parsed config object; `source` names it in messages. */
+export function parseConfig(raw: unknown, env: Readonly<Record<string, string | undefined>> = {}, source = 'config'): Config {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+    throw new ConfigError(`${source} must hold a JSON object with "platform", "database" and "lists".`, '(root)');
+  }
+  const withEnv = applyEnvironment(interpolate(raw, env, []), env);
+  const result = configSchema.safeParse(withEnv);
+  if (!result.success) {
+    const issue = result.error.issues[0]!;
+    const key = formatPath(issue.path);
+    const value = valueAt(withEnv, issue.path);
+    const shown = value === undefined ? 'missing' : `got ${describeValue(value, isSecretPath(issue.path))}`;
+    throw new ConfigError(`Config key ${key}: ${issue.message} (${shown}) in ${source}.${hintFor(key)}`, key);
+  }
+  return deepFreeze(result.data) as Config;
+}
+
+/** Environment from `.env` (if present) overlaid by the real environment. */
+export function readEnvironment(cwd = process.cwd()): Record<string, string | undefined> {
+  const file = resolve(cwd, '.env');
+  const fromFile = existsSync(file) ? parseEnv(readFileSync(file, 'utf8')) : {};
+  return { ...fromFile, ...process.env };
+}
+
+/** Runtime settings that are not part of the config file. */
+export interface RuntimeEnv {
+  logLevel?: string;
+  isTTY: boolean;
+  isCI: boolean;
+  databaseUrl?: string;
+}
+export function runtimeEnv(env: Readonly<Record<string, string | undefined>> = readEnvironment()): RuntimeEnv {
+  return {
+    logLevel: env.LISTSYNC_LOG_LEVEL ?? env.LOG_LEVEL,
+    isTTY: Boolean(process.stdout.isTTY) && !env.CI,
+    isCI: Boolean(env.CI),
+    databaseUrl: env.DATABASE_URL,
+  };
+}
+
+/** Database URL with any password replaced, for messages. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    for (const k of [...u.searchParams.keys()]) if (/pass|key|secret|token/i.test(k)) u.searchParams.set(k, '***');
+    return u.toString();
+  } catch {
+    return url.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@');
+  }
+}
+
+/** Every secret value in the config, for log and error redaction. */
+export function secretsOf(config: Config): string[] {
+  const out = [config.platform.apiKey];
+  try {
+    const pw = new URL(config.database.url).password;
+    if (pw) out.push(decodeURIComponent(pw));
+  } catch {
+    /* not a URL: nothing to extract */
+  }
+  return out.filter((s) => s.length >= 4);
+}
+
+export function listByName(config: Config, name: string): ListConfig | undefined {
+  return config.lists.find((l) => l.name === name);
+}
+
+function interpolate(value: unknown, env: Readonly<Record<string, string | undefined>>, path: (string | number)[]): unknown {
+  if (typeof value === 'string') {
+    return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, name: string) => {
+      const v = env[name];
+      if (v === undefined) {
+        throw new ConfigError(`Config key ${formatPath(path)} refers to environment variable ${name}, which is not set. Set it (or put it in .env).`, formatPath(path));
+      }
+      return v;
+    });
+  }
+  if (Array.isArray(value)) return value.map((v, i) => interpolate(v, env, [...path, i]));
+  if (value && typeof value === 'object') {
+    // Keys starting with "//" are comments (JSON has no other kind).
+    return Object.fromEntries(
+      Object.entries(value)
+        .filter(([k]) => !k.startsWith('//'))
+        .map(([k, v]) => [k, interpolate(v, env, [...path, k])]),
+    );
+  }
+  return value;
+}
+
+function applyEnvironment(raw: unknown, env: Readonly<Record<string, string | undefined>>): unknown {
+  const cfg = { ...(raw as Record<string, unknown>) };
+  const platform = isObject(cfg.platform) ? { ...cfg.platform } : cfg.platform === undefined ? {} : cfg.platform;
+  if (isObject(platform) && platform.apiKey === undefined && env.PLATFORM_API_KEY) platform.apiKey = env.PLATFORM_API_KEY;
+  if (isObject(platform) && platform.baseUrl === undefined && env.PLATFORM_BASE_URL) platform.baseUrl = env.PLATFORM_BASE_URL;
+  cfg.platform = platform;
+  const database = isObject(cfg.database) ? { ...cfg.database } : cfg.database === undefined ? {} : cfg.database;
+  if (isObject(database) && database.url === undefined && env.DATABASE_URL) database.url = env.DATABASE_URL;
+  cfg.database = database;
+  const level = env.LISTSYNC_LOG_LEVEL;
+  if (level) cfg.log = { ...(isObject(cfg.log) ? cfg.log : {}), level };
+  return cfg;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+function formatPath(path: readonly PropertyKey[]): string {
+  if (path.length === 0) return '(root)';
+  return path
+    .map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`))
+    .join('');
+}
+
+function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
+  let cur: unknown = root;
+  for (const p of path) {
+    if (cur === null || typeof cur !== 'object') return undefined;
+    cur = (cur as Record<PropertyKey, unknown>)[p];
+  }
+  return cur;
+}
+
+function isSecretPath(path: readonly PropertyKey[]): boolean {
+  return path.some((p) => typeof p === 'string' && SECRET_KEYS.has(p));
+}
+
+function describeValue(value: unknown, secret: boolean): string {
+  if (secret && typeof value === 'string') {
+    if (/^postgres(ql)?:\/\//.test(value)) return JSON.stringify(redactUrl(value));
+    return value.length === 0 ? '""' : `"${'*'.repeat(Math.min(value.length, 8))}" (hidden)`;
+  }
+  const s = JSON.stringify(value);
+  return s === undefined ? String(value) : s.length > 80 ? `${s.slice(0, 77)}...` : s;
+}
+
+function hintFor(key: string): string {
+  if (key === 'platform.apiKey') return ' Set PLATFORM_API_KEY in the environment or .env.';
+  if (key === 'database.url') return ' Set DATABASE_URL, e.g. postgres://user@127.0.0.1:5432/db.';
+  if (key === 'platform.baseUrl') return ' Use the versioned base address, e.g. https://api.example.com/v1.';
+  if (key.endsWith('conflictPolicy')) return ' Use one of remote-wins, local-wins, manual.';
+  return '';
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object') {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+}

@@ -1,0 +1,68 @@
+/**
+ * What a command needs, built once from the config: database, logger and (lazily)
+ * the platform client. Commands receive it; nothing else reads the environment.
+ */
+import { type Config, loadConfig, readEnvironment, redactUrl, secretsOf } from './config.js';
+import { createDb, ping, type Knex } from './db.js';
+import { createLogger, type Logger } from './logger.js';
+
+export interface Output {
+  out(text: string): void;
+  err(text: string): void;
+  isTTY: boolean;
+}
+
+export const stdio: Output = {
+  out: (t) => void process.stdout.write(t.endsWith('\n') ? t : `${t}\n`),
+  err: (t) => void process.stderr.write(t.endsWith('\n') ? t : `${t}\n`),
+  isTTY: Boolean(process.stdout.isTTY),
+};
+
+export interface GlobalOptions {
+  config?: string;
+  logLevel?: string;
+}
+
+export interface AppContext {
+  config: Config;
+  logger: Logger;
+  io: Output;
+  db: Knex;
+  close(): Promise<void>;
+}
+
+export function loadAppConfig(opts: GlobalOptions): Config {
+  return loadConfig({ path: opts.config, env: readEnvironment() });
+}
+
+export function appLogger(config: Config, opts: GlobalOptions): Logger {
+  return createLogger({ level: opts.logLevel ?? config.log.level, secrets: secretsOf(config) });
+}
+
+/** Loads config, opens the database (checked reachable) and a logger. */
+export async function openContext(opts: GlobalOptions, io: Output = stdio): Promise<AppContext> {
+  const config = loadAppConfig(opts);
+  const logger = appLogger(config, opts);
+  const db = createDb({ url: config.database.url, poolMax: config.database.poolMax });
+  try {
+    await ping(db, config.database.url);
+  } catch (err) {
+    await db.destroy();
+    throw err;
+  }
+  let closed = false;
+  return {
+    config,
+    logger,
+    io,
+    db,
+    async close() {
+      if (closed) return;
+      closed = true;
+      await db.destroy();
+      logger.flush();
+    },
+  };
+}
+
+export { redactUrl };

@@ -1,0 +1,100 @@
+/**
+ * Postgres connections and listsync's own migrations.
+ *
+ * Migrations are imported by a small MigrationSource that names them without
+ * their extension, so runs from the `.ts` sources (tsx, vitest) and from the
+ * compiled `.js` agree on what has been applied.
+ */
+import { readdirSync } from 'node:fs';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { dirname, join } from 'node:path';
+import knexFactory, { type Knex } from 'knex';
+import pg from 'pg';
+import { redactUrl } from './config.js';
+
+export type { Knex };
+
+// pg returns int8 and numeric as strings; listsync's own bigint counters fit in a double.
+// Mirror values are read back as text where precision matters (ids are text columns).
+pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
+// Dates ("date" columns) stay 'YYYY-MM-DD' strings: no time zone games.
+pg.types.setTypeParser(pg.types.builtins.DATE, (v) => v);
+
+export const OWN_SCHEMA = 'listsync';
+
+export interface DbOptions {
+  url: string;
+  poolMax?: number;
+  applicationName?: string;
+}
+
+export function createDb(options: DbOptions): Knex {
+  return knexFactory({
+    client: 'pg',
+    connection: { connectionString: options.url, application_name: options.applicationName ?? 'listsync' },
+    pool: { min: 0, max: options.poolMax ?? 10 },
+    acquireConnectionTimeout: 30_000,
+  });
+}
+
+/** Resolves when the database answers; the error names the (redacted) URL. */
+export async function ping(db: Knex, url: string): Promise<void> {
+  try {
+    await db.raw('select 1');
+  } catch (err) {
+    throw new Error(`Cannot reach the database at ${redactUrl(url)}: ${(err as Error).message}. Check database.url / DATABASE_URL and that PostgreSQL is running.`, { cause: err });
+  }
+}
+
+const migrationsDir = (() => {
+  const here = dirname(fileURLToPath(import.meta.url));
+  // src/db.ts -> ../migrations ; dist/src/db.js -> ../migrations (compiled alongside)
+  return join(here, '..', 'migrations');
+})();
+
+interface MigrationModule {
+  up(knex: Knex): Promise<void>;
+  down(knex: Knex): Promise<void>;
+}
+
+/** Imports migrations itself and names them without extension (.ts and .js runs agree). */
+export class ListsyncMigrationSource implements Knex.MigrationSource<string> {
+  constructor(private readonly dir = migrationsDir) {}
+
+  async getMigrations(): Promise<string[]> {
+    const names = readdirSync(this.dir)
+      .filter((f) => /\.(ts|js|mjs)$/.test(f) && !f.endsWith('.d.ts'))
+      .map((f) => f.replace(/\.(ts|js|mjs)$/, ''));
+    return [...new Set(names)].sort();
+  }
+
+  getMigrationName(migration: string): string {
+    return migration;
+  }
+
+  async getMigration(migration: string): Promise<Knex.Migration> {
+    const files = readdirSync(this.dir);
+    const file = files.find((f) => f === `${migration}.js`) ?? files.find((f) => f === `${migration}.ts`) ?? files.find((f) => f === `${migration}.mjs`);
+    if (!file) throw new Error(`Migration ${migration} not found in ${this.dir}`);
+    const mod = (await import(pathToFileURL(join(this.dir, file)).href)) as MigrationModule;
+    return { up: mod.up, down: mod.down };
+  }
+}
+
+export const migrationConfig: Knex.MigratorConfig = {
+  migrationSource: new ListsyncMigrationSource(),
+  schemaName: OWN_SCHEMA,
+  tableName: 'knex_migrations',
+};
+
+/** Applies pending migrations; returns the names applied (empty when up to date). */
+export async function migrateLatest(db: Knex): Promise<string[]> {
+  await db.raw('create schema if not exists ??', [OWN_SCHEMA]);
+  const [, applied] = (await db.migrate.latest(migrationConfig)) as [number, string[]];
+  return applied;
+}
+
+export async function migrateRollbackAll(db: Knex): Promise<string[]> {
+  const [, undone] = (await db.migrate.rollback(migrationConfig, true)) as [number, string[]];
+  return undone;
+}

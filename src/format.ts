@@ -1,0 +1,30 @@
+/** Plain-text tables and durations for the CLI. */
+
+export function table(headers: readonly string[], rows: readonly (readonly unknown[])[]): string {
+  const cells = rows.map((r) => r.map(cell));
+  const widths = headers.map((h, i) => Math.max(h.length, ...cells.map((r) => (r[i] ?? '').length)));
+  const line = (r: readonly string[]) =>
+    r
+      .map((c, i) => c.padEnd(widths[i] ?? 0))
+      .join('  ')
+      .trimEnd();
+  return [line(headers), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)].join('\n');
+}
+
+function cell(v: unknown): string {
+  if (v === null || v === undefined) return '-';
+  if (v instanceof Date) return v.toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
+  if (typeof v === 'object') return JSON.stringify(v);
+  return String(v);
+}
+
+export function duration(ms: number): string {
+  if (!Number.isFinite(ms)) return '-';
+  const s = Math.round(ms / 1000);
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m${String(s % 60).padStart(2, '0')}s`;
+  const h = Math.floor(m / 60);
+  if (h < 48) return `${h}h${String(m % 60).padStart(2, '0')}m`;
+  return `${Math.floor(h / 24)}d${String(h % 24).padStart(2, '0')}h`;
+}

@@ -1,0 +1,67 @@
+/**
+ * Structured logs (pino). Secrets are redacted twice: by key (apiKey,
+ * password, authorization headers) and by value (any configured secret that
+ * shows up inside a message or an error).
+ */
+import { pino, type Logger, type LoggerOptions, type DestinationStream } from 'pino';
+
+export type { Logger };
+
+export interface LoggerSettings {
+  level?: string;
+  /** Secret values to scrub from every line (apiKey, database password). */
+  secrets?: readonly string[];
+  destination?: DestinationStream;
+  name?: string;
+}
+
+const REDACT_PATHS = [
+  'apiKey',
+  '*.apiKey',
+  '*.*.apiKey',
+  'headers.apiKey',
+  'headers.apikey',
+  '*.headers.apikey',
+  '*.headers.apiKey',
+  'password',
+  '*.password',
+  'authorization',
+  '*.authorization',
+];
+
+export function createLogger(settings: LoggerSettings = {}): Logger {
+  const secrets = (settings.secrets ?? []).filter((s) => s.length >= 4);
+  const options: LoggerOptions = {
+    name: settings.name ?? 'listsync',
+    level: settings.level ?? 'info',
+    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    base: undefined,
+    timestamp: pino.stdTimeFunctions.isoTime,
+    formatters: { level: (label) => ({ level: label }) },
+  };
+  if (secrets.length === 0) return pino(options, settings.destination ?? pino.destination(2));
+  const dest = settings.destination ?? pino.destination(2);
+  const scrubbing: DestinationStream = {
+    write(line: string) {
+      dest.write(scrubSecrets(line, secrets));
+    },
+  };
+  return pino(options, scrubbing);
+}
+
+/** Replaces every occurrence of a secret (raw or URL-encoded) with [redacted]. */
+export function scrubSecrets(text: string, secrets: readonly string[]): string {
+  let out = text;
+  for (const s of secrets) {
+    if (s.length < 4) continue;
+    for (const form of new Set([s, encodeURIComponent(s), JSON.stringify(s).slice(1, -1)])) {
+      if (out.includes(form)) out = out.split(form).join('[redacted]');
+    }
+  }
+  return out;
+}
+
+/** A logger that drops everything (tests, library use). */
+export function silentLogger(): Logger {
+  return pino({ level: 'silent' });
+}

@@ -1,0 +1,33 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migrateLatest, migrateRollbackAll } from '../src/db.js';
+import { createTestDatabase, type TestDatabase } from './helpers/db.js';
+
+describe('migrations', () => {
+  let t: TestDatabase;
+  beforeAll(async () => {
+    t = await createTestDatabase({ migrated: false });
+  });
+  afterAll(async () => t?.drop());
+
+  async function ownTables(): Promise<string[]> {
+    const rows = await t.db('information_schema.tables').where({ table_schema: 'listsync' }).whereNot('table_name', 'like', 'knex_%').pluck('table_name');
+    return (rows as string[]).sort();
+  }
+
+  it('migrates an empty database, rolls everything back, and migrates again', async () => {
+    const first = await migrateLatest(t.db);
+    expect(first.length).toBeGreaterThan(0);
+    expect(first.every((n) => !/\.(ts|js)$/.test(n))).toBe(true);
+    const tables = await ownTables();
+    expect(tables).toEqual(expect.arrayContaining(['lists', 'sync_state', 'sync_runs', 'outbox', 'conflicts', 'webhook_subscriptions', 'webhook_inbox', 'leases', 'rate_budget']));
+
+    expect(await migrateLatest(t.db)).toEqual([]);
+
+    const undone = await migrateRollbackAll(t.db);
+    expect(undone.length).toBe(first.length);
+    expect(await ownTables()).toEqual([]);
+
+    expect(await migrateLatest(t.db)).toEqual(first);
+    expect(await ownTables()).toEqual(tables);
+  });
+});
