@@ -2,13 +2,23 @@
  * The command line: parses, then calls into the modules. Exit codes: 0 success,
  * 1 a run failed, 2 bad usage or config.
  */
-import { Command, CommanderError, Option } from 'commander';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { ConfigError, UsageError, exitCodeFor, coerceError } from './errors.js';
 import { type GlobalOptions, type Output, loadAppConfig, openContext, stdio } from './context.js';
 import { runInit } from './commands/init.js';
 import { runMigrate } from './commands/migrate.js';
-import { exitCodeOf, runCheck } from './commands/check.js';
+import { exitCodeOf, platformCheck, runCheck } from './commands/check.js';
+import { runDiscover } from './commands/discover.js';
+import { parseDay, runPulls, selectLists } from './commands/pull.js';
+import { runStatus } from './commands/status.js';
+import { runReconcile } from './commands/reconcile.js';
+import { runHooksList, runHooksSubscribe } from './commands/hooks.js';
+import { DEFAULT_HOOK_RESOURCE, callbackUrlFor, parseHookType } from './webhooks/subscribe.js';
+import { runServe } from './commands/serve.js';
+import { runDemo } from './commands/demo.js';
 import { registerEmulatorCommand } from './emulator/command.js';
+import { appLogger, createClient, type AppContext } from './context.js';
+import { pullUsers } from './sync/users.js';
 
 export function buildProgram(io: Output, setCode: (code: number) => void): Command {
   const program = new Command('listsync')
@@ -20,6 +30,16 @@ export function buildProgram(io: Output, setCode: (code: number) => void): Comma
     .exitOverride();
 
   const globals = (): GlobalOptions => program.opts<GlobalOptions>();
+  /** Opens config + database + client for the action, and closes them after. */
+  const withContext = async (fn: (ctx: AppContext) => Promise<number | void>): Promise<void> => {
+    const ctx = await openContext(globals(), io);
+    try {
+      const code = await fn(ctx);
+      if (typeof code === 'number') setCode(code);
+    } finally {
+      await ctx.close();
+    }
+  };
 
   program
     .command('init')
@@ -35,7 +55,8 @@ export function buildProgram(io: Output, setCode: (code: number) => void): Comma
     .description('validate the config, reach the database and the platform, check filter/sort fields are indexed')
     .action(async () => {
       const config = loadAppConfig(globals());
-      const findings = await runCheck(config);
+      const logger = appLogger(config, globals());
+      const findings = await runCheck(config, platformCheck(() => createClient(config, logger)));
       for (const f of findings) io.out(`${f.ok ? 'ok  ' : 'FAIL'} ${f.check}: ${f.message}`);
       setCode(exitCodeOf(findings));
     });
@@ -52,6 +73,104 @@ export function buildProgram(io: Output, setCode: (code: number) => void): Comma
         await ctx.close();
       }
     });
+
+  program
+    .command('discover')
+    .description("print each list's fields, platform types, the column types they map to, and whether they are indexed")
+    .option('-l, --list <name>', 'only this list')
+    .action(async (opts: { list?: string }) => {
+      const config = loadAppConfig(globals());
+      const lists = selectLists({ config }, opts.list);
+      const client = createClient(config, appLogger(config, globals()));
+      try {
+        io.out(await runDiscover({ client }, lists));
+      } finally {
+        await client.close();
+      }
+    });
+
+  program
+    .command('pull')
+    .description('one incremental pull of every list (or one): platform -> mirror')
+    .option('-l, --list <name>', 'only this list')
+    .option('--wait', 'wait for a run of the same list in another process instead of exiting', false)
+    .action((opts: { list?: string; wait: boolean }) =>
+      withContext((ctx) => runPulls(ctx, selectLists(ctx, opts.list), { kind: 'incremental' }, { wait: opts.wait, progress: false })),
+    );
+
+  program
+    .command('backfill')
+    .description('re-read a date range of a list (by its cursor field), with progress; resumable after a crash')
+    .requiredOption('-l, --list <name>', 'the list')
+    .requiredOption('--from <YYYY-MM-DD>', 'first platform date (inclusive)')
+    .option('--to <YYYY-MM-DD>', 'last platform date (inclusive); default: open-ended')
+    .option('--wait', 'wait for a run of the same list in another process instead of exiting', false)
+    .action((opts: { list: string; from: string; to?: string; wait: boolean }) => {
+      const from = parseDay(opts.from, '--from');
+      const to = opts.to === undefined ? undefined : parseDay(opts.to, '--to');
+      if (to && to < from) throw new UsageError(`--to ${to} is before --from ${from}.`);
+      return withContext((ctx) => runPulls(ctx, selectLists(ctx, opts.list), { kind: 'backfill', from, to }, { wait: opts.wait, progress: true }));
+    });
+
+  program
+    .command('users')
+    .description('pull the users directory (POST /users/search) into the users table')
+    .action(() =>
+      withContext(async (ctx) => {
+        const r = await pullUsers({ db: ctx.db, client: ctx.client, config: ctx.config, logger: ctx.logger });
+        io.out(`users: ${r.counters.pages} pages; inserted ${r.counters.rows_inserted}, updated ${r.counters.rows_updated}, unchanged ${r.counters.rows_unchanged}`);
+      }),
+    );
+
+  program
+    .command('reconcile')
+    .description('find items deleted on the platform: sweep every ID, mark rows not seen with _deleted_at, undelete rows seen again')
+    .option('-l, --list <name>', 'only this list')
+    .option('--wait', 'wait for a run of the same list in another process instead of exiting', false)
+    .action((opts: { list?: string; wait: boolean }) => withContext((ctx) => runReconcile(ctx, selectLists(ctx, opts.list), { wait: opts.wait })));
+
+  const hooks = program.command('hooks').description('webhook subscriptions: subscribe, list');
+  hooks
+    .command('subscribe')
+    .description('create a webhook subscription on the platform (POST /hooks) with a secret callback URL served by "listsync serve"')
+    .requiredOption('--channel <name>', 'channel name; the platform sends it back as the Channel header')
+    .requiredOption('--type <n>', 'event type code (integer); sent back as the Type header')
+    .option('--resource <resource>', 'subscribed resource', DEFAULT_HOOK_RESOURCE)
+    .option('--callback-url <url>', 'public base URL the platform reaches serve at (default serve.publicUrl); /hooks/<token> is appended')
+    .action((opts: { channel: string; type: string; resource: string; callbackUrl?: string }) => {
+      const type = parseHookType(opts.type);
+      callbackUrlFor(loadAppConfig(globals()), 'check', opts.callbackUrl);
+      return withContext((ctx) => runHooksSubscribe(ctx, { channel: opts.channel, type, resource: opts.resource, callbackUrl: opts.callbackUrl }));
+    });
+  hooks
+    .command('list')
+    .description('print the webhook subscriptions (tokens masked) with their event counts')
+    .action(() => withContext((ctx) => runHooksList(ctx)));
+
+  program
+    .command('status')
+    .description('per list: last success, watermark, lag, rows, pending changes, conflicts, last error')
+    .action(() => withContext(async (ctx) => io.out(await runStatus(ctx))));
+
+  program
+    .command('serve')
+    .description('run the schedules, the webhook receiver, /healthz and /metrics until SIGTERM')
+    .option('--port <n>', 'HTTP port (default serve.port)', (v) => {
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('a port number 0-65535');
+      return n;
+    })
+    .action((opts: { port?: number }) => withContext((ctx) => runServe(ctx, { port: opts.port })));
+
+  program
+    .command('demo')
+    .description('start the emulator and a database, run the real commands end to end, and print a tour')
+    .option('--items <n>', 'items in the sample list', (v) => {
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('a positive whole number');
+      return n;
+    }, 5000)
+    .action((opts: { items: number }) => runDemo({ io, items: opts.items }).then(setCode));
 
   registerEmulatorCommand(program);
   return program;

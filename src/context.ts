@@ -5,6 +5,8 @@
 import { type Config, loadConfig, readEnvironment, redactUrl, secretsOf } from './config.js';
 import { createDb, ping, type Knex } from './db.js';
 import { createLogger, type Logger } from './logger.js';
+import { PlatformClient } from './platform/client.js';
+import { SharedBudget, budgetAccount } from './platform/shared-budget.js';
 
 export interface Output {
   out(text: string): void;
@@ -28,7 +30,14 @@ export interface AppContext {
   logger: Logger;
   io: Output;
   db: Knex;
+  /** The platform client; its request budget is shared with every process using the account. */
+  client: PlatformClient;
   close(): Promise<void>;
+}
+
+export function createClient(config: Config, logger: Logger, db?: Knex): PlatformClient {
+  const budget = db ? new SharedBudget({ db, account: budgetAccount(config.platform) }) : undefined;
+  return new PlatformClient({ config: config.platform, logger, budget });
 }
 
 export function loadAppConfig(opts: GlobalOptions): Config {
@@ -50,15 +59,18 @@ export async function openContext(opts: GlobalOptions, io: Output = stdio): Prom
     await db.destroy();
     throw err;
   }
+  const client = createClient(config, logger, db);
   let closed = false;
   return {
     config,
     logger,
     io,
     db,
+    client,
     async close() {
       if (closed) return;
       closed = true;
+      await client.close();
       await db.destroy();
       logger.flush();
     },

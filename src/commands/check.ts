@@ -6,6 +6,8 @@
 import type { Config } from '../config.js';
 import { redactUrl } from '../config.js';
 import { createDb, migrationConfig, ping } from '../db.js';
+import type { PlatformClient } from '../platform/client.js';
+import { AuthError, NotFoundError } from '../platform/errors.js';
 
 export interface Finding {
   check: string;
@@ -42,4 +44,56 @@ export function exitCodeOf(findings: readonly Finding[]): 0 | 1 | 2 {
   const failed = findings.filter((f) => !f.ok);
   if (failed.length === 0) return 0;
   return failed.some((f) => (f.severity ?? 2) === 2) ? 2 : 1;
+}
+
+/** Reaches the platform with the configured key and checks each list's cursor, sort and ID fields are indexed. */
+export function platformCheck(makeClient: () => PlatformClient): PlatformCheck {
+  return async (config) => {
+    const client = makeClient();
+    const findings: Finding[] = [];
+    try {
+      for (const [i, list] of config.lists.entries()) {
+        let fields;
+        try {
+          fields = await client.getFields(list.appID, list.listID);
+        } catch (err) {
+          const severity = err instanceof AuthError || err instanceof NotFoundError ? 2 : 1;
+          const hint =
+            err instanceof AuthError
+              ? ' The platform refused the API key: check PLATFORM_API_KEY / platform.apiKey.'
+              : err instanceof NotFoundError
+                ? ` Check lists[${i}].appID and lists[${i}].listID.`
+                : ' Check platform.baseUrl and the network.';
+          findings.push({ check: `platform ${list.name}`, ok: false, severity, message: `${(err as Error).message}.${hint}` });
+          if (err instanceof AuthError) break;
+          continue;
+        }
+        const byName = new Map(fields.map((f) => [f.FieldName, f]));
+        const indexed = fields.filter((f) => f.IsIndex).map((f) => f.FieldName);
+        const problems: string[] = [];
+        for (const key of ['cursorField', 'sortField', 'idField'] as const) {
+          const name = list[key];
+          const f = byName.get(name);
+          if (!f) problems.push(`lists[${i}].${key} "${name}" is not a field of ${list.appID}/${list.listID}`);
+          else if (!f.IsIndex) problems.push(`lists[${i}].${key} "${name}" is not indexed on the platform (filters and sorts need indexed fields)`);
+        }
+        if (!byName.has(list.versionField)) problems.push(`lists[${i}].versionField "${list.versionField}" is not a field of ${list.appID}/${list.listID}`);
+        findings.push(
+          problems.length
+            ? { check: `platform ${list.name}`, ok: false, severity: 2, message: `${problems.join('; ')}. Indexed fields: ${indexed.join(', ')}.` }
+            : { check: `platform ${list.name}`, ok: true, message: `${fields.length} fields; ${list.cursorField} and ${list.sortField} are indexed` },
+        );
+      }
+      if (config.lists.length === 0) {
+        await client.searchUsers({ pageIndex: 1, pageSize: 1 });
+        findings.push({ check: 'platform', ok: true, message: 'reachable, API key accepted' });
+      }
+    } catch (err) {
+      const severity = err instanceof AuthError ? 2 : 1;
+      findings.push({ check: 'platform', ok: false, severity, message: (err as Error).message });
+    } finally {
+      await client.close();
+    }
+    return findings;
+  };
 }

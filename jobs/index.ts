@@ -1,0 +1,9 @@
+import type { JobDefinition } from './job.js';
+import { pullJob } from './pull.js';
+import { reconcileJob } from './reconcile.js';
+import { usersJob } from './users.js';
+
+export type { JobContext, JobDefinition } from './job.js';
+
+/** Every job `serve` schedules. */
+export const jobs: readonly JobDefinition[] = [pullJob, reconcileJob, usersJob];

@@ -1,0 +1,9 @@
+import { pullUsers } from '../src/sync/users.js';
+import type { JobDefinition } from './job.js';
+
+export const usersJob: JobDefinition = {
+  name: 'users',
+  perList: false,
+  scheduleOf: (config) => (config.users.enabled ? config.users.schedule : undefined),
+  run: (ctx) => pullUsers({ db: ctx.db, client: ctx.client, config: ctx.config, logger: ctx.logger }),
+};

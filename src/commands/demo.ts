@@ -1,0 +1,131 @@
+/**
+ * `listsync demo` (`npm run demo`): the emulator with the built-in sample, a
+ * database (DATABASE_URL, or an embedded PostgreSQL kept in .listsync/), then
+ * the real commands end to end — migrate, check, pull, users, status, a
+ * reporting query, and a write-back round trip — with a short tour.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import pg from 'pg';
+import { redactUrl, runtimeEnv } from '../config.js';
+import type { Output } from '../context.js';
+import { startEmbeddedDb, type EmbeddedDb } from '../embedded-db.js';
+import { startEmulator } from '../emulator/index.js';
+import { table } from '../format.js';
+
+export const DEMO_DATABASE = 'listsync_demo';
+
+export interface DemoOptions {
+  io: Output;
+  items: number;
+  /** Working directory for the config and the embedded database (default ./.listsync). */
+  dir?: string;
+  databaseUrl?: string;
+}
+
+export async function runDemo(opts: DemoOptions): Promise<number> {
+  const { io } = opts;
+  const dir = resolve(opts.dir ?? '.listsync');
+  mkdirSync(dir, { recursive: true });
+  const step = (n: number, text: string) => io.out(`\n== ${n}. ${text}`);
+
+  step(1, `Starting the platform emulator with the built-in sample (${opts.items} orders, a users directory)`);
+  const emu = await startEmulator({ port: 0, sample: true, items: opts.items });
+  io.out(`emulator at ${emu.baseUrl} (API key ${emu.apiKey}; rate limit 10 requests/s like the real account)`);
+
+  let embedded: EmbeddedDb | undefined;
+  let pgClient: pg.Client | undefined;
+  try {
+    step(2, 'Getting a PostgreSQL database');
+    const serverUrl = opts.databaseUrl ?? runtimeEnv().databaseUrl;
+    let baseUrl: string;
+    if (serverUrl) {
+      baseUrl = serverUrl;
+      io.out(`using DATABASE_URL ${redactUrl(serverUrl)}`);
+    } else {
+      io.out(`no DATABASE_URL: starting an embedded PostgreSQL in ${join(dir, 'pg')} (first start takes a few seconds)`);
+      embedded = await startEmbeddedDb({ dir: join(dir, 'pg'), persistent: true });
+      baseUrl = embedded.url;
+    }
+    const dbUrl = await freshDatabase(baseUrl, io);
+    io.out(`database ${redactUrl(dbUrl)}`);
+
+    const configPath = join(dir, 'demo.config.json');
+    writeFileSync(
+      configPath,
+      `${JSON.stringify(
+        {
+          '//': 'Written by listsync demo: the emulator and the demo database.',
+          platform: { baseUrl: emu.baseUrl, apiKey: emu.apiKey, timeZone: 'UTC', requestsPerSecond: 10 },
+          database: { url: dbUrl, schema: 'demo' },
+          lists: [{ name: 'orders', appID: 'demo', listID: 'orders', conflictPolicy: 'remote-wins', schedule: { pull: '*/5 * * * *' } }],
+          users: { enabled: true, schedule: '0 * * * *' },
+        },
+        null,
+        2,
+      )}\n`,
+    );
+    io.out(`config written to ${configPath}`);
+
+    const { main } = await import('../cli.js');
+    const cli = async (title: string, ...args: string[]): Promise<void> => {
+      io.out(`\n$ listsync ${args.join(' ')}    # ${title}`);
+      const code = await main(['node', 'listsync', '--config', configPath, '--log-level', 'warn', ...args], io);
+      if (code !== 0) throw new Error(`listsync ${args.join(' ')} exited with ${code}`);
+    };
+
+    step(3, 'Running the real commands');
+    await cli("create listsync's own tables", 'migrate');
+    await cli('config, database, platform, indexed fields', 'check');
+    await cli('what the mirror table will look like', 'discover');
+    await cli('first run: a full load, pages in flight under the 10/s budget', 'pull');
+    await cli('second run: incremental, nothing changed so nothing is rewritten', 'pull');
+    await cli('the users directory', 'users');
+
+    step(4, 'Reporting on the mirror with plain SQL');
+    pgClient = new pg.Client({ connectionString: dbUrl });
+    await pgClient.connect();
+    const sql = `select status, count(*) as orders, sum(amount) as revenue,
+       count(*) filter (where paid) as paid, min(order_date) as first_order
+  from demo.orders
+ where _deleted_at is null
+ group by status
+ order by revenue desc nulls last`;
+    io.out(sql);
+    const report = await pgClient.query(sql);
+    io.out(table(report.fields.map((f) => f.name), report.rows.map((r: Record<string, unknown>) => report.fields.map((f) => r[f.name]))));
+    const counts = await pgClient.query(`select (select count(*) from demo.orders) as orders, (select count(*) from demo.platform_users) as users, (select count(*) from listsync.sync_runs) as runs`);
+    io.out(`rows: ${JSON.stringify(counts.rows[0])}`);
+
+    await cli('per list: last success, watermark, lag, rows, changes', 'status');
+
+    step(5, 'Done');
+    io.out(`The emulator and database stop now. Try it yourself:\n  npx listsync emulator --sample        # in one terminal\n  npx listsync init && npx listsync check  # in another (PLATFORM_API_KEY=emulator-key)`);
+    return 0;
+  } catch (err) {
+    io.err(`demo failed: ${(err as Error).message}`);
+    return 1;
+  } finally {
+    await pgClient?.end().catch(() => undefined);
+    await emu.close();
+    await embedded?.stop();
+  }
+}
+
+/** (Re)creates the demo database on the server; falls back to the given database when not allowed. */
+async function freshDatabase(serverUrl: string, io: Output): Promise<string> {
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  try {
+    await admin.query(`drop database if exists ${DEMO_DATABASE} with (force)`);
+    await admin.query(`create database ${DEMO_DATABASE}`);
+    const u = new URL(serverUrl);
+    u.pathname = `/${DEMO_DATABASE}`;
+    return u.toString();
+  } catch (err) {
+    io.out(`cannot create database ${DEMO_DATABASE} (${(err as Error).message}); using the given database`);
+    return serverUrl;
+  } finally {
+    await admin.end();
+  }
+}

@@ -1,0 +1,79 @@
+/** `listsync pull` and `listsync backfill`: the CLI side (progress, summaries). */
+import { SingleBar, Presets } from 'cli-progress';
+import { DateTime } from 'luxon';
+import type { ListConfig } from '../config.js';
+import type { AppContext } from '../context.js';
+import { UsageError } from '../errors.js';
+import { pullList, type PageProgress, type PullMode, type PullResult } from '../sync/pull.js';
+
+export function selectLists(ctx: Pick<AppContext, 'config'>, name?: string): readonly ListConfig[] {
+  if (!name) {
+    if (ctx.config.lists.length === 0) throw new UsageError('No lists configured: add one under "lists" in the config.');
+    return ctx.config.lists;
+  }
+  const list = ctx.config.lists.find((l) => l.name === name);
+  if (!list) throw new UsageError(`No list named "${name}" in the config; configured: ${ctx.config.lists.map((l) => l.name).join(', ') || '(none)'}.`);
+  return [list];
+}
+
+export function parseDay(value: string, flag: string): string {
+  const d = DateTime.fromFormat(value, 'yyyy-MM-dd');
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(value) || !d.isValid) throw new UsageError(`${flag} must be a date like 2024-01-31, got "${value}".`);
+  return value;
+}
+
+export function summary(r: PullResult): string {
+  const c = r.counters;
+  const window = r.windowFrom ? `from ${r.windowFrom}${r.windowTo ? ` to ${r.windowTo}` : ''}` : 'full load';
+  return (
+    `${r.list}: ${r.status} (${window}${r.resumed ? ', resumed' : ''}) — ${c.pages} pages, ${c.requests} requests, ${c.retries} retries; ` +
+    `rows inserted ${c.rows_inserted}, updated ${c.rows_updated}, unchanged ${c.rows_unchanged}, failed values ${c.rows_failed}` +
+    (c.rows_skipped_pending ? `, kept local ${c.rows_skipped_pending}` : '') +
+    `; watermark ${r.watermark ?? '-'}${r.watermarkHeld ? ' (held: deletes seen while paging)' : ''}` +
+    (r.schemaChanges.length ? `\n  schema: ${r.schemaChanges.join('; ')}` : '')
+  );
+}
+
+/** Progress: a bar on a terminal, one JSON line per page otherwise. */
+export function pageReporter(ctx: Pick<AppContext, 'io' | 'logger'>): { onPage: (p: PageProgress) => void; stop: () => void } {
+  if (!ctx.io.isTTY) {
+    return {
+      onPage: (p) => ctx.logger.info({ list: p.list, runId: p.runId, page: p.page, pageCount: p.pageCount, items: p.items, itemsSoFar: p.itemsSoFar, totalCount: p.totalCount }, 'page'),
+      stop: () => undefined,
+    };
+  }
+  const started = Date.now();
+  let bar: SingleBar | undefined;
+  return {
+    onPage(p) {
+      if (!bar) {
+        bar = new SingleBar(
+          { format: `${p.list} [{bar}] {value}/{total} pages | {items} items | {rate} items/s | ETA {eta_formatted}`, hideCursor: true, etaBuffer: 20 },
+          Presets.shades_classic,
+        );
+        bar.start(p.pageCount, p.page - 1, { items: 0, rate: 0 });
+      }
+      bar.setTotal(p.pageCount);
+      bar.update(p.page, { items: p.itemsSoFar, rate: Math.round(p.itemsSoFar / Math.max(0.001, (Date.now() - started) / 1000)) });
+    },
+    stop: () => bar?.stop(),
+  };
+}
+
+export async function runPulls(ctx: AppContext, lists: readonly ListConfig[], mode: PullMode, options: { wait: boolean; progress: boolean }): Promise<number> {
+  let code = 0;
+  for (const list of lists) {
+    const reporter = options.progress ? pageReporter(ctx) : undefined;
+    try {
+      const r = await pullList({ db: ctx.db, client: ctx.client, config: ctx.config, logger: ctx.logger, onPage: reporter?.onPage, waitMs: options.wait ? 24 * 3_600_000 : 0 }, list, mode);
+      reporter?.stop();
+      ctx.io.out(summary(r));
+    } catch (err) {
+      reporter?.stop();
+      if (err instanceof UsageError) throw err;
+      ctx.io.err(`${list.name}: ${mode.kind === 'incremental' ? 'pull' : 'backfill'} failed: ${(err as Error).message}`);
+      code = 1;
+    }
+  }
+  return code;
+}

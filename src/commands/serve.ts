@@ -1,0 +1,46 @@
+/** `listsync serve`: runs until SIGTERM/SIGINT, then shuts down cleanly. */
+import type { AppContext } from '../context.js';
+import { createMetrics } from '../metrics.js';
+import { PlatformClient } from '../platform/client.js';
+import { SharedBudget, budgetAccount } from '../platform/shared-budget.js';
+import { startServe, type RunningServe } from '../serve.js';
+import { createHookReceiver, earlyPullOnItemEvent, HOOKS_PATH } from '../webhooks/index.js';
+
+export async function runServe(ctx: AppContext, opts: { port?: number }): Promise<number> {
+  const metrics = createMetrics({ db: ctx.db, config: ctx.config, logger: ctx.logger });
+  // serve's own client reports every request to /metrics; its budget is shared through Postgres like any other.
+  const client = new PlatformClient({
+    config: ctx.config.platform,
+    logger: ctx.logger,
+    budget: new SharedBudget({ db: ctx.db, account: budgetAccount(ctx.config.platform) }),
+    onRequest: metrics.onRequest,
+  });
+  let running: RunningServe | undefined;
+  const requestPull = (list: string): void => running?.requestPull(list);
+  const hooks = createHookReceiver({ db: ctx.db, config: ctx.config, logger: ctx.logger, onItemEvent: earlyPullOnItemEvent(ctx.config, requestPull), onOutcome: metrics.onWebhook });
+  const serve = await startServe({
+    config: ctx.config,
+    db: ctx.db,
+    client,
+    logger: ctx.logger,
+    port: opts.port,
+    routes: { '/metrics': metrics.handler, [HOOKS_PATH]: hooks },
+  });
+  running = serve;
+  ctx.io.out(`listsync serve on ${serve.url} (healthz: ${serve.url}/healthz, metrics: ${serve.url}/metrics, webhooks: ${serve.url}${HOOKS_PATH}<token>)`);
+  await new Promise<void>((resolve) => {
+    const stop = (signal: string) => {
+      ctx.logger.info({ signal }, 'signal received');
+      process.off('SIGTERM', onTerm);
+      process.off('SIGINT', onInt);
+      void serve.close().then(resolve);
+    };
+    const onTerm = () => stop('SIGTERM');
+    const onInt = () => stop('SIGINT');
+    process.on('SIGTERM', onTerm);
+    process.on('SIGINT', onInt);
+  });
+  await client.close();
+  ctx.io.out('listsync serve stopped');
+  return 0;
+}

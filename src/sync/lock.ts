@@ -1,0 +1,61 @@
+/**
+ * One run per list and job family at a time, across processes: a Postgres
+ * session advisory lock held on a dedicated connection for the whole run. A
+ * killed process loses its connection, so its lock goes with it and the next
+ * run can resume at once.
+ */
+import type { Knex } from '../db.js';
+import { LockedError } from '../errors.js';
+
+export interface HeldLock {
+  name: string;
+  release(): Promise<void>;
+}
+
+interface PgConnection {
+  query(sql: string, params?: unknown[]): Promise<{ rows: Record<string, unknown>[] }>;
+}
+
+/** Tries to take `name`; waits up to `waitMs` (0 = fail at once with LockedError). */
+export async function acquireLock(db: Knex, name: string, options: { waitMs?: number; describeHolder?: () => Promise<string | undefined> } = {}): Promise<HeldLock> {
+  const conn = (await db.client.acquireConnection()) as PgConnection;
+  const key = `listsync:${name}`;
+  const deadline = Date.now() + (options.waitMs ?? 0);
+  try {
+    for (;;) {
+      const { rows } = await conn.query('select pg_try_advisory_lock(hashtextextended($1, 0)) as ok', [key]);
+      if (rows[0]?.ok === true) break;
+      if (Date.now() >= deadline) {
+        const holder = options.describeHolder ? await options.describeHolder() : undefined;
+        throw new LockedError(`${name} is already running (${holder ?? 'in another process'}); wait for it to finish, or pass --wait.`, name, holder);
+      }
+      await new Promise((r) => setTimeout(r, Math.min(500, Math.max(50, deadline - Date.now()))));
+    }
+  } catch (err) {
+    await db.client.releaseConnection(conn);
+    throw err;
+  }
+  let released = false;
+  return {
+    name,
+    async release() {
+      if (released) return;
+      released = true;
+      try {
+        await conn.query('select pg_advisory_unlock(hashtextextended($1, 0))', [key]);
+      } finally {
+        await db.client.releaseConnection(conn);
+      }
+    },
+  };
+}
+
+/** Runs fn while holding the lock. */
+export async function withLock<T>(db: Knex, name: string, options: Parameters<typeof acquireLock>[2], fn: () => Promise<T>): Promise<T> {
+  const lock = await acquireLock(db, name, options);
+  try {
+    return await fn();
+  } finally {
+    await lock.release();
+  }
+}

@@ -1,0 +1,310 @@
+/**
+ * Pull: platform -> mirror, incremental or over a fixed date range (backfill).
+ *
+ * - Filter `cursorField >= (watermark - lookback)` by the platform's calendar
+ *   date, sorted by the immutable sortField then the ID, pages in flight
+ *   through the client.
+ * - Each page is upserted with its checkpoint and run counters in one
+ *   transaction; a killed run resumes from the checkpoint.
+ * - The watermark becomes the platform date at which the run started, written
+ *   only after the last page, and only when the run saw no sign that items
+ *   were deleted under it while it paged (a delete shifts later pages left, so
+ *   an item could have been skipped: the next run then reads the same window).
+ */
+import { DateTime } from 'luxon';
+import type { Config, ListConfig } from '../config.js';
+import type { Knex } from '../db.js';
+import type { Logger } from '../logger.js';
+import type { PlatformClient } from '../platform/client.js';
+import { Operator, type Filter, type Item, type ItemQuery } from '../platform/types.js';
+import { ensureMirrorTable, markListsyncWriter, upsertItems, type TableMapping, type UpsertResult } from '../mirror/index.js';
+import { withLock } from './lock.js';
+import { LockedError } from '../errors.js';
+import { addToRun, closeAbandonedRuns, describeRunning, finishRun, startRun, zeroCounters, type Job, type RunCounters } from './runs.js';
+import { completeState, readState, writeCheckpoint } from './state.js';
+
+export type PullMode = { kind: 'incremental' } | { kind: 'backfill'; from: string; to?: string };
+
+export interface PageProgress {
+  list: string;
+  runId: number;
+  page: number;
+  pageCount: number;
+  totalCount: number;
+  items: number;
+  itemsSoFar: number;
+  result: UpsertResult;
+}
+
+/** Called for rows the pull did not overwrite because a local change is open (write-back decides). */
+export type PendingHandler = (trx: Knex.Transaction, mapping: TableMapping, skipped: UpsertResult['skippedPending']) => Promise<{ conflicts: number }>;
+
+export interface PullDeps {
+  db: Knex;
+  client: PlatformClient;
+  config: Config;
+  logger: Logger;
+  clock?: () => Date;
+  onPage?: (p: PageProgress) => void;
+  onPending?: PendingHandler;
+  /** Stop after the page in flight (graceful shutdown). */
+  signal?: AbortSignal;
+  /** Wait this long for another run of the list to finish instead of failing at once. */
+  waitMs?: number;
+}
+
+export interface PullResult {
+  runId: number;
+  list: string;
+  status: 'succeeded' | 'failed' | 'stopped';
+  resumed: boolean;
+  windowFrom: string | null;
+  windowTo: string | null;
+  watermark: string | null;
+  watermarkHeld: boolean;
+  counters: RunCounters;
+  schemaChanges: string[];
+}
+
+interface PullCheckpoint {
+  runId: number;
+  mode: 'incremental' | 'backfill';
+  startDate: string;
+  windowFrom: string | null;
+  windowTo: string | null;
+  nextPage: number;
+  firstTotal: number;
+  maxTotal: number;
+  lastTotal: number;
+  /** Sort key of the last item that existed when the run started; items after it are new. */
+  lastKeyAtStart: [string, string] | null;
+  createdSeen: number;
+  decreaseSeen: boolean;
+}
+
+/** Name of the lock every job of a list shares: pull, backfill, push and reconcile never interleave. */
+export const listLockName = (list: string): string => `list:${list}`;
+
+export async function pullList(deps: PullDeps, list: ListConfig, mode: PullMode = { kind: 'incremental' }): Promise<PullResult> {
+  const job = mode.kind === 'incremental' ? 'pull' : 'backfill';
+  return runExclusive(deps.db, list.name, job, deps.waitMs ?? 0, () => pullLocked(deps, list, mode, job));
+}
+
+/**
+ * Runs fn under the list's lock. When another run holds it, records a
+ * 'skipped' run saying which, and rethrows the LockedError.
+ */
+export async function runExclusive<T>(db: Knex, listName: string, job: Job, waitMs: number, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await withLock(db, listLockName(listName), { waitMs, describeHolder: () => describeRunning(db, listName, ['pull', 'backfill', 'push', 'reconcile']) }, fn);
+  } catch (err) {
+    if (err instanceof LockedError) {
+      const runId = await startRun(db, listName, job);
+      await finishRun(db, runId, 'skipped', { error: err.message });
+    }
+    throw err;
+  }
+}
+
+async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job: 'pull' | 'backfill'): Promise<PullResult> {
+  const { db, client, config } = deps;
+  const zone = config.platform.timeZone;
+  const now = deps.clock ?? (() => new Date());
+  await closeAbandonedRuns(db, list.name, [job]);
+
+  const fields = await client.getFields(list.appID, list.listID);
+  const mapping = await ensureMirrorTable(db, {
+    schema: config.database.schema,
+    list: { name: list.name, appID: list.appID, listID: list.listID, table: list.table ?? list.name },
+    fields,
+    idField: list.idField,
+    versionField: list.versionField,
+    logger: deps.logger,
+  });
+  const schemaChanges = mapping.changes ?? [];
+
+  const state = await readState<PullCheckpoint>(db, list.name, job);
+  const startDate = platformDate(now(), zone);
+  let cp: PullCheckpoint;
+  let resumed = false;
+  const fresh = (): PullCheckpoint => {
+    const windowFrom =
+      mode.kind === 'backfill' ? mode.from : state.watermark ? DateTime.fromISO(state.watermark, { zone }).minus({ days: list.lookbackDays }).toISODate() : null;
+    return {
+      runId: 0,
+      mode: mode.kind,
+      startDate,
+      windowFrom,
+      windowTo: mode.kind === 'backfill' ? (mode.to ?? null) : null,
+      nextPage: 1,
+      firstTotal: -1,
+      maxTotal: -1,
+      lastTotal: -1,
+      lastKeyAtStart: null,
+      createdSeen: 0,
+      decreaseSeen: false,
+    };
+  };
+  const prev = state.checkpoint;
+  if (prev && prev.mode === mode.kind && (mode.kind === 'incremental' || (prev.windowFrom === mode.from && prev.windowTo === (mode.to ?? null)))) {
+    cp = prev;
+    resumed = true;
+  } else {
+    cp = fresh();
+  }
+  // A field added (or back) on the platform: existing rows have no value for it yet, and their
+  // versions did not move. Re-read everything once, rewriting every row.
+  const refill = mode.kind === 'incremental' && !resumed && state.watermark !== null && schemaChanges.some((c) => c.startsWith('added column') || c.includes('is back on the platform'));
+  if (refill) {
+    cp.windowFrom = null;
+    await db.transaction(async (trx) => {
+      await markListsyncWriter(trx);
+      await trx.raw('update ?? set row_version = null', [`${mapping.schema}.${mapping.table}`]);
+    });
+    deps.logger.warn({ list: list.name, changes: schemaChanges }, 'new field(s) on the platform: re-reading the whole list once to fill them');
+  }
+
+  const runId = await startRun(db, list.name, job, { windowFrom: cp.windowFrom, windowTo: cp.windowTo, resumed, details: resumed ? { resumedFromPage: cp.nextPage, resumedRun: cp.runId } : {} });
+  cp.runId = runId;
+  const log = deps.logger.child({ list: list.name, runId, job });
+  log.info({ windowFrom: cp.windowFrom, windowTo: cp.windowTo, resumed, fromPage: cp.nextPage }, `${job} started`);
+
+  const counters = zeroCounters();
+  const statsAtStart = client.stats();
+  let statsMark = statsAtStart;
+  const takeRequestDelta = (): Partial<RunCounters> => {
+    const s = client.stats();
+    const delta = { requests: s.requests - statsMark.requests, retries: s.retries - statsMark.retries };
+    statsMark = s;
+    return delta;
+  };
+
+  const query = buildQuery(list, cp);
+  let itemsSoFar = 0;
+  let stopped = false;
+  try {
+    for await (const page of client.pages(list.appID, list.listID, query, { startPage: cp.nextPage, pageSize: list.pageSize, signal: deps.signal })) {
+      if (cp.firstTotal < 0) {
+        cp.firstTotal = page.totalCount;
+        cp.lastKeyAtStart = await lastKeyNow(client, list, query, page.totalCount);
+      } else if (page.totalCount < cp.lastTotal) {
+        cp.decreaseSeen = true;
+      }
+      cp.lastTotal = page.totalCount;
+      cp.maxTotal = Math.max(cp.maxTotal, page.totalCount);
+      cp.createdSeen += countAfter(page.items, list, cp.lastKeyAtStart);
+      cp.nextPage = page.index + 1;
+
+      const result = await db.transaction(async (trx) => {
+        const r = await upsertItems(trx, mapping, page.items, zone);
+        let conflicts = 0;
+        if (r.skippedPending.length && deps.onPending) conflicts = (await deps.onPending(trx, mapping, r.skippedPending)).conflicts;
+        const delta: Partial<RunCounters> = {
+          pages: 1,
+          rows_inserted: r.inserted,
+          rows_updated: r.updated,
+          rows_unchanged: r.unchanged,
+          rows_failed: r.failedValues,
+          rows_undeleted: r.undeleted ?? 0,
+          rows_skipped_pending: r.skippedPending.length,
+          changes_conflicted: conflicts,
+          ...takeRequestDelta(),
+        };
+        await addToRun(trx, runId, delta);
+        await writeCheckpoint(trx, list.name, job, cp);
+        for (const [k, v] of Object.entries(delta)) counters[k as keyof RunCounters] += v ?? 0;
+        return r;
+      });
+      itemsSoFar += page.items.length;
+      if (result.failures.length) log.warn({ page: page.index, failures: result.failures.slice(0, 5) }, `${result.failedValues} value(s) did not convert; kept raw in _raw`);
+      deps.onPage?.({ list: list.name, runId, page: page.index, pageCount: page.pageCount, totalCount: page.totalCount, items: page.items.length, itemsSoFar, result });
+      if (deps.signal?.aborted) {
+        stopped = true;
+        break;
+      }
+    }
+  } catch (err) {
+    const e = err as Error;
+    const delta = takeRequestDelta();
+    await finishRun(db, runId, 'failed', { error: e.message, counters: { ...counters, requests: counters.requests + (delta.requests ?? 0), retries: counters.retries + (delta.retries ?? 0) } });
+    log.error({ err: e, page: cp.nextPage }, `${job} failed; the checkpoint is kept and the next run resumes at page ${cp.nextPage}`);
+    throw err;
+  }
+
+  const tail = takeRequestDelta();
+  counters.requests += tail.requests ?? 0;
+  counters.retries += tail.retries ?? 0;
+  if (stopped) {
+    await finishRun(db, runId, 'failed', { error: 'stopped by shutdown; the checkpoint is kept', counters });
+    log.warn({ nextPage: cp.nextPage }, `${job} stopped by shutdown after a complete page`);
+    return { runId, list: list.name, status: 'stopped', resumed, windowFrom: cp.windowFrom, windowTo: cp.windowTo, watermark: state.watermark, watermarkHeld: true, counters, schemaChanges };
+  }
+
+  // Deletes during paging shift later pages left: some items may have been skipped.
+  const deletesInferred = cp.firstTotal >= 0 && cp.firstTotal + cp.createdSeen - cp.lastTotal > 0;
+  const watermarkHeld = job === 'pull' && (cp.decreaseSeen || deletesInferred);
+  const newWatermark = job === 'pull' && !watermarkHeld ? cp.startDate : null;
+  await db.transaction(async (trx) => {
+    await completeState(trx, list.name, job, newWatermark);
+    await finishRun(trx, runId, 'succeeded', { counters, details: { watermark: newWatermark ?? state.watermark, watermarkHeld, firstTotal: cp.firstTotal, lastTotal: cp.lastTotal, createdDuringRun: cp.createdSeen } });
+  });
+  if (watermarkHeld) log.warn('items were deleted on the platform while paging; the watermark stays so the next run re-reads this window');
+  log.info({ ...counters, watermark: newWatermark ?? state.watermark }, `${job} finished`);
+  return { runId, list: list.name, status: 'succeeded', resumed, windowFrom: cp.windowFrom, windowTo: cp.windowTo, watermark: newWatermark ?? state.watermark, watermarkHeld, counters, schemaChanges };
+}
+
+function buildQuery(list: ListConfig, cp: PullCheckpoint): ItemQuery {
+  const filters: Filter[] = [];
+  if (cp.windowFrom) filters.push({ Field: list.cursorField, Type: Operator.GreaterOrEqual, Value: cp.windowFrom });
+  if (cp.windowTo) filters.push({ Field: list.cursorField, Type: Operator.LessOrEqual, Value: cp.windowTo });
+  return {
+    Filters: filters,
+    Sorts: [
+      { Field: list.sortField, Desc: false },
+      { Field: list.idField, Desc: false },
+    ],
+    PageSize: list.pageSize,
+  };
+}
+
+/** The platform's calendar date of an instant. */
+export function platformDate(at: Date, zone: string): string {
+  return DateTime.fromJSDate(at, { zone }).toISODate()!;
+}
+
+async function lastKeyNow(client: PlatformClient, list: ListConfig, query: ItemQuery, total: number): Promise<[string, string] | null> {
+  if (total === 0) return null;
+  const pageSize = list.pageSize;
+  const lastPage = Math.ceil(total / pageSize);
+  const { items } = await client.queryItems(list.appID, list.listID, { ...query, Fields: [list.sortField, list.idField], PageIndex: lastPage, PageSize: pageSize });
+  const last = items[items.length - 1];
+  return last ? sortKey(last, list) : null;
+}
+
+function sortKey(item: Item, list: ListConfig): [string, string] {
+  return [String(item[list.sortField] ?? ''), String(item[list.idField] ?? '')];
+}
+
+function compareKeys(a: [string, string], b: [string, string]): number {
+  if (a[0] !== b[0]) return compareValues(a[0], b[0]);
+  return compareValues(a[1], b[1]);
+}
+
+function compareValues(a: string, b: string): number {
+  if (/^-?\d+(\.\d+)?$/.test(a) && /^-?\d+(\.\d+)?$/.test(b)) {
+    if (/^-?\d+$/.test(a) && /^-?\d+$/.test(b)) {
+      const x = BigInt(a);
+      const y = BigInt(b);
+      return x < y ? -1 : x > y ? 1 : 0;
+    }
+    return Number(a) - Number(b);
+  }
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function countAfter(items: readonly Item[], list: ListConfig, key: [string, string] | null): number {
+  if (!key) return items.length;
+  let n = 0;
+  for (const it of items) if (compareKeys(sortKey(it, list), key) > 0) n++;
+  return n;
+}
