@@ -34,15 +34,19 @@ export function summary(r: PullResult): string {
   );
 }
 
-/** Progress: a bar on a terminal, one JSON line per page otherwise. */
+/** Progress: a bar on a terminal, else one JSON line per page on stderr (whatever the log level). */
 export function pageReporter(ctx: Pick<AppContext, 'io' | 'logger'>): { onPage: (p: PageProgress) => void; stop: () => void } {
+  const started = Date.now();
+  const rate = (n: number) => Math.round(n / Math.max(0.001, (Date.now() - started) / 1000));
   if (!ctx.io.isTTY) {
     return {
-      onPage: (p) => ctx.logger.info({ list: p.list, runId: p.runId, page: p.page, pageCount: p.pageCount, items: p.items, itemsSoFar: p.itemsSoFar, totalCount: p.totalCount }, 'page'),
+      onPage: (p) =>
+        ctx.io.err(
+          JSON.stringify({ time: new Date().toISOString(), msg: 'page', list: p.list, runId: p.runId, page: p.page, pageCount: p.pageCount, items: p.items, itemsSoFar: p.itemsSoFar, totalCount: p.totalCount, itemsPerSecond: rate(p.itemsSoFar) }),
+        ),
       stop: () => undefined,
     };
   }
-  const started = Date.now();
   let bar: SingleBar | undefined;
   return {
     onPage(p) {
@@ -54,7 +58,7 @@ export function pageReporter(ctx: Pick<AppContext, 'io' | 'logger'>): { onPage: 
         bar.start(p.pageCount, p.page - 1, { items: 0, rate: 0 });
       }
       bar.setTotal(p.pageCount);
-      bar.update(p.page, { items: p.itemsSoFar, rate: Math.round(p.itemsSoFar / Math.max(0.001, (Date.now() - started) / 1000)) });
+      bar.update(p.page, { items: p.itemsSoFar, rate: rate(p.itemsSoFar) });
     },
     stop: () => bar?.stop(),
   };

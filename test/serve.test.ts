@@ -1,0 +1,75 @@
+import { spawn } from 'node:child_process';
+import { afterEach, describe, expect, it } from 'vitest';
+import { jobs } from '../jobs/index.js';
+import { startServe } from '../src/serve.js';
+import { USERS_JOB_LIST } from '../src/sync/users.js';
+import { BIN, childEnv } from './helpers/cli.js';
+import { startWorld, type World } from './helpers/world.js';
+
+let w: World | undefined;
+afterEach(async () => {
+  await w?.close();
+  w = undefined;
+});
+
+describe('serve', () => {
+  it('two replicas: each scheduled fire runs once', async () => {
+    w = await startWorld({ emulator: { items: 10 } });
+    const config = { ...w.config, users: { ...w.config.users, schedule: '* * * * * *' } };
+    const usersOnly = jobs.filter((j) => j.name === 'users');
+    const a = await startServe({ ...w.deps(), config, jobs: usersOnly, port: 0, host: '127.0.0.1' });
+    const b = await startServe({ ...w.deps(), config, jobs: usersOnly, port: 0, host: '127.0.0.1' });
+    await new Promise((r) => setTimeout(r, 3500));
+    await Promise.all([a.close(), b.close()]);
+    const fires = (await w.t.db('listsync.leases').where('name', 'like', 'fire:users:%').pluck('name')) as string[];
+    const runs = (await w.t.db('listsync.sync_runs').where({ list_name: USERS_JOB_LIST })) as { status: string }[];
+    expect(fires.length).toBeGreaterThanOrEqual(2);
+    // Every fire was elected once and ran once: as many runs as fires, none skipped for a busy lock.
+    expect(runs.length).toBe(fires.length);
+    expect(runs.every((r) => r.status === 'succeeded')).toBe(true);
+  });
+
+  it('/healthz reports the database and the last run per list', async () => {
+    w = await startWorld({ emulator: { items: 30 } });
+    const s = await startServe({ ...w.deps(), port: 0, host: '127.0.0.1', schedule: false });
+    try {
+      await s.runNow('pull', 'orders');
+      const res = await fetch(`${s.url}/healthz`);
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as { status: string; database: string; lists: { list: string; lastRunStatus: string; watermark: string }[] };
+      expect(body.status).toBe('ok');
+      expect(body.database).toBe('ok');
+      expect(body.lists[0]).toMatchObject({ list: 'orders', lastRunStatus: 'succeeded' });
+      expect(body.lists[0]!.watermark).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+      expect((await fetch(`${s.url}/nope`)).status).toBe(404);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('SIGTERM while a pull pages: the page in flight finishes, the run is closed, locks released, exit 0', async () => {
+    w = await startWorld({ emulator: { items: 4000, faults: { latencyMs: 200 } }, list: { pageSize: 100, schedule: { pull: '* * * * * *' } }, platform: { requestsPerSecond: 10, maxInFlight: 2 } });
+    await w.t.db.raw('select 1');
+    const child = spawn(process.execPath, [BIN, '--config', w.configFile, 'serve', '--port', '0'], { env: childEnv({ PLATFORM_API_KEY: w.emu.apiKey }), stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    let pages = 0;
+    for (let i = 0; i < 300 && pages < 3; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      const row = (await w.t.db('listsync.sync_runs').where({ job: 'pull', status: 'running' }).first()) as { pages: number } | undefined;
+      pages = row?.pages ?? 0;
+    }
+    expect(pages).toBeGreaterThanOrEqual(3);
+    child.kill('SIGTERM');
+    const code = await exited;
+    expect(code, out).toBe(0);
+    expect(out).toContain('listsync serve stopped');
+    const runs = (await w.t.db('listsync.sync_runs').where({ job: 'pull' }).orderBy('id')) as { status: string; error: string | null }[];
+    expect(runs.filter((r) => r.status === 'running')).toEqual([]);
+    expect(runs.at(-1)!.error ?? '').toMatch(/^$|stopped by shutdown/);
+    const locks = await w.t.db.raw("select count(*)::int as n from pg_locks where locktype = 'advisory' and database = (select oid from pg_database where datname = current_database())");
+    expect((locks.rows as { n: number }[])[0]!.n).toBe(0);
+  });
+});
