@@ -1,9 +1,10 @@
 import type { JobDefinition } from './job.js';
 import { pullJob } from './pull.js';
+import { pushJob } from './push.js';
 import { reconcileJob } from './reconcile.js';
 import { usersJob } from './users.js';
 
 export type { JobContext, JobDefinition } from './job.js';
 
 /** Every job `serve` schedules. */
-export const jobs: readonly JobDefinition[] = [pullJob, reconcileJob, usersJob];
+export const jobs: readonly JobDefinition[] = [pullJob, pushJob, reconcileJob, usersJob];

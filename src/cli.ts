@@ -11,6 +11,7 @@ import { exitCodeOf, platformCheck, runCheck } from './commands/check.js';
 import { runDiscover } from './commands/discover.js';
 import { parseDay, runPulls, selectLists } from './commands/pull.js';
 import { runStatus } from './commands/status.js';
+import { conflictsTable, resolveConflictCommand, runPushes, showConflict } from './commands/push.js';
 import { runReconcile } from './commands/reconcile.js';
 import { runHooksList, runHooksSubscribe } from './commands/hooks.js';
 import { DEFAULT_HOOK_RESOURCE, callbackUrlFor, parseHookType } from './webhooks/subscribe.js';
@@ -113,6 +114,52 @@ export function buildProgram(io: Output, setCode: (code: number) => void): Comma
     });
 
   program
+    .command('push')
+    .description('send pending local changes to the platform, version-checked')
+    .option('-l, --list <name>', 'only this list')
+    .option('--wait', 'wait for a run of the same list in another process instead of exiting', false)
+    .option('--retry-failed', 'queue changes marked failed again before pushing', false)
+    .action((opts: { list?: string; wait: boolean; retryFailed: boolean }) =>
+      withContext((ctx) => runPushes(ctx, selectLists(ctx, opts.list), { wait: opts.wait, retryFailed: opts.retryFailed })),
+    );
+
+  program
+    .command('sync')
+    .description('push, then pull: one full cycle')
+    .option('-l, --list <name>', 'only this list')
+    .option('--wait', 'wait for a run of the same list in another process instead of exiting', false)
+    .action((opts: { list?: string; wait: boolean }) =>
+      withContext(async (ctx) => {
+        const lists = selectLists(ctx, opts.list);
+        const pushed = await runPushes(ctx, lists, { wait: opts.wait, retryFailed: false });
+        const pulled = await runPulls(ctx, lists, { kind: 'incremental' }, { wait: opts.wait, progress: false });
+        return Math.max(pushed, pulled);
+      }),
+    );
+
+  const conflicts = program
+    .command('conflicts')
+    .description('inspect and settle write-back conflicts (default: list the open ones)')
+    .option('-l, --list <name>', 'only this list')
+    .option('--all', 'include resolved conflicts', false)
+    .action((opts: { list?: string; all: boolean }) => withContext(async (ctx) => io.out(await conflictsTable(ctx, opts))));
+  conflicts
+    .command('list')
+    .description('list conflicts')
+    .option('-l, --list <name>', 'only this list')
+    .option('--all', 'include resolved conflicts', false)
+    .action((opts: { list?: string; all: boolean }) => withContext(async (ctx) => io.out(await conflictsTable(ctx, opts))));
+  conflicts
+    .command('show <id>')
+    .description('both sides of a conflict, field by field')
+    .action((id: string) => withContext(async (ctx) => io.out(await showConflict(ctx, conflictId(id)))));
+  conflicts
+    .command('resolve <id>')
+    .description('settle a conflict: keep the local change (sent by the next push) or the platform\'s version')
+    .addOption(new Option('--keep <side>', 'which side wins').choices(['local', 'remote']).makeOptionMandatory())
+    .action((id: string, opts: { keep: 'local' | 'remote' }) => withContext(async (ctx) => io.out(await resolveConflictCommand(ctx, conflictId(id), opts.keep))));
+
+  program
     .command('users')
     .description('pull the users directory (POST /users/search) into the users table')
     .action(() =>
@@ -174,6 +221,12 @@ export function buildProgram(io: Output, setCode: (code: number) => void): Comma
 
   registerEmulatorCommand(program);
   return program;
+}
+
+function conflictId(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new UsageError(`A conflict id is a positive whole number, got "${value}".`);
+  return n;
 }
 
 export async function main(argv: readonly string[], io: Output = stdio): Promise<number> {

@@ -69,9 +69,7 @@ const listSchema = z
     lookbackDays: z.number().int().min(0).max(366).default(1),
     pageSize: positiveInt.max(1000).default(1000),
     // A plain string is the pull schedule.
-    schedule: z
-      .union([cron.transform((pull) => ({ pull })), scheduleSchema])
-      .default({}),
+    schedule: z.preprocess((v) => (typeof v === 'string' ? { pull: v } : v), scheduleSchema).default({}),
     conflictPolicy: z.enum(['remote-wins', 'local-wins', 'manual']).default('remote-wins'),
     maxPushAttempts: positiveInt.max(100).default(5),
     /** reconcile refuses to mark deletes when it saw fewer than this share of the mirror's live rows. */

@@ -18,10 +18,12 @@ import type { Logger } from '../logger.js';
 import type { PlatformClient } from '../platform/client.js';
 import { Operator, type Filter, type Item, type ItemQuery } from '../platform/types.js';
 import { ensureMirrorTable, markListsyncWriter, upsertItems, type TableMapping, type UpsertResult } from '../mirror/index.js';
-import { withLock } from './lock.js';
-import { LockedError } from '../errors.js';
-import { addToRun, closeAbandonedRuns, describeRunning, finishRun, startRun, zeroCounters, type Job, type RunCounters } from './runs.js';
+import { listLockName, runExclusive } from './exclusive.js';
+import { pendingConflictHandler } from './conflicts.js';
+import { addToRun, closeAbandonedRuns, finishRun, startRun, zeroCounters, type RunCounters } from './runs.js';
 import { completeState, readState, writeCheckpoint } from './state.js';
+
+export { listLockName };
 
 export type PullMode = { kind: 'incremental' } | { kind: 'backfill'; from: string; to?: string };
 
@@ -82,28 +84,9 @@ interface PullCheckpoint {
   decreaseSeen: boolean;
 }
 
-/** Name of the lock every job of a list shares: pull, backfill, push and reconcile never interleave. */
-export const listLockName = (list: string): string => `list:${list}`;
-
 export async function pullList(deps: PullDeps, list: ListConfig, mode: PullMode = { kind: 'incremental' }): Promise<PullResult> {
   const job = mode.kind === 'incremental' ? 'pull' : 'backfill';
   return runExclusive(deps.db, list.name, job, deps.waitMs ?? 0, () => pullLocked(deps, list, mode, job));
-}
-
-/**
- * Runs fn under the list's lock. When another run holds it, records a
- * 'skipped' run saying which, and rethrows the LockedError.
- */
-export async function runExclusive<T>(db: Knex, listName: string, job: Job, waitMs: number, fn: () => Promise<T>): Promise<T> {
-  try {
-    return await withLock(db, listLockName(listName), { waitMs, describeHolder: () => describeRunning(db, listName, ['pull', 'backfill', 'push', 'reconcile']) }, fn);
-  } catch (err) {
-    if (err instanceof LockedError) {
-      const runId = await startRun(db, listName, job);
-      await finishRun(db, runId, 'skipped', { error: err.message });
-    }
-    throw err;
-  }
 }
 
 async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job: 'pull' | 'backfill'): Promise<PullResult> {
@@ -179,6 +162,7 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
     return delta;
   };
 
+  const onPending = deps.onPending ?? pendingConflictHandler(config, list);
   const query = buildQuery(list, cp);
   let itemsSoFar = 0;
   let stopped = false;
@@ -198,7 +182,7 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
       const result = await db.transaction(async (trx) => {
         const r = await upsertItems(trx, mapping, page.items, zone);
         let conflicts = 0;
-        if (r.skippedPending.length && deps.onPending) conflicts = (await deps.onPending(trx, mapping, r.skippedPending)).conflicts;
+        if (r.skippedPending.length) conflicts = (await onPending(trx, mapping, r.skippedPending)).conflicts;
         const delta: Partial<RunCounters> = {
           pages: 1,
           rows_inserted: r.inserted,

@@ -1,0 +1,78 @@
+/** `listsync push`, `listsync sync` and `listsync conflicts`: the CLI side of write-back. */
+import type { ListConfig } from '../config.js';
+import type { AppContext } from '../context.js';
+import { UsageError } from '../errors.js';
+import { table } from '../format.js';
+import { withLock } from '../sync/lock.js';
+import { conflictFields, getConflict, listConflicts, resolveConflict } from '../sync/conflicts.js';
+import { listLockName } from '../sync/exclusive.js';
+import { loadMappingOrExplain, pushList, rereadItems, type PushResult } from '../sync/push.js';
+import { Operator } from '../platform/types.js';
+
+export function pushSummary(r: PushResult): string {
+  return (
+    `${r.list}: push — ${r.applied} applied, ${r.created} created, ${r.conflicts} conflict(s), ${r.failed} failed, ${r.retrying} left pending with an error; ` +
+    `${r.counters.requests} requests, ${r.counters.retries} retries`
+  );
+}
+
+export async function runPushes(ctx: AppContext, lists: readonly ListConfig[], options: { wait: boolean; retryFailed: boolean }): Promise<number> {
+  let code = 0;
+  for (const list of lists) {
+    try {
+      if (options.retryFailed) {
+        const n = await ctx.db('listsync.outbox').where({ list_name: list.name, status: 'failed' }).update({ status: 'pending', attempts: 0, next_attempt_at: ctx.db.fn.now(), updated_at: ctx.db.fn.now() });
+        if (n) ctx.io.out(`${list.name}: ${n} failed change(s) queued again`);
+      }
+      const r = await pushList({ db: ctx.db, client: ctx.client, config: ctx.config, logger: ctx.logger, waitMs: options.wait ? 24 * 3_600_000 : 0 }, list);
+      ctx.io.out(pushSummary(r));
+      if (r.failed > 0) code = 1;
+    } catch (err) {
+      if (err instanceof UsageError) throw err;
+      ctx.io.err(`${list.name}: push failed: ${(err as Error).message}`);
+      code = 1;
+    }
+  }
+  return code;
+}
+
+export async function conflictsTable(ctx: AppContext, options: { list?: string; all: boolean }): Promise<string> {
+  const rows = await listConflicts(ctx.db, options);
+  if (rows.length === 0) return options.all ? 'no conflicts recorded' : 'no open conflicts';
+  return table(
+    ['id', 'list', 'item', 'policy', 'base', 'remote', 'fields', 'status', 'recorded'],
+    rows.map((c) => [c.id, c.list_name, c.item_id, c.policy, c.base_version, c.remote_version, Object.keys(c.local).join(','), c.resolution ? `${c.status}: ${c.resolution}` : c.status, c.created_at]),
+  );
+}
+
+async function conflictOrExplain(ctx: AppContext, id: number) {
+  const c = await getConflict(ctx.db, id);
+  if (!c) throw new UsageError(`No conflict with id ${id}; "listsync conflicts" lists the open ones.`);
+  const list = ctx.config.lists.find((l) => l.name === c.list_name);
+  if (!list) throw new UsageError(`Conflict ${id} belongs to list "${c.list_name}", which is no longer in the config.`);
+  return { c, list, mapping: await loadMappingOrExplain(ctx.db, ctx.config, list) };
+}
+
+export async function showConflict(ctx: AppContext, id: number): Promise<string> {
+  const { c, mapping } = await conflictOrExplain(ctx, id);
+  const fields = await conflictFields(ctx.db, mapping, c);
+  const head = `conflict ${c.id}: list ${c.list_name}, item ${c.item_id}; local change made on version ${c.base_version ?? '-'}, platform at ${c.remote_version ?? '-'}; ${c.status}${c.resolution ? ` (${c.resolution})` : ''}`;
+  const show = (v: unknown) => (v === null || v === undefined ? '(empty)' : typeof v === 'string' ? v : JSON.stringify(v));
+  return `${head}\n${table(['field', 'column', 'base', 'local', 'platform'], fields.map((f) => [f.field, f.column, show(f.base), show(f.local), show(f.remote)]))}`;
+}
+
+export async function resolveConflictCommand(ctx: AppContext, id: number, keep: 'local' | 'remote'): Promise<string> {
+  const { c, list, mapping } = await conflictOrExplain(ctx, id);
+  if (c.status !== 'open') throw new UsageError(`Conflict ${id} is already resolved (${c.resolution ?? 'resolved'}).`);
+  return withLock(ctx.db, listLockName(list.name), { waitMs: 60_000 }, async () => {
+    if (keep === 'local') {
+      await resolveConflict(ctx.db, mapping, ctx.config, c, 'local');
+      return `conflict ${id}: keeping the local change; the next push sends it against version ${c.remote_version}.`;
+    }
+    // Take the platform's current row, not the one seen when the conflict was recorded.
+    const { items } = await ctx.client.queryItems(list.appID, list.listID, { Filters: [{ Field: list.idField, Type: Operator.Equal, Value: c.item_id }], PageIndex: 1, PageSize: 1 });
+    await resolveConflict(ctx.db, mapping, ctx.config, c, 'remote', items[0]);
+    if (!items[0]) await rereadItems(ctx, list, mapping, [c.item_id]);
+    return `conflict ${id}: kept the platform's version; the local change is dropped and the mirror row updated.`;
+  });
+}
