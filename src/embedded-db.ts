@@ -7,7 +7,7 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 export interface EmbeddedDb {
   /** postgres://postgres:postgres@127.0.0.1:PORT/postgres */
@@ -80,10 +80,18 @@ export async function startEmbeddedDb(options: EmbeddedDbOptions): Promise<Embed
   const port = options.port ?? (await freePort());
   const dataDir = options.dir;
   mkdirSync(dataDir, { recursive: true });
-  chmodSync(dataDir, 0o755);
+  // The server runs as the `postgres` OS user when we are root: it must reach the directory
+  // (parent traversable) and insists on owning it with 0700/0750.
+  chmodSync(dirname(dataDir), 0o755);
+  chmodSync(dataDir, 0o750);
   stopOrphan(dataDir);
   const initialised = existsSync(join(dataDir, 'PG_VERSION'));
-  const log = options.onLog ?? (() => undefined);
+  const recent: string[] = [];
+  const log = (line: string) => {
+    recent.push(line);
+    if (recent.length > 20) recent.shift();
+    options.onLog?.(line);
+  };
   const server = new EmbeddedPostgres({
     databaseDir: dataDir,
     port,
@@ -95,8 +103,13 @@ export async function startEmbeddedDb(options: EmbeddedDbOptions): Promise<Embed
     onLog: (m: unknown) => log(String(m)),
     onError: (m: unknown) => log(String(m)),
   });
-  if (!initialised) await server.initialise();
-  await server.start();
+  try {
+    if (!initialised) await server.initialise();
+    await server.start();
+  } catch (err) {
+    const fatal = recent.filter((l) => /FATAL|ERROR|error/.test(l)).at(-1) ?? recent.at(-1) ?? String(err);
+    throw new Error(`embedded PostgreSQL in ${dataDir} did not start: ${fatal.trim()}`, { cause: err });
+  }
   return {
     url: `postgres://postgres:postgres@127.0.0.1:${port}/postgres`,
     port,

@@ -1,8 +1,8 @@
 /**
  * `listsync demo` (`npm run demo`): the emulator with the built-in sample, a
  * database (DATABASE_URL, or an embedded PostgreSQL kept in .listsync/), then
- * the real commands end to end — migrate, check, pull, users, status, a
- * reporting query, and a write-back round trip — with a short tour.
+ * the real commands end to end — migrate, check, discover, pull, users, a
+ * reporting query, push and a staged conflict, status — with a short tour.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -12,6 +12,7 @@ import type { Output } from '../context.js';
 import { startEmbeddedDb, type EmbeddedDb } from '../embedded-db.js';
 import { startEmulator } from '../emulator/index.js';
 import { table } from '../format.js';
+import { coerceError } from '../errors.js';
 
 export const DEMO_DATABASE = 'listsync_demo';
 
@@ -97,13 +98,35 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
     const counts = await pgClient.query(`select (select count(*) from demo.orders) as orders, (select count(*) from demo.platform_users) as users, (select count(*) from listsync.sync_runs) as runs`);
     io.out(`rows: ${JSON.stringify(counts.rows[0])}`);
 
+    step(5, 'Write-back: an edit made with SQL reaches the platform, version-checked');
+    const pick = await pgClient.query(`select id, customer, row_version from demo.orders where _deleted_at is null order by id limit 2`);
+    const [edited, contested] = pick.rows as { id: string; customer: string; row_version: string }[];
+    const update = `update demo.orders set status = 'Paid', paid = true, customer = 'Acme (fixed in SQL)' where id = '${edited!.id}'`;
+    io.out(`${update};`);
+    await pgClient.query(update);
+    const outbox = await pgClient.query(`select op, item_id, changes, base_version from listsync.outbox where status = 'pending'`);
+    io.out(`captured in listsync.outbox: ${JSON.stringify(outbox.rows)}`);
+    await cli('PATCH with RowVersion = the base version, only the changed fields', 'push');
+    const onPlatform = await emu.admin.getItem('demo', 'orders', edited!.id);
+    io.out(`on the platform now: Customer=${JSON.stringify(onPlatform.Customer)} Status=${JSON.stringify(onPlatform.Status)} Paid=${JSON.stringify(onPlatform.Paid)} RowVersion ${edited!.row_version} -> ${onPlatform.RowVersion}`);
+
+    step(6, 'A conflict: the same item edited on the platform and in the mirror before a push');
+    await emu.admin.editItem('demo', 'orders', contested!.id, { Data: { Customer: 'Changed on the platform' } });
+    io.out(`someone edits item ${contested!.id} on the platform (Customer = "Changed on the platform")`);
+    await pgClient.query(`update demo.orders set customer = 'Changed in SQL' where id = $1`, [contested!.id]);
+    io.out(`and you edit the same item in SQL (Customer = "Changed in SQL")`);
+    await cli("the PATCH is refused for its version; policy remote-wins keeps the platform's value and records both sides", 'push');
+    await cli('every conflict, with how it was settled', 'conflicts', '--all');
+    const cid = await pgClient.query(`select max(id) as id from listsync.conflicts`);
+    await cli('both sides, field by field', 'conflicts', 'show', String((cid.rows[0] as { id: string }).id));
+
     await cli('per list: last success, watermark, lag, rows, changes', 'status');
 
-    step(5, 'Done');
+    step(7, 'Done');
     io.out(`The emulator and database stop now. Try it yourself:\n  npx listsync emulator --sample        # in one terminal\n  npx listsync init && npx listsync check  # in another (PLATFORM_API_KEY=emulator-key)`);
     return 0;
   } catch (err) {
-    io.err(`demo failed: ${(err as Error).message}`);
+    io.err(`demo failed: ${coerceError(err).message}`);
     return 1;
   } finally {
     await pgClient?.end().catch(() => undefined);

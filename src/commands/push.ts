@@ -55,7 +55,7 @@ async function conflictOrExplain(ctx: AppContext, id: number) {
 
 export async function showConflict(ctx: AppContext, id: number): Promise<string> {
   const { c, mapping } = await conflictOrExplain(ctx, id);
-  const fields = await conflictFields(ctx.db, mapping, c);
+  const fields = conflictFields(mapping, c);
   const head = `conflict ${c.id}: list ${c.list_name}, item ${c.item_id}; local change made on version ${c.base_version ?? '-'}, platform at ${c.remote_version ?? '-'}; ${c.status}${c.resolution ? ` (${c.resolution})` : ''}`;
   const show = (v: unknown) => (v === null || v === undefined ? '(empty)' : typeof v === 'string' ? v : JSON.stringify(v));
   return `${head}\n${table(['field', 'column', 'base', 'local', 'platform'], fields.map((f) => [f.field, f.column, show(f.base), show(f.local), show(f.remote)]))}`;

@@ -33,8 +33,12 @@ export async function recordConflict(
   remoteVersion: number,
   status: 'open' | 'resolved',
   resolution: string | null,
+  mapping: TableMapping,
 ): Promise<void> {
+  // The values the change was made on: the mirror row's _raw, before anything overwrites it.
+  const base = row.item_id ? ((await trx.withSchema(mapping.schema).from(mapping.table).where({ id: row.item_id }).first('_raw')) as { _raw: Item | null } | undefined)?._raw : undefined;
   await trx('listsync.conflicts').insert({
+    base: base ? JSON.stringify(base) : null,
     outbox_id: row.id,
     list_name: list.name,
     item_id: row.item_id,
@@ -63,15 +67,15 @@ export function pendingConflictHandler(config: Config, list: ListConfig) {
       if (!row) continue;
       conflicts++;
       if (list.conflictPolicy === 'remote-wins') {
-        await recordConflict(trx, list, row, row.changes, s.item, s.remoteVersion, 'resolved', 'remote-wins');
+        await recordConflict(trx, list, row, row.changes, s.item, s.remoteVersion, 'resolved', 'remote-wins', mapping);
         await supersede(trx, row.id, "conflict: the platform's newer version won (remote-wins)");
         superseded.push(s.item);
       } else if (list.conflictPolicy === 'local-wins') {
-        await recordConflict(trx, list, row, row.changes, s.item, s.remoteVersion, 'resolved', 'local-wins');
+        await recordConflict(trx, list, row, row.changes, s.item, s.remoteVersion, 'resolved', 'local-wins', mapping);
         // The next push overwrites the platform's version.
         await trx('listsync.outbox').where({ id: row.id }).update({ base_version: 0, updated_at: trx.fn.now() });
       } else {
-        await recordConflict(trx, list, row, row.changes, s.item, s.remoteVersion, 'open', null);
+        await recordConflict(trx, list, row, row.changes, s.item, s.remoteVersion, 'open', null, mapping);
         await trx('listsync.outbox')
           .where({ id: row.id })
           .update({ status: 'conflict', last_error: `conflict: the platform is at version ${s.remoteVersion}, the change was made on ${row.base_version}; settle it with "listsync conflicts resolve"`, updated_at: trx.fn.now() });
@@ -93,6 +97,7 @@ export interface ConflictRow {
   remote_version: number | null;
   local: Record<string, unknown>;
   remote: Item | null;
+  base: Item | null;
   status: 'open' | 'resolved';
   resolution: string | null;
   created_at: Date;
@@ -118,10 +123,9 @@ export interface ConflictField {
   remote: unknown;
 }
 
-/** Field by field: the value the change was made on (from the mirror row's _raw), the local value, the platform's. */
-export async function conflictFields(db: Knex, mapping: TableMapping, c: ConflictRow): Promise<ConflictField[]> {
-  const row = (await db.withSchema(mapping.schema).from(mapping.table).where({ id: c.item_id }).first('_raw')) as { _raw: Item | null } | undefined;
-  const base = row?._raw ?? {};
+/** Field by field: the value the change was made on, the local value, the platform's. */
+export function conflictFields(mapping: TableMapping, c: ConflictRow): ConflictField[] {
+  const base = c.base ?? {};
   return Object.entries(c.local).map(([column, local]) => {
     const field = mapping.byColumn(column)?.field ?? column;
     return { field, column, base: base[field] ?? null, local, remote: c.remote?.[field] ?? null };

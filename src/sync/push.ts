@@ -291,21 +291,21 @@ async function conflict(
   if (policy === 'local-wins') {
     await client.updateItem(list.appID, list.listID, itemId, 0, data);
     await db.transaction(async (trx) => {
-      await recordConflict(trx, list, row, sent, remote, remoteVersion, 'resolved', 'local-wins');
+      await recordConflict(trx, list, row, sent, remote, remoteVersion, 'resolved', 'local-wins', mapping);
       await settleApplied(trx, row, sent, remoteVersion + 1);
     });
     return { kind: 'conflict', id: itemId, reread: true };
   }
   if (policy === 'remote-wins') {
     await db.transaction(async (trx) => {
-      await recordConflict(trx, list, row, sent, remote, remoteVersion, 'resolved', 'remote-wins');
+      await recordConflict(trx, list, row, sent, remote, remoteVersion, 'resolved', 'remote-wins', mapping);
       await supersede(trx, row.id, "conflict: the platform's newer version won (remote-wins)");
       await upsertItems(trx, mapping, [remote], deps.config.platform.timeZone);
     });
     return { kind: 'conflict', id: itemId, reread: false };
   }
   await db.transaction(async (trx) => {
-    await recordConflict(trx, list, row, sent, remote, remoteVersion, 'open', null);
+    await recordConflict(trx, list, row, sent, remote, remoteVersion, 'open', null, mapping);
     await trx('listsync.outbox')
       .where({ id: row.id })
       .update({ status: 'conflict', sent_changes: null, last_error: `conflict: the platform is at version ${remoteVersion}, the change was made on ${row.base_version}; settle it with "listsync conflicts resolve"`, updated_at: trx.fn.now() });

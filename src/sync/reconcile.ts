@@ -25,6 +25,7 @@
  * are never marked. The writes run as listsync (`listsync.writer = on`), so
  * the capture triggers ignore them.
  */
+import { performance } from 'node:perf_hooks';
 import type { Config, ListConfig } from '../config.js';
 import type { Knex } from '../db.js';
 import type { Logger } from '../logger.js';
@@ -68,6 +69,8 @@ export interface ReconcileResult {
   deleted: number;
   undeleted: number;
   counters: RunCounters;
+  /** Where the time went: the sweep (paging + collecting IDs), finding the candidates, confirming them on the platform, marking. */
+  timingsMs: { sweep: number; candidates: number; confirm: number; mark: number };
 }
 
 /** Items created or deleted while the sweep pages may make the count and TotalCount differ by this much. */
@@ -104,7 +107,15 @@ async function reconcileLocked(deps: ReconcileDeps, list: ListConfig): Promise<R
     counters.requests = s.requests - statsMark.requests;
     counters.retries = s.retries - statsMark.retries;
   };
-  const base = { runId, list: list.name, seen: 0, live: 0, totalCount: 0, pages: 0, confirmedPresent: 0, deleted: 0, undeleted: 0, counters };
+  const timingsMs = { sweep: 0, candidates: 0, confirm: 0, mark: 0 };
+  const base = { runId, list: list.name, seen: 0, live: 0, totalCount: 0, pages: 0, confirmedPresent: 0, deleted: 0, undeleted: 0, counters, timingsMs };
+  let phaseStart = performance.now();
+  const phaseEnd = (): number => {
+    const now = performance.now();
+    const ms = Math.round(now - phaseStart);
+    phaseStart = now;
+    return ms;
+  };
 
   const exists = mapping ? ((await db.raw('select to_regclass(?) as t', [mapping.qualifiedTable])) as { rows: { t: string | null }[] }).rows[0]?.t : null;
   if (!mapping || !exists) {
@@ -114,15 +125,11 @@ async function reconcileLocked(deps: ReconcileDeps, list: ListConfig): Promise<R
     throw new Error(message);
   }
 
-  const table = mapping.qualifiedTable;
   log.info({ table: `${schema}.${tableName}` }, 'reconcile started');
   const conn = (await db.client.acquireConnection()) as PgConnection;
+  const work = new SweepTables(db, conn, mapping.qualifiedTable);
   try {
-    await db.raw('create temp table if not exists reconcile_seen (id text primary key)').connection(conn);
-    await db.raw('truncate pg_temp.reconcile_seen').connection(conn);
-
-    const live = await countLive(db, conn, table);
-    base.live = live;
+    await work.create();
 
     // ---- sweep ----------------------------------------------------------
     const query: ItemQuery = {
@@ -140,6 +147,7 @@ async function reconcileLocked(deps: ReconcileDeps, list: ListConfig): Promise<R
     const anomalies: string[] = [];
     try {
       for await (const page of client.pages(list.appID, list.listID, query, { pageSize: RECONCILE_PAGE_SIZE, signal: deps.signal })) {
+        const pageStart = performance.now();
         counters.pages++;
         minTotal = Math.min(minTotal, page.totalCount);
         maxTotal = Math.max(maxTotal, page.totalCount);
@@ -156,7 +164,9 @@ async function reconcileLocked(deps: ReconcileDeps, list: ListConfig): Promise<R
         }
         if (missing) anomalies.push(`page ${page.index}: ${missing} item(s) without ${list.idField}`);
         received += ids.length;
-        if (ids.length) await db.raw('insert into pg_temp.reconcile_seen (id) select unnest(?::text[]) on conflict do nothing', [ids]).connection(conn);
+        await work.addSeen(ids);
+        // Snapshot the mirror's rows while the request budget paces the pages: no big join at the end.
+        await work.snapshotFor(SNAPSHOT_MS_PER_PAGE - (performance.now() - pageStart));
         if (deps.signal?.aborted) throw deps.signal.reason ?? new Error('aborted');
       }
     } catch (err) {
@@ -168,18 +178,22 @@ async function reconcileLocked(deps: ReconcileDeps, list: ListConfig): Promise<R
         return { ...base, status: 'stopped', message, totalCount: lastTotal, pages: counters.pages };
       }
       const message = `${(err as Error).message}; refusing to mark deletes; a broken or filtered response must not wipe the mirror`;
-      await finishRun(db, runId, 'failed', { error: message, counters, details: { received, live } });
+      await finishRun(db, runId, 'failed', { error: message, counters, details: { received } });
       log.error({ err }, `reconcile failed; nothing was marked`);
       throw new Error(message, { cause: err });
     }
     takeRequests();
-    const seen = await count(db, conn, 'select count(*)::bigint as n from pg_temp.reconcile_seen');
+    timingsMs.sweep = phaseEnd();
+    await work.snapshotFor(Number.POSITIVE_INFINITY);
+    timingsMs.candidates = phaseEnd();
+    const seen = work.seen;
+    const live = work.live;
     const total = minTotal === Number.POSITIVE_INFINITY ? 0 : lastTotal;
-    Object.assign(base, { seen, totalCount: total, pages: counters.pages });
+    Object.assign(base, { seen, live, totalCount: total, pages: counters.pages });
 
     // ---- guards ---------------------------------------------------------
     const refusal = guard({ seen, live, ratio: list.reconcileMinSeenRatio, anomalies, minTotal: Number.isFinite(minTotal) ? minTotal : 0, maxTotal });
-    const details = { seen, received, live, totalCount: total, minTotal: Number.isFinite(minTotal) ? minTotal : 0, maxTotal };
+    const details = { seen, received, live, candidates: work.missing, totalCount: total, minTotal: Number.isFinite(minTotal) ? minTotal : 0, maxTotal };
     if (refusal) {
       await finishRun(db, runId, 'failed', { error: refusal, counters, details });
       log.error(details, refusal);
@@ -187,41 +201,27 @@ async function reconcileLocked(deps: ReconcileDeps, list: ListConfig): Promise<R
     }
 
     // ---- confirm the candidates, then mark in one statement ---------------
-    const confirmedPresent = await confirmCandidates(deps, list, conn, table);
+    const confirmedPresent = await confirmCandidates(deps, list, work);
+    timingsMs.confirm = phaseEnd();
     takeRequests();
     if (deps.signal?.aborted) {
       const message = 'stopped by shutdown before marking; nothing was marked';
       await finishRun(db, runId, 'failed', { error: message, counters, details });
       return { ...base, status: 'stopped', message, confirmedPresent };
     }
-    await db.raw('analyze pg_temp.reconcile_seen').connection(conn);
     const { deleted, undeleted } = await db.transaction(
       async (trx) => {
         await markListsyncWriter(trx);
-        const r = (await trx.raw(
-          `with del as (
-             update ${table} m set _deleted_at = now()
-              where m._deleted_at is null
-                and not starts_with(m.id, ?)
-                and not exists (select 1 from pg_temp.reconcile_seen s where s.id = m.id)
-             returning 1),
-           undel as (
-             update ${table} m set _deleted_at = null
-               from pg_temp.reconcile_seen s
-              where s.id = m.id and m._deleted_at is not null
-             returning 1)
-           select (select count(*) from del)::bigint as deleted, (select count(*) from undel)::bigint as undeleted`,
-          [LOCAL_ID_PREFIX],
-        )) as { rows: { deleted: number; undeleted: number }[] };
-        const row = r.rows[0]!;
-        counters.rows_deleted = Number(row.deleted);
-        counters.rows_undeleted = Number(row.undeleted);
+        const r = await work.mark(trx);
+        counters.rows_deleted = r.deleted;
+        counters.rows_undeleted = r.undeleted;
         await finishRun(trx, runId, 'succeeded', { counters, details: { ...details, confirmedPresent } });
-        return { deleted: counters.rows_deleted, undeleted: counters.rows_undeleted };
+        return r;
       },
       { connection: conn },
     );
-    log.info({ ...details, confirmedPresent, deleted, undeleted, requests: counters.requests, retries: counters.retries }, 'reconcile finished');
+    timingsMs.mark = phaseEnd();
+    log.info({ ...details, confirmedPresent, deleted, undeleted, requests: counters.requests, retries: counters.retries, timingsMs }, 'reconcile finished');
     return { ...base, status: 'succeeded', message: null, confirmedPresent, deleted, undeleted };
   } catch (err) {
     // Anything not recorded yet (database errors): the run failed, nothing was committed.
@@ -229,11 +229,178 @@ async function reconcileLocked(deps: ReconcileDeps, list: ListConfig): Promise<R
     if (row?.status === 'running') await finishRun(db, runId, 'failed', { error: (err as Error).message, counters }).catch(() => undefined);
     throw err;
   } finally {
-    await db
-      .raw('drop table if exists pg_temp.reconcile_seen')
-      .connection(conn)
-      .catch(() => undefined);
+    await work.drop().catch(() => undefined);
     await db.client.releaseConnection(conn);
+  }
+}
+
+/** Time per page the sweep spends snapshotting the mirror (pages arrive about every 100 ms at 10 requests/s). */
+const SNAPSHOT_MS_PER_PAGE = 40;
+/** Mirror rows read per snapshot step (keyset over the primary key). */
+const SNAPSHOT_CHUNK = 2000;
+
+/**
+ * The temporary tables of one run, on its dedicated connection:
+ *
+ * - `reconcile_seen`: every ID the sweep received;
+ * - `reconcile_missing`: live, non-provisional mirror rows not seen (yet);
+ * - `reconcile_was_deleted`: mirror rows marked deleted before the run;
+ * - `reconcile_undelete`: those of them seen.
+ *
+ * The mirror is snapshotted in primary-key order in small steps between
+ * pages: a step adds the live rows not seen so far to `missing` (and the
+ * deleted rows already seen to `undelete`), and each page removes its IDs
+ * from `missing` (and adds the deleted rows it names to `undelete`). So when
+ * the sweep ends, both sets are exact without one large join. The list lock keeps
+ * pulls and pushes out, so the mirror's IDs do not move meanwhile (local
+ * inserts get `local-` ids, which are never candidates).
+ */
+class SweepTables {
+  seen = 0;
+  live = 0;
+  missing = 0;
+  private cursor = '';
+  private snapshotDone = false;
+
+  constructor(
+    private readonly db: Knex,
+    private readonly conn: PgConnection,
+    private readonly table: string,
+  ) {}
+
+  private raw(sql: string, bindings: readonly unknown[] = []): Promise<{ rows: Record<string, unknown>[]; rowCount: number | null }> {
+    return this.db.raw(sql, bindings as Knex.RawBinding[]).connection(this.conn) as unknown as Promise<{ rows: Record<string, unknown>[]; rowCount: number | null }>;
+  }
+
+  async create(): Promise<void> {
+    await this.drop();
+    await this.raw('create temp table reconcile_seen (id text primary key)');
+    await this.raw('create temp table reconcile_missing (id text primary key)');
+    await this.raw('create temp table reconcile_was_deleted (id text primary key)');
+    await this.raw('create temp table reconcile_undelete (id text primary key)');
+  }
+
+  async drop(): Promise<void> {
+    await this.raw('drop table if exists pg_temp.reconcile_seen, pg_temp.reconcile_missing, pg_temp.reconcile_was_deleted, pg_temp.reconcile_undelete');
+  }
+
+  /** Records a page's IDs; they stop being candidates. */
+  async addSeen(ids: readonly string[]): Promise<void> {
+    if (ids.length === 0) return;
+    const r = await this.raw(
+      `with ins as (insert into pg_temp.reconcile_seen (id) select unnest(?::text[]) on conflict do nothing returning id),
+            del as (delete from pg_temp.reconcile_missing x using ins where x.id = ins.id returning 1),
+            und as (insert into pg_temp.reconcile_undelete (id) select w.id from pg_temp.reconcile_was_deleted w join ins on ins.id = w.id on conflict do nothing)
+       select (select count(*) from ins)::int as added, (select count(*) from del)::int as found`,
+      [ids],
+    );
+    const row = r.rows[0] as { added: number; found: number };
+    this.seen += row.added;
+    this.missing -= row.found;
+  }
+
+  /** Snapshot steps for about `budgetMs` (at least one while any is left). */
+  async snapshotFor(budgetMs: number): Promise<void> {
+    const until = performance.now() + Math.max(0, budgetMs);
+    do {
+      if (this.snapshotDone) return;
+      await this.snapshotStep();
+    } while (performance.now() < until);
+  }
+
+  private async snapshotStep(): Promise<void> {
+    const r = await this.raw(
+      `with chunk as (
+         select m.id, m._deleted_at is null and not starts_with(m.id, ?) as live, m._deleted_at is not null as deleted
+           from ${this.table} m where m.id > ? order by m.id limit ${SNAPSHOT_CHUNK}),
+       ins as (
+         insert into pg_temp.reconcile_missing (id)
+         select c.id from chunk c where c.live and not exists (select 1 from pg_temp.reconcile_seen s where s.id = c.id)
+         on conflict do nothing returning 1),
+       dead as (
+         insert into pg_temp.reconcile_was_deleted (id) select c.id from chunk c where c.deleted on conflict do nothing),
+       back as (
+         insert into pg_temp.reconcile_undelete (id)
+         select c.id from chunk c where c.deleted and exists (select 1 from pg_temp.reconcile_seen s where s.id = c.id)
+         on conflict do nothing)
+       select max(c.id) as last, count(*)::int as n, (count(*) filter (where c.live))::int as live,
+              (select count(*) from ins)::int as missing
+         from chunk c`,
+      [LOCAL_ID_PREFIX, this.cursor],
+    );
+    const row = r.rows[0] as { last: string | null; n: number; live: number; missing: number };
+    this.live += row.live;
+    this.missing += row.missing;
+    if (row.last !== null) this.cursor = row.last;
+    if (row.n < SNAPSHOT_CHUNK) this.snapshotDone = true;
+  }
+
+  /** Up to 1000 candidates after `after`, in ID order. */
+  async candidates(after: string): Promise<string[]> {
+    const r = await this.raw(`select id from pg_temp.reconcile_missing where id > ? order by id limit ${RECONCILE_PAGE_SIZE}`, [after]);
+    return r.rows.map((x) => String(x.id));
+  }
+
+  /** Candidates the platform still has: seen after all. */
+  async confirmed(ids: readonly string[]): Promise<void> {
+    await this.addSeen(ids);
+  }
+
+  /** The one statement: marks the missing rows deleted and undeletes the rows seen again. */
+  async mark(trx: Knex.Transaction): Promise<{ deleted: number; undeleted: number }> {
+    const r = (await trx.raw(
+      `with del as (
+         update ${this.table} m set _deleted_at = now()
+           from pg_temp.reconcile_missing x
+          where x.id = m.id
+            and m._deleted_at is null
+            and not starts_with(m.id, ?)
+            and not exists (select 1 from pg_temp.reconcile_seen s where s.id = m.id)
+         returning 1),
+       undel as (
+         update ${this.table} m set _deleted_at = null
+           from pg_temp.reconcile_undelete u
+          where u.id = m.id
+            and m._deleted_at is not null
+         returning 1)
+       select (select count(*) from del)::int as deleted, (select count(*) from undel)::int as undeleted`,
+      [LOCAL_ID_PREFIX],
+    )) as { rows: { deleted: number; undeleted: number }[] };
+    const row = r.rows[0]!;
+    return { deleted: Number(row.deleted), undeleted: Number(row.undeleted) };
+  }
+}
+
+/**
+ * Looks up the candidates (live rows the sweep did not see; 1000 IDs a
+ * request, operator In): those the platform still has were skipped by the
+ * sweep (pages shifted by a delete while it paged); they leave the candidate
+ * set. Returns how many.
+ */
+async function confirmCandidates(deps: ReconcileDeps, list: ListConfig, work: SweepTables): Promise<number> {
+  let after = '';
+  let found = 0;
+  for (;;) {
+    if (deps.signal?.aborted) return found;
+    const ids = await work.candidates(after);
+    if (ids.length === 0) return found;
+    after = ids[ids.length - 1]!;
+    // Only platform-shaped IDs are looked up; an In filter with anything else is refused by the platform.
+    const lookup = ids.filter((id) => /^\d{1,20}$/.test(id));
+    if (lookup.length) {
+      const { items } = await deps.client.queryItems(
+        list.appID,
+        list.listID,
+        { Fields: [list.idField], Filters: [{ Field: list.idField, Type: Operator.In, Value: JSON.stringify(lookup) }], PageIndex: 1, PageSize: RECONCILE_PAGE_SIZE },
+        deps.signal,
+      );
+      const present = items.map((it) => idOf(it, list.idField)).filter((x): x is string => x !== undefined);
+      if (present.length) {
+        await work.confirmed(present);
+        found += present.length;
+      }
+    }
+    if (ids.length < RECONCILE_PAGE_SIZE) return found;
   }
 }
 
@@ -254,60 +421,6 @@ export function guard(s: { seen: number; live: number; ratio: number; anomalies:
     return `received ${s.seen} distinct IDs but the platform reported TotalCount ${reported} (tolerance ${tol}): ${why}`;
   }
   return null;
-}
-
-/**
- * Looks up the live rows the sweep did not see (1000 IDs a request, operator
- * In): those the platform still has were skipped by the sweep (pages shifted
- * by a delete while it paged) and are added to the seen set. Returns how many.
- */
-async function confirmCandidates(deps: ReconcileDeps, list: ListConfig, conn: PgConnection, table: string): Promise<number> {
-  const { db, client } = deps;
-  let after = '';
-  let found = 0;
-  for (;;) {
-    if (deps.signal?.aborted) return found;
-    const r = (await db
-      .raw(
-        `select m.id from ${table} m
-          where m._deleted_at is null and not starts_with(m.id, ?) and m.id > ?
-            and not exists (select 1 from pg_temp.reconcile_seen s where s.id = m.id)
-          order by m.id limit ${RECONCILE_PAGE_SIZE}`,
-        [LOCAL_ID_PREFIX, after],
-      )
-      .connection(conn)) as { rows: { id: string }[] };
-    const ids = r.rows.map((x) => x.id);
-    if (ids.length === 0) return found;
-    after = ids[ids.length - 1]!;
-    // Only platform-shaped IDs are looked up; an In filter with anything else is refused by the platform.
-    const lookup = ids.filter((id) => /^\d{1,20}$/.test(id));
-    if (lookup.length) {
-      const { items } = await client.queryItems(
-        list.appID,
-        list.listID,
-        { Fields: [list.idField], Filters: [{ Field: list.idField, Type: Operator.In, Value: JSON.stringify(lookup) }], PageIndex: 1, PageSize: RECONCILE_PAGE_SIZE },
-        deps.signal,
-      );
-      const present = items.map((it) => idOf(it, list.idField)).filter((x): x is string => x !== undefined);
-      if (present.length) {
-        await db.raw('insert into pg_temp.reconcile_seen (id) select unnest(?::text[]) on conflict do nothing', [present]).connection(conn);
-        found += present.length;
-      }
-    }
-    if (ids.length < RECONCILE_PAGE_SIZE) return found;
-  }
-}
-
-async function countLive(db: Knex, conn: PgConnection, table: string): Promise<number> {
-  const r = (await db.raw(`select count(*)::bigint as n from ${table} where _deleted_at is null and not starts_with(id, ?)`, [LOCAL_ID_PREFIX]).connection(conn)) as {
-    rows: { n: number }[];
-  };
-  return Number(r.rows[0]?.n ?? 0);
-}
-
-async function count(db: Knex, conn: PgConnection, sql: string): Promise<number> {
-  const r = (await db.raw(sql).connection(conn)) as { rows: { n: number }[] };
-  return Number(r.rows[0]?.n ?? 0);
 }
 
 function idOf(item: Item, idField: string): string | undefined {

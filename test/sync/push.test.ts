@@ -58,15 +58,17 @@ describe('push', () => {
     const list = w.config.lists[0]!;
     await pullList(w.deps(), list);
     const id = String((await w.t.db('mirror.orders').orderBy('id').first('id')).id);
+    const original = String((await w.emu.admin.getItem('demo', 'orders', id)).Customer);
     await w.t.db('mirror.orders').where({ id }).update({ customer: 'Local Co' });
     await w.emu.admin.editItem('demo', 'orders', id, { Data: { Customer: 'Remote Ltd' } });
     const r = await pushList(w.deps(), list);
     expect(r.conflicts).toBe(1);
     expect((await w.emu.admin.getItem('demo', 'orders', id)).Customer).toBe('Remote Ltd');
     expect((await w.t.db('mirror.orders').where({ id }).first('customer')).customer).toBe('Remote Ltd');
-    const c = (await w.t.db('listsync.conflicts').first()) as { status: string; resolution: string; local: Record<string, unknown>; remote: Record<string, unknown> };
+    const c = (await w.t.db('listsync.conflicts').first()) as { status: string; resolution: string; local: Record<string, unknown>; remote: Record<string, unknown>; base: Record<string, unknown> };
     expect(c).toMatchObject({ status: 'resolved', resolution: 'remote-wins', local: { customer: 'Local Co' } });
     expect(c.remote.Customer).toBe('Remote Ltd');
+    expect(c.base.Customer).toBe(original);
     expect(await openOutbox(w).count('* as n').first()).toEqual({ n: 0 });
   });
 
