@@ -1,0 +1,272 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { z } from 'zod';
+import { ActivityError, type ActivitySettings } from './activity.js';
+import { ApiError, STATUS } from './api-error.js';
+import type { EmulatorState, ResetOptions } from './emulator-state.js';
+import { FaultSettingsError } from './faults.js';
+import { type FieldSpec, userFieldMeta } from './field-types.js';
+import { readBody, sendJson } from './http-io.js';
+import { createItem, requireItem, updateItem, validateWriteData } from './items.js';
+import { formatNaive } from './platform-time.js';
+import { SeedError, fieldSchema } from './seed.js';
+import type { ListData } from './store.js';
+import { formatZodIssues } from './validation.js';
+import type { HookEventBody } from './webhooks.js';
+
+/**
+ * The admin API under /_admin: no API key, never rate-limited or faulted,
+ * plain JSON in and out (no envelope). Used by tests, the demo and people
+ * poking at the emulator: reset, faults, request log, stats, export, edits as
+ * another user, schema changes, activity, webhooks, clock.
+ */
+
+export class AdminError extends Error {
+  readonly httpStatus: number;
+  constructor(httpStatus: number, message: string) {
+    super(message);
+    this.name = 'AdminError';
+    this.httpStatus = httpStatus;
+  }
+}
+
+const STREAMED = Symbol('streamed');
+type AdminResult = unknown;
+
+const resetSchema = z.strictObject({
+  sample: z.boolean().optional(),
+  items: z.number().int().min(0).optional(),
+  seedNumber: z.number().int().optional(),
+  seed: z.unknown().optional(),
+  timeZone: z.string().optional(),
+  apiKeys: z.array(z.string().min(1)).min(1).optional(),
+  referenceDate: z.string().optional(),
+});
+
+const createSchema = z.strictObject({
+  Data: z.unknown().optional(),
+  Created: z.string().optional(),
+  UserID: z.string().optional(),
+});
+
+const editSchema = z.strictObject({
+  Data: z.unknown().optional(),
+  Modified: z.string().optional(),
+  UserID: z.string().optional(),
+  RowVersion: z.number().int().min(0).optional(),
+});
+
+const fireSchema = z.strictObject({
+  subscriptionId: z.string().optional(),
+  event: z.record(z.string(), z.unknown()).optional(),
+});
+
+const redeliverSchema = z.strictObject({ deliveryIndex: z.number().int().min(0) });
+const clockSchema = z.strictObject({ now: z.string().nullable() });
+
+function parse<T>(schema: z.ZodType<T>, body: unknown, what: string): T {
+  const r = schema.safeParse(body);
+  if (!r.success) throw new AdminError(400, `Invalid ${what} body:\n${formatZodIssues(r.error, 'body')}`);
+  return r.data;
+}
+
+function jsonBody(text: string): unknown {
+  if (text.trim() === '') return {};
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (e) {
+    throw new AdminError(400, `The body is not valid JSON: ${(e as Error).message}`);
+  }
+}
+
+function requireList(state: EmulatorState, appID: string, listID: string): ListData {
+  const list = state.store.list(appID, listID);
+  if (!list) throw new AdminError(404, `List ${appID}/${listID} not found`);
+  return list;
+}
+
+function userOrDefault(state: EmulatorState, userId: string | undefined): string {
+  if (userId === undefined) return state.store.otherUser.UserID;
+  if (!state.store.users.some((u) => u.UserID === userId)) throw new AdminError(400, `UserID ${userId} is not in the users directory`);
+  return userId;
+}
+
+function timestamp(state: EmulatorState, value: string, key: string): number {
+  const t = state.store.zone.parseTimestamp(value);
+  if (t === undefined) throw new AdminError(400, `${key}: expected "YYYY-MM-DD HH:mm:ss" (platform time) or an ISO 8601 instant (got ${JSON.stringify(value)})`);
+  return t;
+}
+
+async function exportList(state: EmulatorState, list: ListData, res: ServerResponse): Promise<typeof STREAMED> {
+  const slots = list.order.slice();
+  res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8' });
+  const write = (chunk: string): Promise<void> =>
+    new Promise((resolve) => {
+      if (res.write(chunk)) resolve();
+      else res.once('drain', () => resolve());
+    });
+  await write(`{"fields":${JSON.stringify(list.fields())},"count":${slots.length},"items":[`);
+  const CHUNK = 2000;
+  let first = true;
+  for (let i = 0; i < slots.length; i += CHUNK) {
+    if (res.destroyed) return STREAMED;
+    const parts: string[] = [];
+    for (const slot of slots.slice(i, i + CHUNK)) {
+      if (list.alive[slot] !== 1) continue;
+      parts.push(JSON.stringify(list.record(slot)));
+    }
+    if (parts.length > 0) {
+      await write((first ? '' : ',') + parts.join(','));
+      first = false;
+    }
+  }
+  res.end(']}');
+  return STREAMED;
+}
+
+async function route(state: EmulatorState, method: string, path: string, url: URL, text: string, res: ServerResponse): Promise<AdminResult> {
+  const seg = path.split('/').slice(2).map((s) => decodeURIComponent(s)); // after "/_admin"
+  const [head, a, b, c, d] = seg;
+  const is = (m: string, ...parts: string[]): boolean => method === m && seg.length === parts.length && parts.every((p, i) => p === '*' || p === seg[i]);
+
+  if (seg.length === 0 || (seg.length === 1 && head === '')) {
+    return { admin: 'listsync emulator', routes: ADMIN_ROUTES };
+  }
+  if (is('POST', 'reset')) {
+    const body = parse(resetSchema, jsonBody(text), 'reset') as ResetOptions;
+    const store = state.reset(body);
+    return { lists: [...store.lists.values()].map((l) => ({ appID: l.appID, listID: l.listID, count: l.count })), users: store.users.length, timeZone: store.zone.name };
+  }
+  if (is('GET', 'faults')) return state.faults.settings;
+  if (is('PUT', 'faults')) return state.faults.update(jsonBody(text), Date.now());
+  if (is('GET', 'requests')) {
+    const since = url.searchParams.get('since');
+    const n = since === null ? 0 : Number(since);
+    if (!Number.isFinite(n)) throw new AdminError(400, `since: expected a sequence number (got ${since})`);
+    return state.log.since(n);
+  }
+  if (is('DELETE', 'requests')) {
+    state.log.clear();
+    return { cleared: true };
+  }
+  if (is('GET', 'stats')) return state.log.stats();
+  if (head === 'lists' && a !== undefined && b !== undefined) {
+    const list = requireList(state, a, b);
+    if (is('GET', 'lists', '*', '*', 'export')) return exportList(state, list, res);
+    if (is('GET', 'lists', '*', '*', 'fields')) return list.fields();
+    if (is('POST', 'lists', '*', '*', 'fields')) {
+      const r = fieldSchema.safeParse(jsonBody(text));
+      if (!r.success) throw new AdminError(400, `Invalid field:\n${formatZodIssues(r.error, 'body')}`);
+      if (list.field(r.data.FieldName)) throw new AdminError(400, `FieldName: field "${r.data.FieldName}" already exists`);
+      const meta = userFieldMeta(list.appID, list.listID, r.data as FieldSpec);
+      list.addField(meta);
+      list.modifiedNaive = state.now().naive;
+      state.queries.clear();
+      return meta;
+    }
+    if (is('POST', 'lists', '*', '*', 'items')) {
+      const body = parse(createSchema, jsonBody(text), 'create');
+      const data = validateWriteData(list, body.Data ?? {});
+      const now = state.now();
+      const createdNaive = body.Created === undefined ? now.naive : timestamp(state, body.Created, 'Created');
+      const createdMs = body.Created === undefined ? now.ms : state.store.zone.msFromNaive(createdNaive);
+      const id = createItem(list, data, { userId: userOrDefault(state, body.UserID), createdMs, createdNaive });
+      return { ListDataID: id, RowVersion: 1 };
+    }
+    if (c === 'items' && d !== undefined && seg.length === 5) {
+      const slot = requireItem(list, d);
+      if (method === 'GET') return list.record(slot);
+      if (method === 'PATCH') {
+        const body = parse(editSchema, jsonBody(text), 'edit');
+        const data = validateWriteData(list, body.Data ?? {});
+        const modifiedNaive = body.Modified === undefined ? state.now().naive : timestamp(state, body.Modified, 'Modified');
+        const opts = { userId: userOrDefault(state, body.UserID), modifiedNaive, ...(body.RowVersion === undefined ? {} : { expectedVersion: body.RowVersion }) };
+        const version = updateItem(list, slot, data, opts);
+        return { ListDataID: d, RowVersion: version };
+      }
+      if (method === 'DELETE') {
+        list.remove(slot);
+        return { ListDataID: d, deleted: true };
+      }
+    }
+  }
+  if (is('GET', 'activity') || is('PUT', 'activity')) {
+    if (method === 'PUT') {
+      const body = jsonBody(text);
+      if (body === null) state.activity.stop();
+      else state.activity.start(body as ActivitySettings);
+    }
+    return { settings: state.activity.current, totals: state.activity.totals };
+  }
+  if (is('GET', 'hooks')) return { subscriptions: state.hooks.subscriptions(), deliveries: state.hooks.deliveries() };
+  if (is('POST', 'hooks', 'fire')) {
+    const body = parse(fireSchema, jsonBody(text), 'fire');
+    const now = state.now();
+    const event = state.hooks.taskEvent((body.event ?? {}) as Partial<HookEventBody>, {
+      nowMs: now.ms,
+      created: formatNaive(now.naive),
+      assignee: state.store.otherUser.UserID,
+    });
+    try {
+      return await state.hooks.fire(event, body.subscriptionId === undefined ? {} : { subscriptionId: body.subscriptionId });
+    } catch (e) {
+      throw new AdminError(404, (e as Error).message);
+    }
+  }
+  if (is('POST', 'hooks', 'redeliver')) {
+    const body = parse(redeliverSchema, jsonBody(text), 'redeliver');
+    try {
+      return await state.hooks.redeliver(body.deliveryIndex);
+    } catch (e) {
+      throw new AdminError(404, (e as Error).message);
+    }
+  }
+  if (is('GET', 'clock') || is('PUT', 'clock')) {
+    if (method === 'PUT') {
+      const body = parse(clockSchema, jsonBody(text), 'clock');
+      if (body.now === null) state.clock.pin(null);
+      else {
+        const at = new Date(body.now);
+        if (!Number.isFinite(at.getTime())) throw new AdminError(400, `now: not an ISO 8601 instant (got ${JSON.stringify(body.now)})`);
+        state.clock.pin(at);
+      }
+    }
+    const now = state.now();
+    return { now: new Date(now.ms).toISOString(), platformNow: formatNaive(now.naive), timeZone: state.store.zone.name, pinned: state.clock.isPinned };
+  }
+  throw new AdminError(404, `No such admin endpoint: ${method} ${path}`);
+}
+
+export const ADMIN_ROUTES = [
+  'POST /_admin/reset {sample?, items?, seedNumber?, seed?, timeZone?, apiKeys?, referenceDate?}',
+  'GET|PUT /_admin/faults',
+  'GET /_admin/requests?since=<seq>',
+  'DELETE /_admin/requests',
+  'GET /_admin/stats',
+  'GET /_admin/lists/{appID}/{listID}/export',
+  'GET|POST /_admin/lists/{appID}/{listID}/fields',
+  'POST /_admin/lists/{appID}/{listID}/items {Data, Created?, UserID?}',
+  'GET|PATCH|DELETE /_admin/lists/{appID}/{listID}/items/{id} (PATCH: {Data, Modified?, UserID?, RowVersion?})',
+  'GET|PUT /_admin/activity',
+  'GET /_admin/hooks',
+  'POST /_admin/hooks/fire {subscriptionId?, event?}',
+  'POST /_admin/hooks/redeliver {deliveryIndex}',
+  'GET|PUT /_admin/clock {now: ISO | null}',
+];
+
+export async function handleAdmin(state: EmulatorState, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+  const method = req.method ?? 'GET';
+  const path = url.pathname.length > 1 ? url.pathname.replace(/\/+$/, '') : url.pathname;
+  try {
+    const text = await readBody(req);
+    const result = await route(state, method, path, url, text, res);
+    if (result !== STREAMED) sendJson(res, 200, result);
+  } catch (e) {
+    let status = 500;
+    let message = e instanceof Error ? e.message : String(e);
+    if (e instanceof AdminError) status = e.httpStatus;
+    else if (e instanceof ApiError) status = e.status === STATUS.notFound ? 404 : e.status === STATUS.conflict ? 409 : 400;
+    else if (e instanceof SeedError || e instanceof FaultSettingsError || e instanceof ActivityError || e instanceof RangeError) status = 400;
+    else message = `Emulator error: ${message}`;
+    sendJson(res, status, { error: message });
+  }
+}

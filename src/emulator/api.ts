@@ -1,0 +1,210 @@
+import { ApiError, STATUS, badRequest } from './api-error.js';
+import { envelopeJson } from './envelope.js';
+import type { EmulatorState } from './emulator-state.js';
+import { buildProjection, itemsJson } from './item-json.js';
+import { createItem, requireItem, updateItem, validateWriteData } from './items.js';
+import { formatNaive } from './platform-time.js';
+import { parsePaging, parseQuery } from './query-engine.js';
+import type { ListData } from './store.js';
+
+/**
+ * The /v1 endpoints: routing and handlers. A handler gets the raw body text
+ * and returns the HTTP status and the envelope text; auth, rate limits,
+ * faults and logging are the server's job.
+ */
+
+export interface ApiReply {
+  httpStatus: number;
+  body: string;
+  envelopeStatus: number | null;
+  headers?: Record<string, string>;
+  pageIndex?: number;
+  fault?: string;
+}
+
+export interface RequestInput {
+  body: string;
+  /** Whether faults apply to this request (emptyPages). */
+  faultsApply: boolean;
+}
+
+export interface V1Route {
+  /** e.g. `POST /v1/lists/{appID}/{listID}/items/query` */
+  name: string;
+  /** Create and update: faults may hit before or after the change. */
+  mutation: boolean;
+  handle(state: EmulatorState, input: RequestInput): ApiReply;
+}
+
+export function ok(dataJson: string, totalCount?: number): ApiReply {
+  return { httpStatus: 200, body: envelopeJson(STATUS.ok, dataJson, '', totalCount), envelopeStatus: STATUS.ok };
+}
+
+export function errorReply(err: ApiError): ApiReply {
+  return { httpStatus: err.httpStatus, body: envelopeJson(err.status, 'null', err.message), envelopeStatus: err.status, headers: err.headers };
+}
+
+function parseBody(text: string): unknown {
+  if (text.trim() === '') return {};
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (e) {
+    throw badRequest(`The request body is not valid JSON: ${(e as Error).message}`);
+  }
+}
+
+function objectBody(text: string): Record<string, unknown> {
+  const b = parseBody(text);
+  if (typeof b !== 'object' || b === null || Array.isArray(b)) throw badRequest('The request body must be a JSON object');
+  return b as Record<string, unknown>;
+}
+
+function requireList(state: EmulatorState, appID: string, listID: string): ListData {
+  const list = state.store.list(appID, listID);
+  if (!list) throw new ApiError(STATUS.notFound, `List ${appID}/${listID} not found`);
+  return list;
+}
+
+function searchUsers(state: EmulatorState, input: RequestInput): ApiReply {
+  const body = objectBody(input.body);
+  const { pageIndex, pageSize } = parsePaging(body);
+  const key = body['SearchKey'];
+  if (key !== undefined && key !== null && typeof key !== 'string') throw badRequest('SearchKey must be a string');
+  const needle = typeof key === 'string' ? key.trim().toLowerCase() : '';
+  const users = state.store.users.filter(
+    (u) => needle === '' || u.Name.toLowerCase().includes(needle) || u.Email.toLowerCase().includes(needle) || u.Account.toLowerCase().includes(needle),
+  );
+  const start = (pageIndex - 1) * pageSize;
+  return { ...ok(JSON.stringify(users.slice(start, start + pageSize)), users.length), pageIndex };
+}
+
+function listDetails(state: EmulatorState, appID: string, listID: string): ApiReply {
+  const list = requireList(state, appID, listID);
+  const byId = new Map(state.store.users.map((u) => [u.UserID, u]));
+  return ok(
+    JSON.stringify({
+      AppID: list.appID,
+      ListID: list.listID,
+      Title: list.title,
+      Description: list.description,
+      Created: formatNaive(list.createdNaive),
+      Modified: formatNaive(list.modifiedNaive),
+      CreatedBy: list.createdBy,
+      ModifiedBy: list.modifiedBy,
+      CreatedByName: byId.get(list.createdBy)?.Name ?? '',
+      ItemCount: list.count,
+    }),
+  );
+}
+
+function listFields(state: EmulatorState, appID: string, listID: string): ApiReply {
+  const fields = requireList(state, appID, listID).fields();
+  return ok(JSON.stringify(fields), fields.length);
+}
+
+function queryItems(state: EmulatorState, appID: string, listID: string, input: RequestInput): ApiReply {
+  const list = requireList(state, appID, listID);
+  const q = parseQuery(parseBody(input.body), list);
+  const projection = buildProjection(list, q.fields, state.idsAsNumbers);
+  const result = state.queries.run(list, q);
+  if (input.faultsApply && state.faults.isEmptyPage(q.pageIndex)) {
+    return { ...ok('[]', result.totalCount), pageIndex: q.pageIndex, fault: 'emptyPage' };
+  }
+  return { ...ok(itemsJson(projection, result.slots), result.totalCount), pageIndex: q.pageIndex };
+}
+
+function create(state: EmulatorState, appID: string, listID: string, input: RequestInput): ApiReply {
+  const list = requireList(state, appID, listID);
+  const body = objectBody(input.body);
+  const data = validateWriteData(list, body['Data']);
+  const { ms, naive } = state.now();
+  const id = createItem(list, data, { userId: state.store.apiUser.UserID, createdMs: ms, createdNaive: naive });
+  return ok(JSON.stringify(id));
+}
+
+function update(state: EmulatorState, appID: string, listID: string, itemID: string, input: RequestInput): ApiReply {
+  const list = requireList(state, appID, listID);
+  const body = objectBody(input.body);
+  const rv = body['RowVersion'];
+  if (typeof rv !== 'number' || !Number.isInteger(rv) || rv < 0) {
+    throw badRequest(`RowVersion must be an integer >= 0 (0 overwrites) (got ${JSON.stringify(rv)})`);
+  }
+  const data = validateWriteData(list, body['Data']);
+  const slot = requireItem(list, itemID);
+  updateItem(list, slot, data, { userId: state.store.apiUser.UserID, modifiedNaive: state.now().naive, expectedVersion: rv });
+  return ok(JSON.stringify(itemID));
+}
+
+function subscribe(state: EmulatorState, input: RequestInput): ApiReply {
+  const sub = state.hooks.subscribe(parseBody(input.body), formatNaive(state.now().naive));
+  return ok(JSON.stringify({ Id: sub.Id }));
+}
+
+type Matcher = (m: string[]) => V1Route;
+
+const LIST = '/v1/lists/{appID}/{listID}';
+const ROUTES: Array<{ method: string; re: RegExp; make: Matcher }> = [
+  {
+    method: 'POST',
+    re: /^\/v1\/users\/search\/?$/,
+    make: () => ({ name: 'POST /v1/users/search', mutation: false, handle: (s, i) => searchUsers(s, i) }),
+  },
+  {
+    method: 'GET',
+    re: /^\/v1\/lists\/([^/]+)\/([^/]+)\/?$/,
+    make: ([a, l]) => ({ name: `GET ${LIST}`, mutation: false, handle: (s) => listDetails(s, a as string, l as string) }),
+  },
+  {
+    method: 'GET',
+    re: /^\/v1\/lists\/([^/]+)\/([^/]+)\/fields\/?$/,
+    make: ([a, l]) => ({ name: `GET ${LIST}/fields`, mutation: false, handle: (s) => listFields(s, a as string, l as string) }),
+  },
+  {
+    method: 'POST',
+    re: /^\/v1\/lists\/([^/]+)\/([^/]+)\/items\/query\/?$/,
+    make: ([a, l]) => ({ name: `POST ${LIST}/items/query`, mutation: false, handle: (s, i) => queryItems(s, a as string, l as string, i) }),
+  },
+  {
+    method: 'POST',
+    re: /^\/v1\/lists\/([^/]+)\/([^/]+)\/items\/?$/,
+    make: ([a, l]) => ({ name: `POST ${LIST}/items`, mutation: true, handle: (s, i) => create(s, a as string, l as string, i) }),
+  },
+  {
+    method: 'PATCH',
+    re: /^\/v1\/lists\/([^/]+)\/([^/]+)\/items\/([^/]+)\/?$/,
+    make: ([a, l, id]) => ({ name: `PATCH ${LIST}/items/{itemID}`, mutation: true, handle: (s, i) => update(s, a as string, l as string, id as string, i) }),
+  },
+  {
+    method: 'POST',
+    re: /^\/v1\/hooks\/?$/,
+    make: () => ({ name: 'POST /v1/hooks', mutation: false, handle: (s, i) => subscribe(s, i) }),
+  },
+];
+
+/** The route for a method and path, or null (HTTP 404). */
+export function matchV1Route(method: string, path: string): V1Route | null {
+  for (const r of ROUTES) {
+    if (r.method !== method) continue;
+    const m = r.re.exec(path);
+    if (!m) continue;
+    let params: string[];
+    try {
+      params = m.slice(1).map((p) => decodeURIComponent(p));
+    } catch {
+      return null;
+    }
+    const route = r.make(params);
+    return {
+      ...route,
+      handle: (state, input) => {
+        try {
+          return route.handle(state, input);
+        } catch (e) {
+          if (e instanceof ApiError) return errorReply(e);
+          throw e;
+        }
+      },
+    };
+  }
+  return null;
+}

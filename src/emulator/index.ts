@@ -1,0 +1,141 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { ActivitySettings } from './activity.js';
+import { EmulatorAdminClient } from './admin-client.js';
+import { EmulatorState } from './emulator-state.js';
+import type { FaultSettingsPatch } from './faults.js';
+import { DEFAULT_RATE_LIMIT, type RateLimitSettings } from './rate-limiter.js';
+import { type SeedFile, loadSeedFile } from './seed.js';
+import { createRequestListener } from './server.js';
+
+/**
+ * The platform emulator: a real HTTP server that behaves like the platform's
+ * /v1 API (see shared/spec), plus an admin API under /_admin.
+ */
+
+export interface EmulatorOptions {
+  host?: string;
+  /** 0 (the default) picks a free port. */
+  port?: number;
+  /** Include the sample `demo/orders` list (default: when no seed is given). */
+  sample?: boolean;
+  /** Sample item count (default 5000). */
+  items?: number;
+  /** Seed of the generated data (default 1). */
+  seedNumber?: number;
+  /** A seed file's content (validated). */
+  seed?: SeedFile;
+  /** Path of a JSON seed file (used when `seed` is not given). */
+  seedFile?: string;
+  /** Platform time zone for Created/Modified (default UTC). */
+  timeZone?: string;
+  /** Accepted API keys (default ["emulator-key"]). */
+  apiKeys?: string[];
+  /** Token bucket per key (default burst 10, 10/s); false disables. */
+  rateLimit?: RateLimitSettings | false;
+  /** Monotonic ms clock of the rate limiter (default performance.now; tests freeze it to fire "in the same instant"). */
+  rateLimitClock?: () => number;
+  /** Write ListDataID as a bare JSON number in item reads. */
+  idsAsNumbers?: boolean;
+  faults?: FaultSettingsPatch;
+  activity?: ActivitySettings | null;
+  /** Clock for new changes (default: real time). */
+  now?: () => Date;
+  /** Instant generated data is anchored to (default: start of today UTC per `now`). */
+  referenceDate?: Date;
+}
+
+export interface RunningEmulator {
+  /** `http://127.0.0.1:PORT` */
+  url: string;
+  /** `url + '/v1'` */
+  baseUrl: string;
+  /** The first API key. */
+  apiKey: string;
+  admin: EmulatorAdminClient;
+  close(): Promise<void>;
+}
+
+function startOfUtcDay(d: Date): Date {
+  return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate()));
+}
+
+function urlHost(host: string): string {
+  if (host === '0.0.0.0' || host === '') return '127.0.0.1';
+  if (host === '::') return '[::1]';
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+export async function startEmulator(opts: EmulatorOptions = {}): Promise<RunningEmulator> {
+  const seed = opts.seed ?? (opts.seedFile === undefined ? undefined : await loadSeedFile(opts.seedFile));
+  const now = opts.now ?? (() => new Date());
+  const reference = opts.referenceDate ?? startOfUtcDay(now());
+  const state = new EmulatorState({
+    store: {
+      ...(opts.sample === undefined ? {} : { sample: opts.sample }),
+      ...(opts.items === undefined ? {} : { items: opts.items }),
+      ...(opts.seedNumber === undefined ? {} : { seedNumber: opts.seedNumber }),
+      ...(seed === undefined ? {} : { seed }),
+      ...(opts.timeZone === undefined ? {} : { timeZone: opts.timeZone }),
+      ...(opts.apiKeys === undefined ? {} : { apiKeys: opts.apiKeys }),
+    },
+    referenceMs: reference.getTime(),
+    idsAsNumbers: opts.idsAsNumbers ?? false,
+    rateLimit: opts.rateLimit ?? DEFAULT_RATE_LIMIT,
+    rateLimitClock: opts.rateLimitClock,
+    faults: opts.faults,
+    now: opts.now,
+  });
+  if (opts.activity) state.activity.start(opts.activity);
+
+  const server = createServer(createRequestListener(state));
+  server.keepAliveTimeout = 5000;
+  const host = opts.host ?? '127.0.0.1';
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(opts.port ?? 0, host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+  } catch (e) {
+    state.close();
+    throw e;
+  }
+  const { port } = server.address() as AddressInfo;
+  const url = `http://${urlHost(host)}:${port}`;
+  let closing: Promise<void> | undefined;
+  return {
+    url,
+    baseUrl: `${url}/v1`,
+    apiKey: state.store.apiKeys[0] as string,
+    admin: new EmulatorAdminClient(url),
+    close(): Promise<void> {
+      closing ??= new Promise<void>((resolve) => {
+        state.close();
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      return closing;
+    },
+  };
+}
+
+export { EmulatorAdminClient, EmulatorAdminError } from './admin-client.js';
+export type { ActivityState, ClockState, ExportedList, ResetResult } from './admin-client.js';
+export type { ActivityCounts, ActivitySettings } from './activity.js';
+export { DEFAULT_API_KEY, DEFAULT_TIME_ZONE } from './build-store.js';
+export type { ResetOptions } from './emulator-state.js';
+export { DEFAULT_FAULTS } from './faults.js';
+export type { FaultSettings, FaultSettingsPatch } from './faults.js';
+export type { FieldMeta, FieldSpec } from './field-types.js';
+export { OPERATORS } from './query-engine.js';
+export { DEFAULT_RATE_LIMIT } from './rate-limiter.js';
+export type { RateLimitSettings } from './rate-limiter.js';
+export type { EmulatorStats, RequestLogEntry } from './request-log.js';
+export { SAMPLE_APP_ID, SAMPLE_LIST_ID, SAMPLE_STATUSES, SAMPLE_TAGS } from './sample.js';
+export { SeedError, loadSeedFile, parseSeedFile } from './seed.js';
+export type { SeedFile } from './seed.js';
+export type { ItemRecord, User } from './store.js';
+export type { HookDelivery, HookEventBody, HookSubscription } from './webhooks.js';

@@ -1,0 +1,163 @@
+import { type IncomingMessage, type RequestListener, type ServerResponse } from 'node:http';
+import { handleAdmin } from './admin.js';
+import { type ApiReply, errorReply, matchV1Route } from './api.js';
+import { ApiError, STATUS } from './api-error.js';
+import { envelopeJson } from './envelope.js';
+import type { EmulatorState } from './emulator-state.js';
+import { readBody, sendText } from './http-io.js';
+import { type RequestLogEntry, truncateBody } from './request-log.js';
+
+/**
+ * The HTTP front: /_admin goes to the admin API; /v1 requests are logged, then
+ * authenticated, rate-limited, exposed to faults and latency, and handled.
+ */
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+function apiKeyOf(req: IncomingMessage, url: URL): string | undefined {
+  const h = req.headers['apikey'];
+  const header = Array.isArray(h) ? h[0] : h;
+  if (header !== undefined && header !== '') return header;
+  const q = url.searchParams.get('apiKey');
+  return q === null || q === '' ? undefined : q;
+}
+
+function errorPage(status: number): string {
+  const text = status === 502 ? 'Bad Gateway' : status === 503 ? 'Service Unavailable' : 'Internal Server Error';
+  return `<!DOCTYPE html>\n<html><head><title>${status} ${text}</title></head><body><center><h1>${status} ${text}</h1></center><hr><center>nginx</center></body></html>\n`;
+}
+
+async function handleV1(state: EmulatorState, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+  const method = req.method ?? 'GET';
+  const path = url.pathname;
+  const apiKey = apiKeyOf(req, url);
+  const route = matchV1Route(method, path);
+  const entry: RequestLogEntry = state.log.begin(method, path, route?.name ?? 'unknown', apiKey);
+  let closedEarly = false;
+  res.on('close', () => {
+    if (!res.writableFinished) closedEarly = true;
+    if (entry.finishedAt === null && closedEarly) state.log.finish(entry, null, null);
+  });
+
+  // Route, key and rate limit are decided on arrival (before the body is read), so the
+  // token bucket sees the real arrival order and timing even on a busy machine.
+  let early: ApiReply | null = null;
+  if (!route) {
+    early = { httpStatus: 404, body: envelopeJson(404, 'null', `No such endpoint: ${method} ${path}`), envelopeStatus: 404 };
+  } else if (apiKey === undefined) {
+    early = errorReply(new ApiError(STATUS.unauthorized, 'Missing apiKey: send the API key in the "apiKey" request header', 401));
+  } else if (!state.store.apiKeys.includes(apiKey)) {
+    early = errorReply(new ApiError(STATUS.unauthorized, 'Invalid apiKey', 401));
+  } else {
+    const decision = state.limiter?.take(apiKey);
+    if (decision && !decision.allowed) {
+      const s = decision.retryAfterSeconds;
+      const perSecond = state.limiter?.settings.perSecond ?? 0;
+      early = errorReply(new ApiError(STATUS.rateLimited, `Rate limit exceeded: at most ${perSecond} requests per second per API key; retry after ${s} s`, 429, { 'Retry-After': String(s) }));
+    }
+  }
+
+  let body: string;
+  try {
+    body = await readBody(req);
+  } catch (e) {
+    send(errorReply(new ApiError(STATUS.badRequest, `Cannot read the request body: ${(e as Error).message}`, 413)));
+    return;
+  }
+  const logged = truncateBody(body);
+  if (logged !== undefined) entry.body = logged;
+
+  function send(reply: ApiReply, contentType = JSON_TYPE): void {
+    if (reply.fault !== undefined) entry.fault = reply.fault;
+    if (reply.pageIndex !== undefined) entry.pageIndex = reply.pageIndex;
+    if (res.destroyed || closedEarly) {
+      state.log.finish(entry, null, null);
+      return;
+    }
+    sendText(res, reply.httpStatus, reply.body, contentType, reply.headers ?? {});
+    state.log.finish(entry, reply.httpStatus, reply.envelopeStatus);
+  }
+  function drop(fault: string): void {
+    entry.fault = fault;
+    req.socket.destroy();
+    state.log.finish(entry, null, null);
+  }
+
+  if (early !== null || route === null) {
+    send(early as ApiReply);
+    return;
+  }
+  const faultsApply = state.faults.appliesTo(path);
+  if (faultsApply) {
+    const storm = state.faults.stormRetryAfter(Date.now());
+    if (storm !== null) {
+      send({ ...errorReply(new ApiError(STATUS.rateLimited, `Rate limit exceeded; retry after ${storm} s`, 429, { 'Retry-After': String(storm) })), fault: 'rateLimitStorm' });
+      return;
+    }
+  }
+  const fault = faultsApply ? state.faults.decide() : null;
+  const kind = fault?.kind ?? null;
+  const beforeApply = !(route.mutation && fault?.afterApply === true);
+
+  if (kind === 'drop' && beforeApply) {
+    drop('drop');
+    return;
+  }
+  const latency = faultsApply ? state.faults.latency() : 0;
+  if (latency > 0) await state.timers.sleep(latency);
+  if (kind === 'timeout' && beforeApply) {
+    await state.timers.sleep(state.faults.settings.timeoutMs);
+    drop('timeout');
+    return;
+  }
+  if (kind === 'error' && fault) {
+    const status = fault.errorStatus;
+    if (fault.htmlBody) send({ httpStatus: status, body: errorPage(status), envelopeStatus: null, fault: 'error' }, 'text/html; charset=utf-8');
+    else send({ httpStatus: status, body: envelopeJson(STATUS.internal, 'null', 'Internal server error'), envelopeStatus: STATUS.internal, fault: 'error' });
+    return;
+  }
+
+  let reply: ApiReply;
+  try {
+    reply = route.handle(state, { body, faultsApply });
+  } catch (e) {
+    reply = { httpStatus: 500, body: envelopeJson(STATUS.internal, 'null', `Emulator error: ${e instanceof Error ? e.message : String(e)}`), envelopeStatus: STATUS.internal };
+  }
+
+  if (kind === 'drop') {
+    drop('drop-after-apply');
+    return;
+  }
+  if (kind === 'timeout') {
+    await state.timers.sleep(state.faults.settings.timeoutMs);
+    drop('timeout-after-apply');
+    return;
+  }
+  if (kind === 'malformed') {
+    send({ ...reply, body: state.faults.malform(reply.body), fault: 'malformed' });
+    return;
+  }
+  send(reply);
+}
+
+export function createRequestListener(state: EmulatorState): RequestListener {
+  return (req, res) => {
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'http://emulator.local');
+    } catch {
+      sendText(res, 400, envelopeJson(STATUS.badRequest, 'null', 'Bad request URL'));
+      return;
+    }
+    const path = url.pathname;
+    const task =
+      path === '/_admin' || path.startsWith('/_admin/')
+        ? handleAdmin(state, req, res, url)
+        : path === '/v1' || path.startsWith('/v1/')
+          ? handleV1(state, req, res, url)
+          : Promise.resolve(sendText(res, 404, envelopeJson(404, 'null', `No such endpoint: ${req.method ?? 'GET'} ${path} (the API is under /v1, the admin API under /_admin)`)));
+    task.catch((e: unknown) => {
+      sendText(res, 500, envelopeJson(STATUS.internal, 'null', `Emulator error: ${e instanceof Error ? e.message : String(e)}`));
+    });
+  };
+}
