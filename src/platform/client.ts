@@ -1,0 +1,536 @@
+/**
+ * PlatformClient: the one way listsync talks to the platform.
+ *
+ * Every attempt of every request goes through one p-queue (concurrency =
+ * `maxInFlight`) and, inside its task, waits for a send slot from the rate
+ * limiter (shared through Postgres when a SharedBudget is given). The retry
+ * loop lives here, around got (whose own retry is off), so that retries are
+ * paced and counted like first attempts:
+ *
+ * - retried: network errors, timeouts, dropped connections, 5xx, 408, 429 and
+ *   rate-limit envelopes, and 2xx bodies that are not a readable envelope;
+ *   with exponential backoff and full jitter, or Retry-After (capped at
+ *   `maxRetryAfterSeconds`), up to `retries` times;
+ * - reads sent as POST (`items/query`, `users/search`) are retried like GETs;
+ * - `createItem` is retried only when the attempt surely did not reach the
+ *   server (connection refused, DNS failure) or was refused with 429;
+ * - `updateItem` (PATCH) is retried: it is version-checked, so a retry of an
+ *   attempt that was in fact applied fails with a RowVersion mismatch. Such a
+ *   failure carries `maybeApplied: true` (and `retries > 0`), so the caller
+ *   can re-read the item instead of reporting a conflict;
+ * - validation, auth, not-found and conflict answers are never retried.
+ *
+ * Success is HTTP 2xx with envelope Status 0; anything else becomes a typed
+ * PlatformError. The apiKey travels only in the `apiKey` header and never
+ * appears in errors, log lines or URLs.
+ */
+import PQueue from 'p-queue';
+import type { Logger } from 'pino';
+import type { PlatformConfig } from '../config.js';
+import { backoffDelay, parseRetryAfter } from './backoff.js';
+import { type Clock, abortReason, systemClock } from './clock.js';
+import {
+  PlatformError,
+  RateLimitError,
+  TransportError,
+  ValidationError,
+  type PlatformErrorDetails,
+  classifyFailure,
+  failureMessage,
+  sanitizeCause,
+  scrub,
+  surelyNotSent,
+} from './errors.js';
+import { type PlatformHttp, createPlatformHttp } from './http.js';
+import { parseJson } from './json.js';
+import { MAX_PAGE_SIZE, type PageResult, assertPageSize, paginate } from './paging.js';
+import { RateLimiter, type SendSlot } from './rate-limiter.js';
+import type { SharedBudget } from './shared-budget.js';
+import type { FieldMeta, Item, ItemQuery, ListDetails, Page, PlatformUser } from './types.js';
+
+export type RequestOutcome = 'ok' | 'error' | 'retry' | 'rate_limited';
+
+/** One attempt, as reported to `onRequest` (metrics). */
+export interface RequestEvent {
+  method: string;
+  /** Route template, e.g. `items/query`, `items/{itemID}`, `users/search`. */
+  endpoint: string;
+  outcome: RequestOutcome;
+  httpStatus?: number;
+  /** Envelope Status, when there was an envelope. */
+  status?: number;
+  durationMs: number;
+  /** 0 for the first attempt. */
+  attempt: number;
+}
+
+export interface PlatformClientOptions {
+  config: PlatformConfig;
+  logger?: Logger;
+  /** Request budget shared through Postgres with every process using the same account. */
+  budget?: SharedBudget;
+  onRequest?: (e: RequestEvent) => void;
+  /** Extra spacing between requests, as a fraction of 1000 / requestsPerSecond. Default 0.03. */
+  rateMargin?: number;
+  /** Tests: time source for the rate limiter and backoff sleeps. */
+  clock?: Clock;
+  /** Tests: random source for jitter. */
+  random?: () => number;
+}
+
+export interface ClientStats {
+  /** Attempts sent (first attempts and retries). */
+  requests: number;
+  /** Attempts that were retries (including refetches of pages that came back empty). */
+  retries: number;
+  /** Attempts answered with 429 or a rate-limit envelope. */
+  rateLimited: number;
+  /** Operations that finally failed (thrown to the caller). */
+  errors: number;
+}
+
+export interface PageOptions {
+  /** 1-based page to start at (resume). Default 1. */
+  startPage?: number;
+  /** 1..1000. Default: the query's PageSize, else 1000. */
+  pageSize?: number;
+  signal?: AbortSignal;
+}
+
+export interface UserPageOptions {
+  searchKey?: string;
+  /** 1..1000. Default 1000. */
+  pageSize?: number;
+  startPage?: number;
+  signal?: AbortSignal;
+}
+
+export interface HookSubscription {
+  resource: string;
+  channel: string;
+  type: number;
+  callbackUrl: string;
+}
+
+/**
+ * How a request may be repeated: `read` always (GET and read-only POSTs),
+ * `create` only when it surely did not arrive or was refused with 429,
+ * `update` (version-checked) on transport errors and 5xx too.
+ */
+export type Repeat = 'read' | 'create' | 'update';
+
+interface Call {
+  method: 'GET' | 'POST' | 'PATCH';
+  endpoint: string;
+  /** Path relative to the base URL, segments encoded, no leading slash. */
+  path: string;
+  body?: unknown;
+  repeat: Repeat;
+  signal?: AbortSignal;
+}
+
+export interface Envelope {
+  Status: number;
+  Data: unknown;
+  Message: string;
+  TotalCount?: number;
+  [key: string]: unknown;
+}
+
+type Attempt =
+  | { ok: true; envelope: Envelope; httpStatus: number; durationMs: number }
+  | {
+      ok: false;
+      kind: 'transport' | 'malformed' | 'answer';
+      httpStatus?: number;
+      status?: number;
+      message?: string;
+      code?: string;
+      retryAfterMs?: number;
+      cause?: unknown;
+      durationMs: number;
+    };
+
+export class PlatformClient {
+  readonly config: PlatformConfig;
+  private readonly http: PlatformHttp;
+  private readonly queue: PQueue;
+  private readonly limiter: RateLimiter;
+  private readonly logger: Logger | undefined;
+  private readonly onRequest: ((e: RequestEvent) => void) | undefined;
+  private readonly clock: Clock;
+  private readonly random: () => number;
+  private readonly secrets: string[];
+  private readonly closing = new AbortController();
+  private readonly counters: ClientStats = { requests: 0, retries: 0, rateLimited: 0, errors: 0 };
+  private closed = false;
+
+  constructor(options: PlatformClientOptions) {
+    const config = options.config;
+    this.config = config;
+    this.logger = options.logger;
+    this.onRequest = options.onRequest;
+    this.clock = options.clock ?? systemClock;
+    this.random = options.random ?? Math.random;
+    this.secrets = [config.apiKey].filter((s) => s.length >= 4);
+    this.http = createPlatformHttp({ baseUrl: config.baseUrl, apiKey: config.apiKey, timeoutMs: config.timeoutMs, maxFreeSockets: config.maxInFlight });
+    this.queue = new PQueue({ concurrency: config.maxInFlight });
+    this.limiter = new RateLimiter({
+      requestsPerSecond: config.requestsPerSecond,
+      margin: options.rateMargin,
+      clock: this.clock,
+      source: options.budget,
+      logger: this.logger,
+      random: this.random,
+    });
+  }
+
+  /** Cumulative counters; diff before and after a run. */
+  stats(): ClientStats {
+    return { ...this.counters };
+  }
+
+  /** The rate limiter's current fraction of `requestsPerSecond` (below 1 after throttling). */
+  rateFactor(): number {
+    return this.limiter.rateFactor();
+  }
+
+  /** Resolves when no request is queued or in flight. */
+  async idle(): Promise<void> {
+    await this.queue.onIdle();
+  }
+
+  /** Aborts what is still queued or in flight, stops the limiter and closes the sockets. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.queue.clear();
+    this.closing.abort(new Error('PlatformClient closed'));
+    this.limiter.close();
+    await this.queue.onIdle().catch(() => undefined);
+    this.http.destroy();
+  }
+
+  // ---- operations ---------------------------------------------------------
+
+  /** One page of items. PageSize above 1000 throws ValidationError before any request. */
+  async queryItems(appID: string, listID: string, query: ItemQuery, signal?: AbortSignal): Promise<{ items: Item[]; totalCount: number }> {
+    const r = await this.queryPage(appID, listID, query, signal);
+    return { items: r.items, totalCount: r.totalCount ?? r.items.length };
+  }
+
+  async getList(appID: string, listID: string, signal?: AbortSignal): Promise<ListDetails> {
+    const env = await this.request({ method: 'GET', endpoint: 'lists/{appID}/{listID}', path: listPath(appID, listID), repeat: 'read', signal });
+    return asObject(env.Data, 'GET', `/${listPath(appID, listID)}`) as ListDetails;
+  }
+
+  async getFields(appID: string, listID: string, signal?: AbortSignal): Promise<FieldMeta[]> {
+    const path = `${listPath(appID, listID)}/fields`;
+    const env = await this.request({ method: 'GET', endpoint: 'lists/{appID}/{listID}/fields', path, repeat: 'read', signal });
+    return asArray(env.Data, 'GET', `/${path}`) as FieldMeta[];
+  }
+
+  /** Creates an item; returns its ID (a string). Not retried once the request may have reached the server. */
+  async createItem(appID: string, listID: string, data: Record<string, string>, signal?: AbortSignal): Promise<string> {
+    const path = `${listPath(appID, listID)}/items`;
+    const env = await this.request({ method: 'POST', endpoint: 'items', path, body: { Data: stringValues(data, 'POST', `/${path}`) }, repeat: 'create', signal });
+    return idOf(env.Data, 'POST', `/${path}`);
+  }
+
+  /**
+   * Updates an item if its RowVersion still matches (0 overwrites). Retried on
+   * transport errors and 5xx; a ConflictError with `maybeApplied` may be the
+   * echo of our own earlier attempt.
+   */
+  async updateItem(appID: string, listID: string, itemID: string, rowVersion: number, data: Record<string, string>, signal?: AbortSignal): Promise<void> {
+    const path = `${listPath(appID, listID)}/items/${encodeURIComponent(itemID)}`;
+    if (!Number.isInteger(rowVersion) || rowVersion < 0) {
+      throw new ValidationError(`PATCH /${path} refused before sending: RowVersion must be a non-negative integer (got ${String(rowVersion)})`, { method: 'PATCH', path: `/${path}` });
+    }
+    await this.request({
+      method: 'PATCH',
+      endpoint: 'items/{itemID}',
+      path,
+      body: { RowVersion: rowVersion, Data: stringValues(data, 'PATCH', `/${path}`) },
+      repeat: 'update',
+      signal,
+    });
+  }
+
+  async searchUsers(
+    params: { searchKey?: string; pageIndex: number; pageSize: number },
+    signal?: AbortSignal,
+  ): Promise<{ items: PlatformUser[]; totalCount: number }> {
+    const r = await this.userPage(params.searchKey, params.pageIndex, params.pageSize, signal);
+    return { items: r.items, totalCount: r.totalCount ?? r.items.length };
+  }
+
+  async subscribeHook(hook: HookSubscription, signal?: AbortSignal): Promise<{ id: string }> {
+    const env = await this.request({
+      method: 'POST',
+      endpoint: 'hooks',
+      path: 'hooks',
+      body: { Resource: hook.resource, Channel: hook.channel, Type: hook.type, Settings: { callbackUrl: hook.callbackUrl } },
+      repeat: 'create',
+      signal,
+    });
+    return { id: idOf(env.Data, 'POST', '/hooks') };
+  }
+
+  /** Pages of a list query, in order, with up to `maxInFlight` pages fetched ahead. */
+  pages(appID: string, listID: string, query: ItemQuery = {}, options: PageOptions = {}): AsyncGenerator<Page<Item>, void, undefined> {
+    const path = `/${listPath(appID, listID)}/items/query`;
+    const pageSize = options.pageSize ?? query.PageSize ?? MAX_PAGE_SIZE;
+    assertPageSize(pageSize, { method: 'POST', path });
+    return paginate<Item>((pageIndex, size, signal) => this.queryPage(appID, listID, { ...query, PageIndex: pageIndex, PageSize: size }, signal), {
+      startPage: options.startPage ?? query.PageIndex,
+      pageSize,
+      window: this.config.maxInFlight,
+      signal: options.signal,
+      onEmptyPageRetry: () => this.counters.retries++,
+      describe: { method: 'POST', path },
+    });
+  }
+
+  /** Pages of users/search, in order. */
+  userPages(options: UserPageOptions = {}): AsyncGenerator<Page<PlatformUser>, void, undefined> {
+    const pageSize = options.pageSize ?? MAX_PAGE_SIZE;
+    assertPageSize(pageSize, { method: 'POST', path: '/users/search' });
+    return paginate<PlatformUser>((pageIndex, size, signal) => this.userPage(options.searchKey, pageIndex, size, signal), {
+      startPage: options.startPage,
+      pageSize,
+      window: this.config.maxInFlight,
+      signal: options.signal,
+      onEmptyPageRetry: () => this.counters.retries++,
+      describe: { method: 'POST', path: '/users/search' },
+    });
+  }
+
+  /**
+   * Any other endpoint: sends one request through the same queue, limiter and
+   * retry loop and returns the envelope. `repeat` says how it may be retried.
+   */
+  async call(method: 'GET' | 'POST' | 'PATCH', path: string, options: { body?: unknown; repeat: Repeat; endpoint?: string; signal?: AbortSignal }): Promise<Envelope> {
+    const clean = path.replace(/^\/+/, '').split('?')[0]!;
+    return this.request({ method, path: clean, endpoint: options.endpoint ?? clean, body: options.body, repeat: options.repeat, signal: options.signal });
+  }
+
+  // ---- internals ----------------------------------------------------------
+
+  private async queryPage(appID: string, listID: string, query: ItemQuery, signal?: AbortSignal): Promise<PageResult<Item>> {
+    const path = `${listPath(appID, listID)}/items/query`;
+    const body: ItemQuery = { ...query, PageIndex: Math.max(1, query.PageIndex ?? 1), PageSize: query.PageSize ?? MAX_PAGE_SIZE };
+    assertPageSize(body.PageSize!, { method: 'POST', path: `/${path}` });
+    const env = await this.request({ method: 'POST', endpoint: 'items/query', path, body, repeat: 'read', signal });
+    return { items: asArray(env.Data, 'POST', `/${path}`) as Item[], totalCount: countOf(env.TotalCount) };
+  }
+
+  private async userPage(searchKey: string | undefined, pageIndex: number, pageSize: number, signal?: AbortSignal): Promise<PageResult<PlatformUser>> {
+    assertPageSize(pageSize, { method: 'POST', path: '/users/search' });
+    const body: Record<string, unknown> = { PageIndex: Math.max(1, pageIndex), PageSize: pageSize };
+    if (searchKey !== undefined) body.SearchKey = searchKey;
+    const env = await this.request({ method: 'POST', endpoint: 'users/search', path: 'users/search', body, repeat: 'read', signal });
+    return { items: asArray(env.Data, 'POST', '/users/search') as PlatformUser[], totalCount: countOf(env.TotalCount) };
+  }
+
+  private async request(call: Call): Promise<Envelope> {
+    if (this.closed) throw new Error('PlatformClient is closed');
+    const signal = call.signal ? AbortSignal.any([call.signal, this.closing.signal]) : this.closing.signal;
+    const path = `/${call.path}`;
+    let maybeApplied = false;
+    for (let attempt = 0; ; attempt++) {
+      if (signal.aborted) throw abortReason(signal);
+      const result = await this.queue.add(
+        async () => this.send(call, await this.limiter.acquire(signal), signal),
+        { priority: attempt > 0 ? 1 : 0, signal },
+      );
+      this.counters.requests++;
+      if (attempt > 0) this.counters.retries++;
+
+      if (result.ok) {
+        this.limiter.succeeded();
+        this.report(call, attempt, 'ok', result.httpStatus, result.envelope.Status, result.durationMs);
+        return result.envelope;
+      }
+
+      const errorClass = result.kind === 'answer' ? classifyFailure(result.httpStatus, result.status, result.message) : TransportError;
+      const rateLimited = errorClass === RateLimitError;
+      if (rateLimited) this.counters.rateLimited++;
+      const retryable = this.isRetryable(call.repeat, result, rateLimited);
+      if (call.repeat !== 'read' && this.mayHaveReachedServer(result, rateLimited)) maybeApplied = true;
+      const final = !retryable || attempt >= this.config.retries;
+      this.report(call, attempt, rateLimited ? 'rate_limited' : final ? 'error' : 'retry', result.httpStatus, result.status, result.durationMs);
+
+      let retryAfterMs = result.retryAfterMs;
+      if (retryAfterMs !== undefined) retryAfterMs = Math.min(retryAfterMs, this.config.maxRetryAfterSeconds * 1000);
+      // Everyone waits, not just this request; the limiter also lowers the rate.
+      const pauseMs = rateLimited ? this.limiter.throttled(retryAfterMs) : undefined;
+
+      if (final) {
+        this.counters.errors++;
+        const details: PlatformErrorDetails & { code?: string } = {
+          method: call.method,
+          path,
+          httpStatus: result.httpStatus,
+          status: result.status,
+          platformMessage: result.message === undefined ? undefined : scrub(result.message, this.secrets),
+          retries: attempt,
+          maybeApplied,
+          retryAfterMs,
+          code: result.code,
+        };
+        const message = scrub(failureMessage(call.method, path, details), this.secrets);
+        const cause = sanitizeCause(result.cause, this.secrets);
+        throw errorClass === TransportError
+          ? new TransportError(message, details, cause ? { cause } : undefined)
+          : new errorClass(message, details, cause ? { cause } : undefined);
+      }
+
+      const delay = rateLimited ? 0 : (retryAfterMs ?? backoffDelay(attempt, { random: this.random }));
+      this.logger?.debug(
+        { method: call.method, endpoint: call.endpoint, attempt, httpStatus: result.httpStatus, status: result.status, code: result.code, delayMs: delay, pauseMs },
+        'platform request failed; retrying',
+      );
+      if (delay > 0) await this.clock.sleep(delay, signal);
+    }
+  }
+
+  private isRetryable(repeat: Repeat, r: Extract<Attempt, { ok: false }>, rateLimited: boolean): boolean {
+    if (rateLimited) return true; // refused, so nothing was applied
+    const transient =
+      r.kind === 'transport' || r.kind === 'malformed' || (r.kind === 'answer' && r.httpStatus !== undefined && (r.httpStatus >= 500 || r.httpStatus === 408));
+    if (!transient) return false;
+    if (repeat === 'create') return r.kind === 'transport' && surelyNotSent(r.code);
+    return true;
+  }
+
+  private mayHaveReachedServer(r: Extract<Attempt, { ok: false }>, rateLimited: boolean): boolean {
+    if (rateLimited) return false;
+    if (r.kind === 'transport') return !surelyNotSent(r.code);
+    if (r.kind === 'malformed') return true;
+    return r.httpStatus !== undefined && r.httpStatus >= 500;
+  }
+
+  private async send(call: Call, slot: SendSlot, signal: AbortSignal): Promise<Attempt> {
+    const started = this.clock.now();
+    const elapsed = (): number => Math.round((this.clock.now() - started) * 10) / 10;
+    let statusCode: number;
+    let text: string;
+    let retryAfter: string | string[] | undefined;
+    try {
+      const pending = this.http.got(call.path, {
+        method: call.method,
+        ...(call.body === undefined ? {} : { json: call.body }),
+        signal,
+      });
+      // The limiter spaces requests by when they really left, not when they were allowed to.
+      pending.on('request', (req) => req.once('finish', () => slot.sent()));
+      const response = await pending;
+      statusCode = response.statusCode;
+      text = response.body;
+      retryAfter = response.headers['retry-after'];
+    } catch (err) {
+      if (signal.aborted) throw abortReason(signal);
+      const code = typeof (err as { code?: unknown }).code === 'string' ? (err as { code: string }).code : undefined;
+      const text = scrub((err as Error).message ?? String(err), this.secrets);
+      const message = code && !text.includes(code) ? `${text} (${code})` : text;
+      return { ok: false, kind: 'transport', code, message, cause: err, durationMs: elapsed() };
+    }
+    const durationMs = elapsed();
+    const retryAfterMs = parseRetryAfter(retryAfter);
+    const is2xx = statusCode >= 200 && statusCode < 300;
+    let parsed: unknown;
+    try {
+      parsed = parseJson(text);
+    } catch (err) {
+      if (is2xx) return { ok: false, kind: 'malformed', httpStatus: statusCode, code: 'EMALFORMED', message: 'response body is not valid JSON', cause: err, durationMs };
+      return { ok: false, kind: 'answer', httpStatus: statusCode, message: undefined, retryAfterMs, durationMs };
+    }
+    const envelope = toEnvelope(parsed);
+    if (!envelope) {
+      if (is2xx) return { ok: false, kind: 'malformed', httpStatus: statusCode, code: 'EMALFORMED', message: 'response body is not the {Status, Data, Message} envelope', durationMs };
+      return { ok: false, kind: 'answer', httpStatus: statusCode, retryAfterMs, durationMs };
+    }
+    if (is2xx && envelope.Status === 0) return { ok: true, envelope, httpStatus: statusCode, durationMs };
+    return {
+      ok: false,
+      kind: 'answer',
+      httpStatus: statusCode,
+      status: envelope.Status,
+      message: envelope.Message || undefined,
+      retryAfterMs,
+      durationMs,
+    };
+  }
+
+  private report(call: Call, attempt: number, outcome: RequestOutcome, httpStatus: number | undefined, status: number | undefined, durationMs: number): void {
+    this.logger?.debug({ method: call.method, endpoint: call.endpoint, path: `/${call.path}`, attempt, outcome, httpStatus, status, durationMs }, 'platform request');
+    if (!this.onRequest) return;
+    const event: RequestEvent = { method: call.method, endpoint: call.endpoint, outcome, durationMs, attempt };
+    if (httpStatus !== undefined) event.httpStatus = httpStatus;
+    if (status !== undefined) event.status = status;
+    try {
+      this.onRequest(event);
+    } catch (err) {
+      this.logger?.warn({ err }, 'onRequest listener threw');
+    }
+  }
+}
+
+function listPath(appID: string, listID: string): string {
+  return `lists/${encodeURIComponent(appID)}/${encodeURIComponent(listID)}`;
+}
+
+function toEnvelope(value: unknown): Envelope | undefined {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined;
+  const v = value as Record<string, unknown>;
+  const status = typeof v.Status === 'number' ? v.Status : typeof v.Status === 'string' && /^-?\d+$/.test(v.Status) ? Number(v.Status) : undefined;
+  if (status === undefined) return undefined;
+  const message = typeof v.Message === 'string' ? v.Message : v.Message === undefined || v.Message === null ? '' : String(v.Message);
+  return { ...v, Status: status, Data: v.Data, Message: message };
+}
+
+function countOf(value: unknown): number | undefined {
+  if (typeof value === 'number' && Number.isFinite(value)) return value;
+  if (typeof value === 'string' && /^\d+$/.test(value)) return Number(value);
+  return undefined;
+}
+
+function unexpected(method: string, path: string, what: string): PlatformError {
+  return new PlatformError(`${method} ${path} failed: HTTP 200, Status 0 but ${what}`, { method, path, httpStatus: 200, status: 0, platformMessage: what });
+}
+
+function asArray(data: unknown, method: string, path: string): unknown[] {
+  if (Array.isArray(data)) return data;
+  if (data === null || data === undefined) return [];
+  throw unexpected(method, path, 'Data is not an array');
+}
+
+function asObject(data: unknown, method: string, path: string): Record<string, unknown> {
+  if (data !== null && typeof data === 'object' && !Array.isArray(data)) return data as Record<string, unknown>;
+  throw unexpected(method, path, 'Data is not an object');
+}
+
+/** An ID as a string: Data itself, or its Id / ID / ListDataID. */
+function idOf(data: unknown, method: string, path: string): string {
+  if (typeof data === 'string' && data !== '') return data;
+  if (typeof data === 'number' && Number.isFinite(data)) return String(data);
+  if (data !== null && typeof data === 'object' && !Array.isArray(data)) {
+    const o = data as Record<string, unknown>;
+    for (const key of ['Id', 'ID', 'id', 'ListDataID']) {
+      const v = o[key];
+      if (typeof v === 'string' && v !== '') return v;
+      if (typeof v === 'number' && Number.isFinite(v)) return String(v);
+    }
+  }
+  throw unexpected(method, path, 'Data holds no ID');
+}
+
+function stringValues(data: Record<string, string>, method: string, path: string): Record<string, string> {
+  for (const [k, v] of Object.entries(data)) {
+    if (typeof v !== 'string') {
+      throw new ValidationError(`${method} ${path} refused before sending: Data.${k} must be a string (the platform takes every value as a string; JSON-encode multi-value fields)`, { method, path });
+    }
+  }
+  return data;
+}

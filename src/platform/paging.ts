@@ -1,0 +1,143 @@
+/**
+ * Paging as an async generator: pages come out strictly in order while up to
+ * `window` pages are fetched ahead, and no more: a slow consumer means no new
+ * requests (backpressure), a fast one keeps the request budget busy.
+ *
+ * The first page (or `startPage`) is fetched alone to learn TotalCount; the
+ * page count is re-evaluated on every page, so a list that grows or shrinks
+ * while it is paged is followed to its new end. A page that comes back empty
+ * although TotalCount says it should hold items is fetched again
+ * (`emptyPageRetries` times) and then fails the run rather than skip items.
+ */
+import type { Page } from './types.js';
+import { PlatformError, ValidationError } from './errors.js';
+import { abortReason } from './clock.js';
+
+export const MAX_PAGE_SIZE = 1000;
+
+export interface PageResult<T> {
+  items: T[];
+  /** Undefined when the platform sent no TotalCount: paging then goes on until a short page. */
+  totalCount: number | undefined;
+}
+
+export type PageFetcher<T> = (pageIndex: number, pageSize: number, signal: AbortSignal) => Promise<PageResult<T>>;
+
+export interface PaginateOptions {
+  /** 1-based first page. Default 1. */
+  startPage?: number;
+  pageSize: number;
+  /** Pages fetched or being fetched ahead of the consumer, at most. */
+  window: number;
+  signal?: AbortSignal;
+  /** Extra fetches of a page that is empty while TotalCount says it is not. Default 2. */
+  emptyPageRetries?: number;
+  /** Called for each such extra fetch (counted as a retry). */
+  onEmptyPageRetry?: (pageIndex: number) => void;
+  /** Names the request in errors, e.g. `POST /lists/demo/orders/items/query`. */
+  describe?: { method: string; path: string };
+}
+
+/** Throws ValidationError unless 1 <= size <= 1000 (an integer). */
+export function assertPageSize(size: number, where = { method: 'POST', path: '(page size)' }): number {
+  if (!Number.isInteger(size) || size < 1 || size > MAX_PAGE_SIZE) {
+    throw new ValidationError(
+      `${where.method} ${where.path} refused before sending: PageSize must be an integer from 1 to ${MAX_PAGE_SIZE} (got ${String(size)})`,
+      { method: where.method, path: where.path, platformMessage: `PageSize ${String(size)} is out of range 1..${MAX_PAGE_SIZE}` },
+    );
+  }
+  return size;
+}
+
+interface Fetched<T> {
+  promise: Promise<PageResult<T>>;
+}
+
+export async function* paginate<T>(fetchPage: PageFetcher<T>, options: PaginateOptions): AsyncGenerator<Page<T>, void, undefined> {
+  const describe = options.describe ?? { method: 'POST', path: '(paged request)' };
+  const size = assertPageSize(options.pageSize, describe);
+  const window = Math.max(1, Math.floor(options.window));
+  const startPage = Math.max(1, Math.floor(options.startPage ?? 1));
+  const emptyRetries = Math.max(0, options.emptyPageRetries ?? 2);
+  const outer = options.signal;
+  if (outer?.aborted) throw abortReason(outer);
+
+  // Our own controller: aborts what is still in flight when the consumer stops early.
+  const controller = new AbortController();
+  const onOuterAbort = (): void => controller.abort(abortReason(outer!));
+  outer?.addEventListener('abort', onOuterAbort, { once: true });
+
+  const inFlight = new Map<number, Fetched<T>>();
+  const start = (index: number): void => {
+    if (inFlight.has(index)) return;
+    const promise = fetchPage(index, size, controller.signal);
+    promise.catch(() => undefined); // awaited later, in order; no unhandled rejection meanwhile
+    inFlight.set(index, { promise });
+  };
+  const take = async (index: number): Promise<PageResult<T>> => {
+    start(index);
+    const entry = inFlight.get(index)!;
+    try {
+      return await raceAbort(entry.promise, controller.signal);
+    } finally {
+      inFlight.delete(index);
+    }
+  };
+
+  try {
+    let index = startPage;
+    for (;;) {
+      let result = await take(index);
+      for (let extra = 0; result.items.length === 0 && expectsItems(result.totalCount, index, size); extra++) {
+        if (extra >= emptyRetries) {
+          throw new PlatformError(
+            `${describe.method} ${describe.path} failed: page ${index} came back empty ${extra + 1} times although TotalCount is ${String(result.totalCount)}; stopping rather than skipping items`,
+            { method: describe.method, path: describe.path, httpStatus: 200, status: 0, retries: extra, platformMessage: 'empty page inside TotalCount' },
+          );
+        }
+        options.onEmptyPageRetry?.(index);
+        result = await take(index);
+      }
+      const pageCount = countPages(result, index, size);
+      const totalCount = result.totalCount ?? (index - 1) * size + result.items.length;
+      // Fill the window before handing the page over, so fetching overlaps the consumer's work.
+      const last = Math.min(index + window, pageCount);
+      for (let j = index + 1; j <= last; j++) start(j);
+      yield { index, pageCount, totalCount, items: result.items };
+      if (index >= pageCount || result.items.length === 0) return;
+      index++;
+    }
+  } finally {
+    outer?.removeEventListener('abort', onOuterAbort);
+    if (!controller.signal.aborted) controller.abort(new Error('paging stopped'));
+  }
+}
+
+/** The promise, or the signal's reason as soon as it aborts (a fetcher that ignores the signal cannot hang us). */
+function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(abortReason(signal));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(abortReason(signal));
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e);
+      },
+    );
+  });
+}
+
+function expectsItems(totalCount: number | undefined, index: number, size: number): boolean {
+  return totalCount !== undefined && (index - 1) * size < totalCount;
+}
+
+function countPages(result: PageResult<unknown>, index: number, size: number): number {
+  if (result.totalCount !== undefined) return Math.ceil(result.totalCount / size);
+  // No TotalCount: a full page may have a successor.
+  return result.items.length >= size ? index + 1 : index;
+}

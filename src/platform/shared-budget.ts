@@ -1,0 +1,153 @@
+/**
+ * The account's request budget, shared through Postgres by every process that
+ * uses the same account (table `listsync.rate_budget`).
+ *
+ * One row per account holds `next_slot`, the earliest time the next request
+ * may be sent by anyone, and `paused_until`, set after a rate-limit answer.
+ * A reservation moves `next_slot` atomically (one upsert, row-locked):
+ *
+ *   start     = greatest(next_slot, clock_timestamp() + lead, paused_until)
+ *   next_slot = start + count * interval
+ *
+ * so the slots handed to all processes together are spaced at least one
+ * interval apart (`lead`, about one round trip, lets an idle budget's first
+ * slot still lie ahead when the answer arrives). Database time is mapped to local time through an offset
+ * measured on each call (midpoint of the round trip, preferring recent
+ * samples with short round trips); the limiter's spacing margin absorbs the
+ * remaining error of a few milliseconds.
+ *
+ * The account key is `platform.account` when configured, otherwise a SHA-256
+ * of baseUrl and apiKey: never the key itself.
+ */
+import { createHash } from 'node:crypto';
+import type { Knex } from 'knex';
+import type { PlatformConfig } from '../config.js';
+import { type Clock, systemClock } from './clock.js';
+import type { SlotSource } from './rate-limiter.js';
+
+export interface SharedBudgetOptions {
+  db: Knex;
+  /** Account key; see `budgetAccount(config)`. */
+  account: string;
+  clock?: Clock;
+}
+
+const TABLE = 'listsync.rate_budget';
+
+/** The key under which processes share a budget: `platform.account`, or a hash of baseUrl + apiKey. */
+export function budgetAccount(config: Pick<PlatformConfig, 'account' | 'baseUrl' | 'apiKey'>): string {
+  if (config.account) return config.account;
+  const digest = createHash('sha256').update(config.baseUrl).update('\n').update(config.apiKey).digest('hex');
+  return `sha256:${digest}`;
+}
+
+export class SharedBudget implements SlotSource {
+  readonly account: string;
+  private readonly db: Knex;
+  private readonly clock: Clock;
+  /** Database time minus local time. */
+  private offsetMs = 0;
+  /** The sample the offset comes from: its round trip and when it was taken (local ms). */
+  private offsetRtt = Infinity;
+  private offsetAt = -Infinity;
+  /** Smoothed round trip, ms. */
+  private rttEwma = 5;
+  private reservations = 0;
+  private last: { dbStartMs: number; count: number; intervalMs: number } | undefined;
+
+  constructor(options: SharedBudgetOptions) {
+    if (!options.account) throw new TypeError('SharedBudget needs an account key');
+    this.db = options.db;
+    this.account = options.account;
+    this.clock = options.clock ?? systemClock;
+  }
+
+  /** The last reservation in database time (epoch ms), for diagnostics. */
+  get lastReservation(): { dbStartMs: number; count: number; intervalMs: number } | undefined {
+    return this.last;
+  }
+
+  /** Database round trips made to reserve slots. */
+  get roundTrips(): number {
+    return this.reservations;
+  }
+
+  /** Last measured database-minus-local clock offset, in ms. */
+  get clockOffsetMs(): number {
+    return this.offsetMs;
+  }
+
+  async reserve(count: number, intervalMs: number): Promise<number[]> {
+    const n = Math.max(1, Math.floor(count));
+    const spanSeconds = (n * intervalMs) / 1000;
+    // When the budget is idle the first slot is "now" in database time, which
+    // is already in the past when the answer arrives: ask for it a round trip
+    // ahead so it can be used on time.
+    const leadSeconds = Math.min(50, Math.max(1, this.rttEwma)) / 1000;
+    const t0 = this.clock.now();
+    const result = await this.db.raw<{ rows: { next_ms: number; now_ms: number }[] }>(
+      `insert into ${TABLE} as b (account, next_slot, updated_at)
+         values (?, clock_timestamp() + make_interval(secs => ?) + make_interval(secs => ?), clock_timestamp())
+       on conflict (account) do update
+         set next_slot = greatest(b.next_slot, clock_timestamp() + make_interval(secs => ?), coalesce(b.paused_until, '-infinity'::timestamptz))
+                         + make_interval(secs => ?),
+             updated_at = clock_timestamp()
+       returning extract(epoch from next_slot)::float8 * 1000 as next_ms,
+                 extract(epoch from clock_timestamp())::float8 * 1000 as now_ms`,
+      [this.account, leadSeconds, spanSeconds, leadSeconds, spanSeconds],
+    );
+    const t1 = this.clock.now();
+    this.reservations++;
+    const row = result.rows[0];
+    if (!row) throw new Error(`reserving request slots for account ${this.account} returned no row`);
+    this.observeOffset(Number(row.now_ms) - (t0 + t1) / 2, t1 - t0, t1);
+    const startDb = Number(row.next_ms) - n * intervalMs;
+    this.last = { dbStartMs: startDb, count: n, intervalMs };
+    const startLocal = startDb - this.offsetMs;
+    return Array.from({ length: n }, (_v, i) => startLocal + i * intervalMs);
+  }
+
+  /**
+   * Each round trip measures the offset (DB time at the midpoint of the round
+   * trip); its error is at most half the round trip. A sample replaces the
+   * current one when its round trip is not much longer, or the current one is
+   * over 30 s old, so one slow call (a new connection, a lock wait) does not
+   * shift the mapping.
+   */
+  private observeOffset(offset: number, rtt: number, at: number): void {
+    this.rttEwma = this.rttEwma * 0.8 + rtt * 0.2;
+    if (rtt <= this.offsetRtt * 1.5 + 1 || at - this.offsetAt > 30_000) {
+      this.offsetMs = offset;
+      this.offsetRtt = rtt;
+      this.offsetAt = at;
+    }
+  }
+
+  async pause(untilMs: number): Promise<void> {
+    const seconds = Math.max(0, (untilMs - this.clock.now()) / 1000);
+    await this.db.raw(
+      `insert into ${TABLE} as b (account, next_slot, paused_until, updated_at)
+         values (?, clock_timestamp(), clock_timestamp() + make_interval(secs => ?), clock_timestamp())
+       on conflict (account) do update
+         set paused_until = greatest(coalesce(b.paused_until, '-infinity'::timestamptz), excluded.paused_until),
+             updated_at = clock_timestamp()`,
+      [this.account, seconds],
+    );
+  }
+
+  /** Local epoch ms until which the account is paused, or undefined. */
+  async pausedUntil(): Promise<number | undefined> {
+    const t0 = this.clock.now();
+    const row = (await this.db.raw<{ rows: { until_ms: number | null; now_ms: number }[] }>(
+      `select extract(epoch from paused_until)::float8 * 1000 as until_ms,
+              extract(epoch from clock_timestamp())::float8 * 1000 as now_ms
+         from ${TABLE} where account = ?`,
+      [this.account],
+    )).rows[0];
+    const t1 = this.clock.now();
+    if (!row || row.until_ms === null) return undefined;
+    this.observeOffset(Number(row.now_ms) - (t0 + t1) / 2, t1 - t0, t1);
+    const local = Number(row.until_ms) - this.offsetMs;
+    return local > t1 ? local : undefined;
+  }
+}

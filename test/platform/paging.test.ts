@@ -1,0 +1,137 @@
+/**
+ * The paging generator alone (ordering, read-ahead window, backpressure,
+ * changing TotalCount), driven by an in-memory fetcher. The client's paging
+ * over real HTTP is covered in client.test.ts.
+ */
+import { describe, expect, it } from 'vitest';
+import { PlatformError, ValidationError } from '../../src/platform/errors.js';
+import { type PageResult, paginate } from '../../src/platform/paging.js';
+
+interface Deferred {
+  index: number;
+  resolve: (r: PageResult<number>) => void;
+  reject: (e: unknown) => void;
+}
+
+function controllableFetcher() {
+  const calls: Deferred[] = [];
+  const fetch = (index: number) =>
+    new Promise<PageResult<number>>((resolve, reject) => {
+      calls.push({ index, resolve, reject });
+    });
+  return { calls, fetch };
+}
+
+const tick = () => new Promise<void>((r) => setImmediate(r));
+
+describe('paginate', () => {
+  it('fetches the first page alone, then keeps `window` pages ahead, yielding in order', async () => {
+    const { calls, fetch } = controllableFetcher();
+    const gen = paginate<number>(fetch, { pageSize: 10, window: 3 });
+    const first = gen.next();
+    await tick();
+    expect(calls.map((c) => c.index)).toEqual([1]);
+    calls[0]!.resolve({ items: [1], totalCount: 55 }); // 6 pages
+    const p1 = await first;
+    expect(p1.value).toEqual({ index: 1, pageCount: 6, totalCount: 55, items: [1] });
+    expect(calls.map((c) => c.index)).toEqual([1, 2, 3, 4]);
+
+    // Consumer is slow: nothing more is fetched until it asks for the next page.
+    calls[2]!.resolve({ items: [3], totalCount: 55 });
+    calls[3]!.resolve({ items: [4], totalCount: 55 });
+    await tick();
+    expect(calls).toHaveLength(4);
+
+    const second = gen.next();
+    await tick();
+    calls[1]!.resolve({ items: [2], totalCount: 55 });
+    expect((await second).value).toMatchObject({ index: 2, items: [2] });
+    expect(calls.map((c) => c.index)).toEqual([1, 2, 3, 4, 5]);
+    expect((await gen.next()).value).toMatchObject({ index: 3, items: [3] });
+    expect((await gen.next()).value).toMatchObject({ index: 4, items: [4] });
+    expect(calls.map((c) => c.index)).toEqual([1, 2, 3, 4, 5, 6]);
+    calls[4]!.resolve({ items: [5], totalCount: 55 });
+    calls[5]!.resolve({ items: [6], totalCount: 55 });
+    expect((await gen.next()).value).toMatchObject({ index: 5 });
+    expect((await gen.next()).value).toMatchObject({ index: 6, pageCount: 6 });
+    expect((await gen.next()).done).toBe(true);
+  });
+
+  it('follows a TotalCount that grows or shrinks while paging', async () => {
+    const totals = [25, 25, 45, 45, 45];
+    const pages: number[] = [];
+    for await (const page of paginate<number>(async (i) => ({ items: [i], totalCount: totals[i - 1] ?? 45 }), { pageSize: 10, window: 2 })) pages.push(page.index);
+    expect(pages).toEqual([1, 2, 3, 4, 5]);
+
+    const shrinking = [50, 50, 20];
+    const seen: number[] = [];
+    for await (const page of paginate<number>(async (i) => ({ items: [i], totalCount: shrinking[i - 1] ?? 20 }), { pageSize: 10, window: 4 })) seen.push(page.index);
+    expect(seen).toEqual([1, 2, 3]);
+  });
+
+  it('starts at startPage and stops on an empty list', async () => {
+    const seen: number[] = [];
+    for await (const p of paginate<number>(async (i) => ({ items: [i], totalCount: 50 }), { pageSize: 10, window: 2, startPage: 4 })) seen.push(p.index);
+    expect(seen).toEqual([4, 5]);
+    const empty = [];
+    for await (const p of paginate<number>(async () => ({ items: [], totalCount: 0 }), { pageSize: 10, window: 2 })) empty.push(p);
+    expect(empty).toEqual([{ index: 1, pageCount: 0, totalCount: 0, items: [] }]);
+  });
+
+  it('goes on until a short page when there is no TotalCount', async () => {
+    const seen: number[] = [];
+    for await (const p of paginate<number>(async (i) => ({ items: i < 3 ? [1, 2] : [1], totalCount: undefined }), { pageSize: 2, window: 3 })) seen.push(p.index);
+    expect(seen).toEqual([1, 2, 3]);
+  });
+
+  it('refetches a page that is empty inside TotalCount, then fails rather than skip', async () => {
+    let attempts = 0;
+    const retried: number[] = [];
+    const seen: number[] = [];
+    for await (const p of paginate<number>(async (i) => (i === 2 && attempts++ < 1 ? { items: [], totalCount: 30 } : { items: [i], totalCount: 30 }), {
+      pageSize: 10,
+      window: 1,
+      onEmptyPageRetry: (i) => retried.push(i),
+    }))
+      seen.push(p.index);
+    expect(seen).toEqual([1, 2, 3]);
+    expect(retried).toEqual([2]);
+
+    const run = async () => {
+      for await (const _p of paginate<number>(async (i) => (i === 2 ? { items: [], totalCount: 30 } : { items: [i], totalCount: 30 }), { pageSize: 10, window: 1 }));
+    };
+    await expect(run()).rejects.toThrow(PlatformError);
+    await expect(run()).rejects.toThrow(/page 2 came back empty 3 times/);
+  });
+
+  it('rejects a page size over 1000 before fetching', async () => {
+    let calls = 0;
+    const gen = paginate<number>(async () => {
+      calls++;
+      return { items: [], totalCount: 0 };
+    }, { pageSize: 1001, window: 2 });
+    await expect(gen.next()).rejects.toThrow(ValidationError);
+    expect(calls).toBe(0);
+  });
+
+  it('aborts what is in flight when the consumer stops early or the signal fires', async () => {
+    const signals: AbortSignal[] = [];
+    const fetch = (i: number, _s: number, signal: AbortSignal) => {
+      signals.push(signal);
+      return i === 1 ? Promise.resolve({ items: [1], totalCount: 100 }) : new Promise<PageResult<number>>(() => undefined);
+    };
+    for await (const p of paginate<number>(fetch, { pageSize: 10, window: 3 })) {
+      expect(p.index).toBe(1);
+      break;
+    }
+    expect(signals.every((s) => s.aborted)).toBe(true);
+
+    const ac = new AbortController();
+    const gen = paginate<number>(fetch, { pageSize: 10, window: 3, signal: ac.signal });
+    await gen.next();
+    const next = gen.next();
+    ac.abort(new Error('stop now'));
+    await expect(next).rejects.toThrow('stop now');
+    expect(signals.at(-1)!.aborted).toBe(true);
+  });
+});

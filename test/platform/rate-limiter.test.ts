@@ -1,0 +1,139 @@
+import { describe, expect, it } from 'vitest';
+import { RateLimiter, type SlotSource } from '../../src/platform/rate-limiter.js';
+import { ManualClock, maxInSlidingWindow } from './manual-clock.js';
+
+async function grantTimes(limiter: RateLimiter, clock: ManualClock, n: number): Promise<number[]> {
+  const times: number[] = [];
+  const all = Array.from({ length: n }, () => limiter.acquire().then(() => times.push(clock.now())));
+  await clock.run();
+  await Promise.all(all);
+  return times;
+}
+
+describe('RateLimiter', () => {
+  it('spaces slots evenly: no sliding second over the limit, and >= 95% of the ceiling', async () => {
+    const clock = new ManualClock();
+    const limiter = new RateLimiter({ requestsPerSecond: 10, clock });
+    const times = await grantTimes(limiter, clock, 60);
+    expect(times).toHaveLength(60);
+    expect(maxInSlidingWindow(times)).toBeLessThanOrEqual(10);
+    for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(100);
+    const rate = ((times.length - 1) / (times.at(-1)! - times[0]!)) * 1000;
+    expect(rate).toBeGreaterThanOrEqual(9.5);
+    expect(rate).toBeLessThanOrEqual(10);
+  });
+
+  it('a plain fixed window would not do: the sliding-window helper sees 20 in a second', () => {
+    // Two fixed 1 s windows of 10, the first at the end of its window and the second at the start of its own.
+    const times = [...Array.from({ length: 10 }, (_v, i) => 900 + i * 10), ...Array.from({ length: 10 }, (_v, i) => 1000 + i * 10)];
+    expect(maxInSlidingWindow(times)).toBe(20);
+  });
+
+  it('stays within the limit when timers fire late (busy event loop)', async () => {
+    let n = 0;
+    // Every third timer fires 40 ms late: late-then-on-time pairs must not squeeze 11 into a second.
+    const clock = new ManualClock(1_700_000_000_000, () => (n++ % 3 === 0 ? 40 : 0));
+    const limiter = new RateLimiter({ requestsPerSecond: 10, clock });
+    const times = await grantTimes(limiter, clock, 80);
+    expect(maxInSlidingWindow(times)).toBeLessThanOrEqual(10);
+    const rate = ((times.length - 1) / (times.at(-1)! - times[0]!)) * 1000;
+    expect(rate).toBeGreaterThan(8);
+  });
+
+  it('spaces by when requests really left: a request flushed late holds back the one ten sends later', async () => {
+    const clock = new ManualClock();
+    const limiter = new RateLimiter({ requestsPerSecond: 10, clock });
+    const t0 = clock.now();
+    const first = await limiter.acquire();
+    expect(first.grantedAt).toBe(t0);
+    first.sent(t0 + 200); // the event loop stalled before the request was written
+    const times = await grantTimes(limiter, clock, 10);
+    expect(times.at(-1)!).toBeGreaterThanOrEqual(t0 + 200 + 1030);
+    expect(maxInSlidingWindow([t0 + 200, ...times])).toBeLessThanOrEqual(10);
+  });
+
+  it('grants the first request at once when idle, and spaces others after a pause in traffic', async () => {
+    const clock = new ManualClock();
+    const limiter = new RateLimiter({ requestsPerSecond: 10, clock });
+    const t0 = clock.now();
+    await grantTimes(limiter, clock, 1);
+    expect(clock.now()).toBe(t0);
+    clock.advance(5000);
+    const t1 = clock.now();
+    const times = await grantTimes(limiter, clock, 3);
+    expect(times[0]).toBe(t1);
+    expect(times[1]! - times[0]!).toBeCloseTo(103, 5);
+  });
+
+  it('throttled(): pauses everyone for Retry-After, halves the rate, then recovers', async () => {
+    const clock = new ManualClock();
+    const limiter = new RateLimiter({ requestsPerSecond: 10, clock, recoveryMs: 10_000 });
+    await grantTimes(limiter, clock, 5);
+    const at = clock.now();
+    limiter.throttled(2000);
+    expect(limiter.rateFactor()).toBe(0.5);
+    const times = await grantTimes(limiter, clock, 5);
+    expect(times[0]!).toBeGreaterThanOrEqual(at + 2000);
+    expect(times[1]! - times[0]!).toBeGreaterThanOrEqual(200);
+    // A second 429 during the pause only extends it; it does not halve the rate again.
+    limiter.throttled(1000);
+    limiter.throttled(1000);
+    expect(limiter.rateFactor()).toBeGreaterThanOrEqual(0.25);
+    clock.advance(60_000);
+    expect(limiter.rateFactor()).toBe(1);
+  });
+
+  it('throttled() without Retry-After pauses for an exponential default', () => {
+    const clock = new ManualClock();
+    const limiter = new RateLimiter({ requestsPerSecond: 10, clock, random: () => 1 });
+    expect(limiter.throttled()).toBe(1000);
+    clock.advance(1500);
+    expect(limiter.throttled()).toBe(2000);
+    clock.advance(2500);
+    expect(limiter.throttled()).toBe(4000);
+    clock.advance(5000);
+    limiter.succeeded();
+    expect(limiter.throttled()).toBe(1000);
+  });
+
+  it('takes slots from a shared source, drops slots it could not use on time, and shares pauses', async () => {
+    const clock = new ManualClock();
+    let next = clock.now();
+    const reserved: number[][] = [];
+    const pauses: number[] = [];
+    const source: SlotSource = {
+      async reserve(count, intervalMs) {
+        const start = Math.max(next, clock.now());
+        next = start + count * intervalMs;
+        const slots = Array.from({ length: count }, (_v, i) => start + i * intervalMs);
+        reserved.push(slots);
+        return slots;
+      },
+      async pause(until) {
+        pauses.push(until);
+        next = Math.max(next, until);
+      },
+    };
+    const limiter = new RateLimiter({ requestsPerSecond: 10, clock, source, maxBatch: 4 });
+    const times = await grantTimes(limiter, clock, 12);
+    expect(maxInSlidingWindow(times)).toBeLessThanOrEqual(10);
+    expect(reserved.length).toBeLessThan(12); // several slots per round trip when busy
+    expect(reserved.flat()).toEqual(expect.arrayContaining(times));
+    limiter.throttled(1500);
+    expect(pauses).toHaveLength(1);
+  });
+
+  it('aborting a waiter removes it without disturbing the others', async () => {
+    const clock = new ManualClock();
+    const limiter = new RateLimiter({ requestsPerSecond: 10, clock });
+    const ac = new AbortController();
+    const a = limiter.acquire();
+    const b = limiter.acquire(ac.signal);
+    const c = limiter.acquire();
+    ac.abort(new Error('stop'));
+    await expect(b).rejects.toThrow('stop');
+    await clock.run();
+    await expect(Promise.all([a, c])).resolves.toBeDefined();
+    expect(limiter.grants).toBe(2);
+  });
+});

@@ -1,0 +1,131 @@
+/**
+ * The request budget shared through Postgres: reservations from several
+ * budgets interleave without overlapping, pauses are shared, and two
+ * processes paging the same account stay within the limit together.
+ */
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type RunningEmulator, startEmulator } from '../../src/emulator/index.js';
+import { RateLimiter } from '../../src/platform/rate-limiter.js';
+import { SharedBudget, budgetAccount } from '../../src/platform/shared-budget.js';
+import { type TestDatabase, createTestDatabase } from '../helpers/db.js';
+import { maxInSlidingWindow } from './manual-clock.js';
+import { distinctiveKey } from './support.js';
+
+let tdb: TestDatabase;
+
+beforeAll(async () => {
+  tdb = await createTestDatabase();
+});
+
+afterAll(async () => {
+  await tdb?.drop();
+});
+
+describe('budgetAccount', () => {
+  it('is platform.account, or a hash that does not contain the key', () => {
+    expect(budgetAccount({ account: 'acme', baseUrl: 'https://x/v1', apiKey: 'secret-key-1' })).toBe('acme');
+    const a = budgetAccount({ baseUrl: 'https://x/v1', apiKey: 'secret-key-1' });
+    expect(a).toMatch(/^sha256:[0-9a-f]{64}$/);
+    expect(a).not.toContain('secret-key-1');
+    expect(budgetAccount({ baseUrl: 'https://x/v1', apiKey: 'secret-key-2' })).not.toBe(a);
+    expect(budgetAccount({ baseUrl: 'https://y/v1', apiKey: 'secret-key-1' })).not.toBe(a);
+  });
+});
+
+describe('SharedBudget', () => {
+  it('hands out slots that never overlap across budgets, several per round trip', async () => {
+    const account = 'reserve-test';
+    const budgets = [4, 3, 1, 2].map((count) => ({ count, budget: new SharedBudget({ db: tdb.db, account }) }));
+    const local = await Promise.all(budgets.map(({ count, budget }) => budget.reserve(count, 100)));
+    // In database time the reservations are disjoint runs of slots 100 ms apart, back to back.
+    const runs = budgets.map(({ budget }) => budget.lastReservation!).sort((x, y) => x.dbStartMs - y.dbStartMs);
+    expect(runs.map((r) => r.count).reduce((x, y) => x + y)).toBe(10);
+    for (let i = 1; i < runs.length; i++) expect(runs[i]!.dbStartMs).toBeGreaterThanOrEqual(runs[i - 1]!.dbStartMs + runs[i - 1]!.count * 100 - 0.001);
+    const row = (await tdb.db.raw(`select extract(epoch from next_slot)::float8 * 1000 as next_ms from listsync.rate_budget where account = ?`, [account])).rows[0] as { next_ms: number };
+    expect(row.next_ms).toBeGreaterThanOrEqual(runs.at(-1)!.dbStartMs + runs.at(-1)!.count * 100 - 0.001);
+    // Locally, each run keeps its spacing (where runs meet depends on each process's clock mapping).
+    for (const r of local) for (let i = 1; i < r.length; i++) expect(r[i]! - r[i - 1]!).toBeCloseTo(100, 6);
+    expect(budgets[0]!.budget.roundTrips).toBe(1);
+  });
+
+  it('a pause recorded by one budget holds back reservations of the others', async () => {
+    const account = 'pause-test';
+    const a = new SharedBudget({ db: tdb.db, account });
+    const b = new SharedBudget({ db: tdb.db, account });
+    const now = Date.now();
+    await a.pause(now + 1500);
+    const until = await b.pausedUntil();
+    expect(until).toBeGreaterThan(now + 1400);
+    const [slot] = await b.reserve(1, 100);
+    expect(slot!).toBeGreaterThanOrEqual(now + 1490);
+  });
+
+  it('two limiters on one account share the rate', async () => {
+    const account = 'limiter-test';
+    const times: number[] = [];
+    const limiters = [0, 1].map(() => new RateLimiter({ requestsPerSecond: 10, source: new SharedBudget({ db: tdb.db, account }) }));
+    await Promise.all(limiters.flatMap((l) => Array.from({ length: 8 }, () => l.acquire().then(() => times.push(Date.now())))));
+    expect(times).toHaveLength(16);
+    expect(maxInSlidingWindow(times)).toBeLessThanOrEqual(10);
+  });
+});
+
+describe('two processes sharing one account', () => {
+  let emu: RunningEmulator;
+  const key = distinctiveKey('shared');
+
+  beforeAll(async () => {
+    emu = await startEmulator({ port: 0, sample: true, items: 3000, apiKeys: [key], faults: { latencyMs: 200 }, rateLimit: { burst: 10, perSecond: 10 } });
+  });
+
+  afterAll(async () => {
+    await emu?.close();
+  });
+
+  it('together stay within the limit', async () => {
+    await emu.admin.clearRequests();
+    const script = fileURLToPath(new URL('./fixtures/pager.ts', import.meta.url));
+    const tsx = fileURLToPath(new URL('../../node_modules/.bin/tsx', import.meta.url));
+    type Result = { ids: string[]; stats: { requests: number; rateLimited: number }; roundTrips: number; startedAt: number; finishedAt: number };
+    const start = () => {
+      const child = spawn(tsx, [script], {
+        env: { ...process.env, BASE_URL: emu.baseUrl, API_KEY: key, DATABASE_URL: tdb.url, PAGE_SIZE: '200', MAX_IN_FLIGHT: '4' },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
+      let out = '';
+      let err = '';
+      let onReady: () => void = () => undefined;
+      const ready = new Promise<void>((r) => (onReady = r));
+      child.stdout.on('data', (d: Buffer) => {
+        out += d.toString();
+        if (out.startsWith('ready\n')) onReady();
+      });
+      child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+      const done = new Promise<Result>((resolve, reject) => {
+        child.on('error', reject);
+        child.on('close', (code) => {
+          if (code !== 0) reject(new Error(`pager exited with ${code}: ${err}`));
+          else resolve(JSON.parse(out.trim().split('\n').at(-1)!) as Result);
+        });
+      });
+      done.catch(() => onReady());
+      return { child, ready, done };
+    };
+    const children = [start(), start()];
+    await Promise.all(children.map((c) => c.ready));
+    for (const c of children) c.child.stdin.end('go\n');
+    const [a, b] = await Promise.all(children.map((c) => c.done));
+    if (!a || !b) throw new Error('pager results missing');
+    expect(a.ids).toHaveLength(3000);
+    expect(b.ids).toHaveLength(3000);
+    // They really ran at the same time.
+    expect(Math.max(a.startedAt, b.startedAt)).toBeLessThan(Math.min(a.finishedAt, b.finishedAt));
+    const stats = await emu.admin.stats();
+    expect(stats.total).toBe(30);
+    expect(stats.rateLimited).toBe(0);
+    expect(stats.maxPerSlidingSecond).toBeLessThanOrEqual(10);
+    expect(a.stats.rateLimited + b.stats.rateLimited).toBe(0);
+  });
+});
