@@ -24,6 +24,7 @@
  * PlatformError. The apiKey travels only in the `apiKey` header and never
  * appears in errors, log lines or URLs.
  */
+import { setMaxListeners } from 'node:events';
 import PQueue from 'p-queue';
 import type { Logger } from 'pino';
 import type { PlatformConfig } from '../config.js';
@@ -172,6 +173,8 @@ export class PlatformClient {
     this.onRequest = options.onRequest;
     this.clock = options.clock ?? systemClock;
     this.random = options.random ?? Math.random;
+    // Every request in flight listens on this signal; many at once are expected, not a leak.
+    setMaxListeners(0, this.closing.signal);
     this.secrets = [config.apiKey].filter((s) => s.length >= 4);
     this.http = createPlatformHttp({ baseUrl: config.baseUrl, apiKey: config.apiKey, timeoutMs: config.timeoutMs, maxFreeSockets: config.maxInFlight });
     this.queue = new PQueue({ concurrency: config.maxInFlight });

@@ -17,6 +17,7 @@ import type { Knex } from '../db.js';
 import type { Logger } from '../logger.js';
 import type { PlatformClient } from '../platform/client.js';
 import { Operator, type Filter, type Item, type ItemQuery } from '../platform/types.js';
+import { platformDate } from '../platform/dates.js';
 import { ensureMirrorTable, markListsyncWriter, upsertItems, type TableMapping, type UpsertResult } from '../mirror/index.js';
 import { listLockName, runExclusive } from './exclusive.js';
 import { pendingConflictHandler } from './conflicts.js';
@@ -249,11 +250,6 @@ function buildQuery(list: ListConfig, cp: PullCheckpoint): ItemQuery {
     ],
     PageSize: list.pageSize,
   };
-}
-
-/** The platform's calendar date of an instant. */
-export function platformDate(at: Date, zone: string): string {
-  return DateTime.fromJSDate(at, { zone }).toISODate()!;
 }
 
 async function lastKeyNow(client: PlatformClient, list: ListConfig, query: ItemQuery, total: number): Promise<[string, string] | null> {
