@@ -1,0 +1,345 @@
+/**
+ * Mirror tables from field metadata: created when missing, evolved when the
+ * platform's fields change, and registered in `listsync.lists`.
+ *
+ * Evolution never drops data: a new field adds a column; a removed field keeps
+ * its column (no longer written); a type change the column cannot hold widens
+ * the column to text (`alter column ... type text using col::text`). Every such
+ * step is described in the returned mapping's `changes` and logged.
+ *
+ * Identifiers are always quoted (`quoteIdent`); values always travel as
+ * bindings; the few string literals DDL needs (comments, trigger arguments) go
+ * through `quoteLiteral`.
+ */
+import type { Knex } from '../db.js';
+import type { Logger } from '../logger.js';
+import type { FieldMeta } from '../platform/types.js';
+import { columnKindFor, SQL_TYPE, type ColumnKind } from './column-types.js';
+import { assignColumnNames, assertIdentifier, objectName, qualifiedName, quoteIdent, quoteLiteral } from './naming.js';
+import { fieldsFingerprint, readRegistry, writeRegistry, type RegistryField } from './registry.js';
+import { createTableMapping, FIXED_COLUMNS, type MappedColumn, type TableMapping } from './table-mapping.js';
+import { assertCaptureFunction, attachCaptureTriggers, tableOwner } from './triggers.js';
+import { isTransaction } from './writer.js';
+
+export interface MirrorListRef {
+  name: string;
+  appID: string;
+  listID: string;
+  /** Table name in the mirror schema. */
+  table: string;
+}
+
+export interface EnsureMirrorTableOptions {
+  schema: string;
+  list: MirrorListRef;
+  fields: readonly FieldMeta[];
+  idField: string;
+  versionField: string;
+  /** Default `Created`. */
+  createdField?: string;
+  /** Default `Modified`. */
+  modifiedField?: string;
+  logger?: Logger;
+}
+
+/** How Postgres' `format_type` names each kind's type. */
+const FORMATTED_TYPE: Readonly<Record<ColumnKind, string>> = {
+  text: 'text',
+  numeric: 'numeric',
+  boolean: 'boolean',
+  date: 'date',
+  timestamptz: 'timestamp with time zone',
+  'text[]': 'text[]',
+  jsonb: 'jsonb',
+};
+
+/** The fixed columns after `id`, with their types (the id column is the primary key). */
+const FIXED_COLUMN_TYPES: readonly [string, string][] = [
+  [FIXED_COLUMNS.rowVersion, 'bigint'],
+  [FIXED_COLUMNS.createdAt, 'timestamptz'],
+  [FIXED_COLUMNS.modifiedAt, 'timestamptz'],
+];
+const TRAILING_COLUMN_TYPES: readonly [string, string][] = [
+  [FIXED_COLUMNS.raw, 'jsonb'],
+  [FIXED_COLUMNS.syncedAt, 'timestamptz'],
+  [FIXED_COLUMNS.deletedAt, 'timestamptz'],
+];
+
+/** Serialises DDL on one table across processes (first key of the two-key advisory lock space). */
+const DDL_LOCK_CLASS = 0x6c73_6464; // 'lsdd'
+
+/**
+ * Creates or evolves the mirror table of a list and registers it. Runs in one
+ * transaction (the given one, or its own) under an advisory lock, so parallel
+ * callers do not race; when nothing changed it takes no table locks.
+ */
+export async function ensureMirrorTable(db: Knex | Knex.Transaction, options: EnsureMirrorTableOptions): Promise<TableMapping> {
+  assertIdentifier(options.schema);
+  assertIdentifier(options.list.table);
+  const run = (trx: Knex.Transaction): Promise<TableMapping> => ensureInTransaction(trx, options);
+  return isTransaction(db) ? run(db) : db.transaction(run);
+}
+
+async function ensureInTransaction(trx: Knex.Transaction, o: EnsureMirrorTableOptions): Promise<TableMapping> {
+  const { schema, list } = o;
+  const table = list.table;
+  const qtable = qualifiedName(schema, table);
+  const createdField = o.createdField ?? 'Created';
+  const modifiedField = o.modifiedField ?? 'Modified';
+  const changes: string[] = [];
+  const warnings = new Set<string>();
+
+  await trx.raw('select pg_advisory_xact_lock(?, hashtext(?))', [DDL_LOCK_CLASS, `${schema}.${table}`]);
+  await assertCaptureFunction(trx);
+
+  const registry = await readRegistry(trx, list.name, { forUpdate: true });
+  const existing = await describeTable(trx, schema, table);
+  if (existing.kind === 'other') {
+    throw new Error(`${schema}.${table} exists but is not a table (a view?); choose another table name for list "${list.name}" (lists[].table).`);
+  }
+  if (existing.kind === 'table') {
+    const owner = await tableOwner(trx, schema, table);
+    if (owner !== undefined && owner !== list.name) {
+      throw new Error(`Table ${schema}.${table} already mirrors list "${owner}"; give list "${list.name}" a table of its own (lists[].table).`);
+    }
+    if (!existing.columns.has(FIXED_COLUMNS.id)) {
+      throw new Error(`Table ${schema}.${table} exists but has no "id" column, so it is not a listsync mirror table; choose another table name for list "${list.name}" (lists[].table) or drop it.`);
+    }
+  }
+  if (registry && registry.table !== table) {
+    changes.push(`list "${list.name}" now mirrors into ${schema}.${table} (was ${registry.table}); the old table is left as it is`);
+  }
+
+  // Which fields go to the fixed columns, which get columns of their own.
+  const fixedByField = new Map<string, string>([
+    [o.idField, FIXED_COLUMNS.id],
+    [o.versionField, FIXED_COLUMNS.rowVersion],
+    [createdField, FIXED_COLUMNS.createdAt],
+    [modifiedField, FIXED_COLUMNS.modifiedAt],
+  ]);
+  const seen = new Set<string>();
+  const fields: FieldMeta[] = [];
+  for (const f of o.fields) {
+    if (typeof f?.FieldName !== 'string' || f.FieldName === '' || seen.has(f.FieldName)) continue;
+    seen.add(f.FieldName);
+    fields.push(f);
+  }
+  const ownFields = fields.filter((f) => !fixedByField.has(f.FieldName));
+  const prior = new Map((registry?.fields ?? []).filter((e) => !e.fixed).map((e) => [e.field, e]));
+  const names = assignColumnNames(
+    ownFields.map((f) => f.FieldName),
+    new Map([...prior].map(([field, e]) => [field, e.column])),
+  );
+
+  // Decide each field column's kind and the DDL it needs.
+  const entries: RegistryField[] = [];
+  const addColumns: { column: string; kind: ColumnKind; field: FieldMeta }[] = [];
+  const widen: string[] = [];
+  for (const f of ownFields) {
+    const column = names.get(f.FieldName)!;
+    const wanted = columnKindFor(f);
+    const before = prior.get(f.FieldName);
+    let kind: ColumnKind = wanted;
+    if (existing.kind === 'table') {
+      const have = existing.columns.get(column);
+      if (have === undefined) {
+        addColumns.push({ column, kind, field: f });
+        changes.push(
+          before
+            ? `added column ${column} (${SQL_TYPE[kind]}) for field ${f.FieldName} (the column was missing)`
+            : `added column ${column} (${SQL_TYPE[kind]}) for new field ${f.FieldName}`,
+        );
+      } else if (have === FORMATTED_TYPE[wanted]) {
+        if (before?.removed) changes.push(`field ${f.FieldName} is back on the platform; column ${column} is written again`);
+      } else if (have === 'text') {
+        kind = 'text';
+        if (before?.removed) changes.push(`field ${f.FieldName} is back on the platform; column ${column} is written again`);
+        if (before === undefined || before.platformKind !== wanted) {
+          const msg = `field ${f.FieldName} is ${SQL_TYPE[wanted]} on the platform but column ${column} is text; it stays text (values are stored as the platform's text)`;
+          changes.push(msg);
+          warnings.add(msg);
+        }
+      } else {
+        kind = 'text';
+        widen.push(column);
+        const msg = `field ${f.FieldName} changed type (column ${column} was ${have}, the platform now says ${SQL_TYPE[wanted]}): column widened to text, no data dropped`;
+        changes.push(msg);
+        warnings.add(msg);
+      }
+    }
+    entries.push(registryEntry(f, column, kind, wanted, false));
+  }
+
+  const ownNames = new Set(ownFields.map((f) => f.FieldName));
+  const removed: RegistryField[] = [];
+  for (const e of prior.values()) {
+    if (ownNames.has(e.field)) continue;
+    if (!e.removed) {
+      const msg = `field ${e.field} is no longer on the platform; column ${e.column} is kept with its data and no longer updated`;
+      changes.push(msg);
+      warnings.add(msg);
+    }
+    removed.push({ ...e, removed: true });
+  }
+
+  // DDL.
+  if (!(await schemaExists(trx, schema))) await trx.raw(`create schema if not exists ${quoteIdent(schema)}`);
+  if (existing.kind === 'none') {
+    const columnsSql = [
+      `${quoteIdent(FIXED_COLUMNS.id)} text primary key default (${quoteLiteral('local-')} || gen_random_uuid()::text)`,
+      ...FIXED_COLUMN_TYPES.map(([c, t]) => `${quoteIdent(c)} ${t}`),
+      ...entries.map((e) => `${quoteIdent(e.column)} ${SQL_TYPE[e.kind]}`),
+      ...TRAILING_COLUMN_TYPES.map(([c, t]) => `${quoteIdent(c)} ${t}`),
+    ];
+    await trx.raw(`create table ${qtable} (\n  ${columnsSql.join(',\n  ')}\n)`);
+    await trx.raw(`comment on table ${qtable} is ${quoteLiteral(`listsync mirror of list "${list.name}" (app ${list.appID}, list ${list.listID}). Edits are written back; deletes are refused.`)}`);
+    for (const e of entries) await commentColumn(trx, qtable, e);
+    changes.push(`created table ${schema}.${table} with ${entries.length} field column(s)`);
+  } else {
+    for (const [c, t] of [...FIXED_COLUMN_TYPES, ...TRAILING_COLUMN_TYPES]) {
+      if (!existing.columns.has(c)) {
+        await trx.raw(`alter table ${qtable} add column ${quoteIdent(c)} ${t}`);
+        changes.push(`added missing column ${c} (${t})`);
+      }
+    }
+    for (const a of addColumns) {
+      await trx.raw(`alter table ${qtable} add column ${quoteIdent(a.column)} ${SQL_TYPE[a.kind]}`);
+      await commentColumn(trx, qtable, entries.find((e) => e.column === a.column)!);
+    }
+    for (const column of widen) {
+      await trx.raw(`alter table ${qtable} alter column ${quoteIdent(column)} type text using ${quoteIdent(column)}::text`);
+    }
+  }
+  await ensureIndexes(trx, schema, table);
+  const active: MappedColumn[] = entries.map(({ field, column, kind }) => ({ field, column, kind }));
+  await attachCaptureTriggers(trx, { schema, table, listName: list.name, columns: active });
+
+  // Registry: fixed fields first, then the field columns in the platform's order, then removed ones.
+  const fixedEntries: RegistryField[] = [...fixedByField].map(([fieldName, column]) => {
+    const meta = fields.find((f) => f.FieldName === fieldName) ?? { FieldName: fieldName, FieldType: '', Type: '' };
+    const kind: ColumnKind = column === FIXED_COLUMNS.id ? 'text' : column === FIXED_COLUMNS.rowVersion ? 'numeric' : 'timestamptz';
+    return registryEntry(meta, column, kind, kind, true);
+  });
+  const fingerprint = fieldsFingerprint(fields);
+  await writeRegistry(trx, {
+    name: list.name,
+    appID: list.appID,
+    listID: list.listID,
+    table,
+    fields: [...fixedEntries, ...entries, ...removed],
+    fingerprint,
+  });
+
+  for (const c of changes) {
+    if (warnings.has(c)) o.logger?.warn({ list: list.name, table: `${schema}.${table}` }, c);
+    else o.logger?.info({ list: list.name, table: `${schema}.${table}` }, c);
+  }
+
+  return createTableMapping({
+    schema,
+    table,
+    listName: list.name,
+    idField: o.idField,
+    versionField: o.versionField,
+    createdField,
+    modifiedField,
+    columns: active,
+    removedColumns: removed.map(({ field, column, kind }) => ({ field, column, kind })),
+    changes,
+    fingerprint,
+  });
+}
+
+/**
+ * The users directory table (read-only mirror of `POST /users/search`).
+ * Created when missing; missing columns are added.
+ */
+export async function ensureUsersTable(db: Knex | Knex.Transaction, schema: string, table: string): Promise<void> {
+  assertIdentifier(schema);
+  assertIdentifier(table);
+  const q = qualifiedName(schema, table);
+  const run = async (trx: Knex.Transaction): Promise<void> => {
+    await trx.raw('select pg_advisory_xact_lock(?, hashtext(?))', [DDL_LOCK_CLASS, `${schema}.${table}`]);
+    if (!(await schemaExists(trx, schema))) await trx.raw(`create schema if not exists ${quoteIdent(schema)}`);
+    const existing = await describeTable(trx, schema, table);
+    if (existing.kind === 'other') throw new Error(`${schema}.${table} exists but is not a table; choose another users.table.`);
+    const columns: [string, string][] = USERS_COLUMNS.map((c) => [c, c === 'user_id' ? 'text primary key' : 'text']);
+    columns.push(['_raw', 'jsonb'], ['_synced_at', 'timestamptz']);
+    if (existing.kind === 'none') {
+      await trx.raw(`create table ${q} (\n  ${columns.map(([c, t]) => `${quoteIdent(c)} ${t}`).join(',\n  ')}\n)`);
+      await trx.raw(`comment on table ${q} is ${quoteLiteral('listsync mirror of the platform users directory (POST /users/search).')}`);
+      return;
+    }
+    if (!existing.columns.has('user_id')) throw new Error(`${schema}.${table} exists but has no user_id column; choose another users.table or drop it.`);
+    for (const [c, t] of columns) {
+      if (!existing.columns.has(c)) await trx.raw(`alter table ${q} add column ${quoteIdent(c)} ${t.replace(' primary key', '')}`);
+    }
+  };
+  await (isTransaction(db) ? run(db) : db.transaction(run));
+}
+
+/** Columns of the users table, in order (`_raw`, `_synced_at` follow). */
+export const USERS_COLUMNS = ['user_id', 'name', 'email', 'account', 'photo', 'line_manager'] as const;
+
+// ---------------------------------------------------------------- catalog
+
+type TableDescription = { kind: 'none' } | { kind: 'other' } | { kind: 'table'; columns: Map<string, string> };
+
+async function describeTable(db: Knex.Transaction, schema: string, table: string): Promise<TableDescription> {
+  const rel = (await db.raw(
+    `select c.oid, c.relkind from pg_class c join pg_namespace n on n.oid = c.relnamespace where n.nspname = ? and c.relname = ?`,
+    [schema, table],
+  )) as { rows: { oid: number; relkind: string }[] };
+  const r = rel.rows[0];
+  if (!r) return { kind: 'none' };
+  if (r.relkind !== 'r' && r.relkind !== 'p') return { kind: 'other' };
+  const cols = (await db.raw(
+    `select a.attname as name, format_type(a.atttypid, a.atttypmod) as type
+       from pg_attribute a where a.attrelid = ? and a.attnum > 0 and not a.attisdropped`,
+    [r.oid],
+  )) as { rows: { name: string; type: string }[] };
+  return { kind: 'table', columns: new Map(cols.rows.map((c) => [c.name, c.type])) };
+}
+
+async function schemaExists(db: Knex.Transaction, schema: string): Promise<boolean> {
+  const r = (await db.raw('select 1 from pg_namespace where nspname = ?', [schema])) as { rows: unknown[] };
+  return r.rows.length > 0;
+}
+
+async function ensureIndexes(db: Knex.Transaction, schema: string, table: string): Promise<void> {
+  const qtable = qualifiedName(schema, table);
+  const wanted: [string, string][] = [
+    [objectName(table, 'modified_at_idx'), `(${quoteIdent(FIXED_COLUMNS.modifiedAt)})`],
+    [objectName(table, 'created_at_idx'), `(${quoteIdent(FIXED_COLUMNS.createdAt)})`],
+    // Small: only soft-deleted rows. Lets the upsert find rows to undelete cheaply.
+    [objectName(table, 'deleted_idx'), `(${quoteIdent(FIXED_COLUMNS.id)}) where ${quoteIdent(FIXED_COLUMNS.deletedAt)} is not null`],
+  ];
+  const have = (await db.raw(`select indexname from pg_indexes where schemaname = ? and tablename = ?`, [schema, table])) as { rows: { indexname: string }[] };
+  const names = new Set(have.rows.map((r) => r.indexname));
+  for (const [name, def] of wanted) {
+    if (names.has(name)) continue;
+    await db.raw(`create index if not exists ${quoteIdent(name)} on ${qtable} ${def}`);
+  }
+}
+
+async function commentColumn(db: Knex.Transaction, qtable: string, e: RegistryField): Promise<void> {
+  const label = e.displayName && e.displayName !== e.field ? `${e.field} "${e.displayName}"` : e.field;
+  const text = `platform field ${label} (${e.fieldType || '?'}/${e.type || '?'})`;
+  await db.raw(`comment on column ${qtable}.${quoteIdent(e.column)} is ${quoteLiteral(text)}`);
+}
+
+function registryEntry(f: FieldMeta, column: string, kind: ColumnKind, platformKind: ColumnKind, fixed: boolean): RegistryField {
+  return {
+    field: f.FieldName,
+    column,
+    kind,
+    platformKind,
+    fieldType: typeof f.FieldType === 'string' ? f.FieldType : '',
+    type: typeof f.Type === 'string' ? f.Type : '',
+    ...(typeof f.DisplayName === 'string' && f.DisplayName !== '' ? { displayName: f.DisplayName } : {}),
+    indexed: f.IsIndex === true,
+    system: f.IsSystem === true,
+    fixed,
+    removed: false,
+  };
+}

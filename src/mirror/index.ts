@@ -1,0 +1,31 @@
+/** The Postgres side of listsync: mirror tables, value conversion, upserts, change capture. */
+export { columnKindFor, columnSqlType, parseRules, isColumnKind, COLUMN_KINDS, SQL_TYPE, type ColumnKind } from './column-types.js';
+export { baseColumnName, assignColumnNames, quoteIdent, quoteLiteral, qualifiedName, assertIdentifier, objectName, RESERVED_COLUMNS, MAX_IDENTIFIER_BYTES } from './naming.js';
+export { fromPlatform, fromPlatformToSql, NOT_CONVERTED, toPlatform, plainDecimal, scalarString, WIRE_DATE_FORMAT, WIRE_DATETIME_FORMAT, type Converted } from './convert.js';
+export { ensureMirrorTable, ensureUsersTable, USERS_COLUMNS, type EnsureMirrorTableOptions, type MirrorListRef } from './ddl.js';
+export { createTableMapping, FIXED_COLUMNS, LOCAL_ID_PREFIX, type TableMapping, type TableMappingData, type MappedColumn } from './table-mapping.js';
+export { readRegistry, writeRegistry, loadTableMapping, fieldsFingerprint, type RegistryEntry, type RegistryField } from './registry.js';
+export {
+  upsertItems,
+  upsertUsers,
+  emptyUpsertResult,
+  UPSERT_BATCH_SIZE,
+  MAX_LISTED_FAILURES,
+  type UpsertResult,
+  type UpsertFailure,
+  type SkippedPending,
+  type UsersUpsertResult,
+} from './upsert.js';
+export { markListsyncWriter, withListsyncWriter, isTransaction, WRITER_SETTING } from './writer.js';
+export {
+  attachCaptureTriggers,
+  assertCaptureFunction,
+  captureArguments,
+  pendingChanges,
+  readTriggerArguments,
+  tableOwner,
+  CAPTURE_FUNCTION,
+  TRIGGER_NAMES,
+  OPEN_STATUSES,
+  type OutboxChange,
+} from './triggers.js';

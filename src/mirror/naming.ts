@@ -1,0 +1,128 @@
+/**
+ * Column names for platform fields, and identifier quoting.
+ *
+ * A field name becomes lower snake_case restricted to `[a-z0-9_]`, at most 63
+ * bytes, never one of the reserved columns and never a Postgres system column;
+ * collisions get deterministic numeric suffixes. Once assigned, a field's
+ * column is persisted (in `listsync.lists.fields`) and reused, so the mapping
+ * never moves between runs. Identifiers always reach SQL through `quoteIdent`.
+ */
+import { createHash } from 'node:crypto';
+
+/** Postgres truncates identifiers longer than this many bytes. */
+export const MAX_IDENTIFIER_BYTES = 63;
+
+/** Columns every mirror table has; no field may take these names. */
+export const RESERVED_COLUMNS: readonly string[] = ['id', 'row_version', 'created_at', 'modified_at', '_raw', '_synced_at', '_deleted_at', '_local'];
+
+/** Postgres system columns: a user column with one of these names cannot be created. */
+const SYSTEM_COLUMNS = ['oid', 'tableoid', 'xmin', 'cmin', 'xmax', 'cmax', 'ctid'];
+
+const TAKEN_ALWAYS = new Set([...RESERVED_COLUMNS, ...SYSTEM_COLUMNS]);
+
+/**
+ * The preferred column name for a field name, before collision handling:
+ * `OrderDate` → `order_date`, `Text1` → `text1`, `HTTPCode` → `http_code`.
+ * A name with no usable characters becomes `f_<hash>`; one starting with a
+ * digit gets an `f_` prefix.
+ */
+export function baseColumnName(fieldName: string): string {
+  let s = fieldName
+    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+    .replace(/([A-Z]+)([A-Z][a-z])/g, '$1_$2')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '_')
+    .replace(/^_+|_+$/g, '');
+  if (s === '') return `f_${shortHash(fieldName)}`;
+  if (/^[0-9]/.test(s)) s = `f_${s}`;
+  return truncate(s, MAX_IDENTIFIER_BYTES);
+}
+
+/**
+ * Assigns a column to every field name. `existing` (field → column, from the
+ * registry) is kept as is; new fields are named in sorted order so the result
+ * does not depend on the order the platform lists them in.
+ */
+export function assignColumnNames(fieldNames: readonly string[], existing: ReadonlyMap<string, string> = new Map()): Map<string, string> {
+  const result = new Map<string, string>();
+  const used = new Set<string>(TAKEN_ALWAYS);
+  for (const [field, column] of existing) {
+    result.set(field, column);
+    used.add(column);
+  }
+  const fresh = [...new Set(fieldNames)].filter((f) => !result.has(f)).sort(compareCodePoints);
+  for (const field of fresh) {
+    const base = baseColumnName(field);
+    let column = base;
+    for (let n = 2; used.has(column); n++) {
+      const suffix = `_${n}`;
+      column = truncate(base, MAX_IDENTIFIER_BYTES - suffix.length) + suffix;
+    }
+    used.add(column);
+    result.set(field, column);
+  }
+  return result;
+}
+
+/** A double-quoted SQL identifier: `a"b` → `"a""b"`. Refuses what cannot be an identifier. */
+export function quoteIdent(name: string): string {
+  assertIdentifier(name);
+  return `"${name.replace(/"/g, '""')}"`;
+}
+
+/** `"schema"."table"` */
+export function qualifiedName(schema: string, table: string): string {
+  return `${quoteIdent(schema)}.${quoteIdent(table)}`;
+}
+
+/**
+ * A single-quoted SQL string literal (standard_conforming_strings, the default
+ * since 9.1) for statements run through `knex.raw`: `?` is written as `\?`,
+ * which knex turns back into `?` instead of reading a binding placeholder.
+ */
+export function quoteLiteral(value: string): string {
+  if (value.includes('\0')) throw new TypeError('a SQL literal cannot contain a NUL character');
+  return `'${value.replace(/'/g, "''").replace(/\?/g, '\\?')}'`;
+}
+
+/**
+ * Throws unless `name` is usable as an identifier in statements listsync
+ * builds: non-empty, at most 63 bytes, no NUL, and no `?` (knex would read it
+ * as a binding placeholder).
+ */
+export function assertIdentifier(name: string): void {
+  if (typeof name !== 'string' || name.length === 0) throw new TypeError('an SQL identifier cannot be empty');
+  if (Buffer.byteLength(name, 'utf8') > MAX_IDENTIFIER_BYTES)
+    throw new TypeError(`SQL identifier "${name}" is longer than ${MAX_IDENTIFIER_BYTES} bytes; Postgres would truncate it. Choose a shorter name.`);
+  if (/[\0?]/.test(name)) throw new TypeError(`SQL identifier ${JSON.stringify(name)} contains a NUL or "?"; choose a name of letters, digits and _.`);
+}
+
+/**
+ * An index (or other schema-scoped object) name `<table>_<suffix>` that fits
+ * in 63 bytes: long table names are cut and get a hash so two tables never
+ * share a name.
+ */
+export function objectName(table: string, suffix: string): string {
+  const full = `${table}_${suffix}`;
+  if (Buffer.byteLength(full, 'utf8') <= MAX_IDENTIFIER_BYTES) return full;
+  const tail = `_${shortHash(table)}_${suffix}`;
+  return truncate(table, MAX_IDENTIFIER_BYTES - Buffer.byteLength(tail, 'utf8')) + tail;
+}
+
+function truncate(s: string, maxBytes: number): string {
+  if (Buffer.byteLength(s, 'utf8') <= maxBytes) return s;
+  let out = '';
+  for (const ch of s) {
+    if (Buffer.byteLength(out + ch, 'utf8') > maxBytes) break;
+    out += ch;
+  }
+  return out;
+}
+
+function shortHash(s: string): string {
+  return createHash('sha256').update(s, 'utf8').digest('hex').slice(0, 8);
+}
+
+function compareCodePoints(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

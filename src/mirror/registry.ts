@@ -1,0 +1,142 @@
+/**
+ * The list registry (`listsync.lists`): per list, its table, the field →
+ * column mapping (`fields` jsonb) and a fingerprint of the field metadata.
+ * The stored mapping is what keeps column names stable across runs.
+ *
+ * `fields` holds one entry per field ever seen, in the platform's order:
+ * `{ field, column, kind, platformKind, fieldType, type, displayName?, indexed,
+ * system, fixed, removed }`. Fixed entries map the id, version, created and
+ * modified fields to their fixed columns.
+ */
+import { createHash } from 'node:crypto';
+import type { Knex } from '../db.js';
+import type { FieldMeta } from '../platform/types.js';
+import { columnKindFor, isColumnKind, parseRules, type ColumnKind } from './column-types.js';
+import { createTableMapping, FIXED_COLUMNS, type TableMapping } from './table-mapping.js';
+
+export const REGISTRY_TABLE = 'listsync.lists';
+
+export interface RegistryField {
+  field: string;
+  column: string;
+  /** Kind of the column as it is (text after a widening). */
+  kind: ColumnKind;
+  /** Kind the platform's metadata asks for. */
+  platformKind: ColumnKind;
+  fieldType: string;
+  type: string;
+  displayName?: string;
+  indexed: boolean;
+  system: boolean;
+  /** Maps to one of the fixed columns (id, row_version, created_at, modified_at). */
+  fixed: boolean;
+  /** No longer in the platform's field list; the column is kept. */
+  removed: boolean;
+}
+
+export interface RegistryEntry {
+  name: string;
+  appID: string;
+  listID: string;
+  table: string;
+  fields: RegistryField[];
+  fingerprint: string;
+}
+
+export async function readRegistry(db: Knex | Knex.Transaction, listName: string, options: { forUpdate?: boolean } = {}): Promise<RegistryEntry | undefined> {
+  const q = db('lists').withSchema('listsync').where({ name: listName }).first('name', 'app_id', 'list_id', 'table_name', 'fields', 'fingerprint');
+  const row = (await (options.forUpdate ? q.forUpdate() : q)) as
+    | { name: string; app_id: string; list_id: string; table_name: string; fields: unknown; fingerprint: string }
+    | undefined;
+  if (!row) return undefined;
+  return { name: row.name, appID: row.app_id, listID: row.list_id, table: row.table_name, fields: parseRegistryFields(row.fields), fingerprint: row.fingerprint };
+}
+
+export async function writeRegistry(db: Knex | Knex.Transaction, entry: RegistryEntry): Promise<void> {
+  await db('lists')
+    .withSchema('listsync')
+    .insert({
+      name: entry.name,
+      app_id: entry.appID,
+      list_id: entry.listID,
+      table_name: entry.table,
+      fields: JSON.stringify(entry.fields),
+      fingerprint: entry.fingerprint,
+      updated_at: db.fn.now(),
+    })
+    .onConflict('name')
+    .merge(['app_id', 'list_id', 'table_name', 'fields', 'fingerprint', 'updated_at']);
+}
+
+/** Tolerant: entries written by anything else (no string field/column) are skipped. */
+export function parseRegistryFields(value: unknown): RegistryField[] {
+  let v = value;
+  if (typeof v === 'string') {
+    try {
+      v = JSON.parse(v);
+    } catch {
+      return [];
+    }
+  }
+  if (!Array.isArray(v)) return [];
+  const out: RegistryField[] = [];
+  for (const e of v as unknown[]) {
+    if (e === null || typeof e !== 'object') continue;
+    const r = e as Record<string, unknown>;
+    if (typeof r.field !== 'string' || typeof r.column !== 'string' || r.column === '') continue;
+    const kind = isColumnKind(r.kind) ? r.kind : 'text';
+    out.push({
+      field: r.field,
+      column: r.column,
+      kind,
+      platformKind: isColumnKind(r.platformKind) ? r.platformKind : kind,
+      fieldType: typeof r.fieldType === 'string' ? r.fieldType : '',
+      type: typeof r.type === 'string' ? r.type : '',
+      ...(typeof r.displayName === 'string' ? { displayName: r.displayName } : {}),
+      indexed: r.indexed === true,
+      system: r.system === true,
+      fixed: r.fixed === true,
+      removed: r.removed === true,
+    });
+  }
+  return out;
+}
+
+/** A stable hash of what in the field metadata shapes the table: names, types and kinds. */
+export function fieldsFingerprint(fields: readonly FieldMeta[]): string {
+  const shape = fields
+    .map((f) => [f.FieldName, String(f.FieldType ?? ''), String(f.Type ?? ''), columnKindFor(f), dateFormatOf(f)])
+    .sort((a, b) => (a[0]! < b[0]! ? -1 : a[0]! > b[0]! ? 1 : 0));
+  return createHash('sha256').update(JSON.stringify(shape)).digest('hex');
+}
+
+function dateFormatOf(f: FieldMeta): string {
+  const rules = parseRules(f.Rules);
+  const key = Object.keys(rules).find((k) => k.toLowerCase() === 'dateformat');
+  const v = key === undefined ? undefined : rules[key];
+  return typeof v === 'string' ? v : '';
+}
+
+/**
+ * The mapping of a registered list, read from the registry without touching
+ * the table. Undefined when the list was never registered (run a pull first).
+ */
+export async function loadTableMapping(db: Knex | Knex.Transaction, schema: string, listName: string): Promise<TableMapping | undefined> {
+  const entry = await readRegistry(db, listName);
+  if (!entry) return undefined;
+  const fixedField = (column: string, fallback: string): string => entry.fields.find((f) => f.fixed && f.column === column)?.field ?? fallback;
+  const fieldEntries = entry.fields.filter((f) => !f.fixed);
+  return createTableMapping({
+    schema,
+    table: entry.table,
+    listName: entry.name,
+    idField: fixedField(FIXED_COLUMNS.id, 'ListDataID'),
+    versionField: fixedField(FIXED_COLUMNS.rowVersion, 'RowVersion'),
+    createdField: fixedField(FIXED_COLUMNS.createdAt, 'Created'),
+    modifiedField: fixedField(FIXED_COLUMNS.modifiedAt, 'Modified'),
+    columns: fieldEntries.filter((f) => !f.removed).map(({ field, column, kind }) => ({ field, column, kind })),
+    removedColumns: fieldEntries.filter((f) => f.removed).map(({ field, column, kind }) => ({ field, column, kind })),
+    changes: [],
+    fingerprint: entry.fingerprint,
+  });
+}

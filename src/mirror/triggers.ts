@@ -1,0 +1,170 @@
+/**
+ * Change capture on the mirror tables. The trigger function
+ * `listsync.mirror_capture()` lives in migration 20261122000100_mirror_support;
+ * this module attaches it to a mirror table with the list's name, its field
+ * columns and its numeric columns as arguments, and reads the captured
+ * changes back.
+ *
+ * What users' statements do (writes by listsync itself, marked with
+ * `markListsyncWriter`, are never captured):
+ * - UPDATE of field columns → one open 'update' per item in `listsync.outbox`,
+ *   `changes` = `{column: newValue}` (numeric values as strings), `base_version`
+ *   = the row's `row_version` before the first edit; later edits merge in.
+ * - INSERT → a 'create' with `local_id` = the row's id (`local-<uuid>` by
+ *   default); later edits of that row merge into it.
+ * - UPDATE of id / row_version / created_at / modified_at, DELETE, TRUNCATE →
+ *   refused with an exception (SQLSTATE P0001) whose message says why.
+ */
+import type { Knex } from '../db.js';
+import type { ColumnKind } from './column-types.js';
+import { qualifiedName, quoteLiteral } from './naming.js';
+import type { MappedColumn } from './table-mapping.js';
+
+export const CAPTURE_FUNCTION = 'listsync.mirror_capture';
+export const TRIGGER_NAMES = { capture: 'listsync_capture', noDelete: 'listsync_no_delete', noTruncate: 'listsync_no_truncate' } as const;
+
+/** Outbox statuses under which a change is still open (one per item at most). */
+export const OPEN_STATUSES = ['pending', 'sending', 'conflict'] as const;
+
+/** The SQL condition that skips the trigger for listsync's own writes (no trigger event is even queued). */
+const NOT_LISTSYNC_WRITER = `current_setting('listsync.writer', true) is distinct from 'on'`;
+
+/** Throws a message that says what to run when the migration is missing. */
+export async function assertCaptureFunction(db: Knex | Knex.Transaction): Promise<void> {
+  const row = (await db.raw(`select to_regprocedure('listsync.mirror_capture()') is not null as present`)) as { rows: { present: boolean }[] };
+  if (!row.rows[0]?.present) {
+    throw new Error('The change-capture function listsync.mirror_capture() is missing from the database. Run "listsync migrate" first.');
+  }
+}
+
+export interface AttachTriggerOptions {
+  schema: string;
+  table: string;
+  listName: string;
+  /** The field columns whose edits are captured (removed fields' columns are left out). */
+  columns: readonly MappedColumn[];
+}
+
+/** The trigger arguments for a table: list name, field columns, numeric columns (as Postgres array literals). */
+export function captureArguments(listName: string, columns: readonly MappedColumn[]): [string, string, string] {
+  const names = (kind?: ColumnKind): string =>
+    `{${columns
+      .filter((c) => kind === undefined || c.kind === kind)
+      .map((c) => c.column)
+      .join(',')}}`;
+  return [listName, names(), names('numeric')];
+}
+
+/**
+ * Creates (or re-creates, when their arguments changed) the capture triggers
+ * on a mirror table. Returns true when anything was (re)created.
+ */
+export async function attachCaptureTriggers(db: Knex | Knex.Transaction, options: AttachTriggerOptions): Promise<boolean> {
+  const table = qualifiedName(options.schema, options.table);
+  const existing = await readTriggerArguments(db, options.schema, options.table);
+  const captureArgs = captureArguments(options.listName, options.columns);
+  const guardArgs = [options.listName];
+  const wanted: { name: string; args: string[]; sql: (args: string) => string }[] = [
+    {
+      name: TRIGGER_NAMES.capture,
+      args: captureArgs,
+      sql: (args) => `create trigger ${TRIGGER_NAMES.capture} after insert or update on ${table} for each row when (${NOT_LISTSYNC_WRITER}) execute function ${CAPTURE_FUNCTION}(${args})`,
+    },
+    {
+      name: TRIGGER_NAMES.noDelete,
+      args: guardArgs,
+      sql: (args) => `create trigger ${TRIGGER_NAMES.noDelete} before delete on ${table} for each row when (${NOT_LISTSYNC_WRITER}) execute function ${CAPTURE_FUNCTION}(${args})`,
+    },
+    {
+      name: TRIGGER_NAMES.noTruncate,
+      args: guardArgs,
+      sql: (args) => `create trigger ${TRIGGER_NAMES.noTruncate} before truncate on ${table} for each statement execute function ${CAPTURE_FUNCTION}(${args})`,
+    },
+  ];
+  let changed = false;
+  for (const t of wanted) {
+    const have = existing.get(t.name);
+    if (have && have.length === t.args.length && have.every((a, i) => a === t.args[i])) continue;
+    if (have) await db.raw(`drop trigger if exists ${t.name} on ${table}`);
+    await db.raw(t.sql(t.args.map(quoteLiteral).join(', ')));
+    changed = true;
+  }
+  return changed;
+}
+
+/** The arguments of each non-internal trigger on a table, by trigger name. */
+export async function readTriggerArguments(db: Knex | Knex.Transaction, schema: string, table: string): Promise<Map<string, string[]>> {
+  const res = (await db.raw(
+    `select t.tgname as name, t.tgnargs as nargs, t.tgargs as args
+       from pg_trigger t join pg_class c on c.oid = t.tgrelid join pg_namespace n on n.oid = c.relnamespace
+      where n.nspname = ? and c.relname = ? and not t.tgisinternal`,
+    [schema, table],
+  )) as { rows: { name: string; nargs: number; args: Buffer }[] };
+  const out = new Map<string, string[]>();
+  for (const r of res.rows) {
+    const parts = Buffer.from(r.args).toString('utf8').split('\0').slice(0, r.nargs);
+    out.set(r.name, parts);
+  }
+  return out;
+}
+
+/** The list name a mirror table's capture trigger was attached for, if any. */
+export async function tableOwner(db: Knex | Knex.Transaction, schema: string, table: string): Promise<string | undefined> {
+  return (await readTriggerArguments(db, schema, table)).get(TRIGGER_NAMES.capture)?.[0];
+}
+
+export interface OutboxChange {
+  id: number;
+  listName: string;
+  op: 'update' | 'create';
+  itemId: string | null;
+  localId: string | null;
+  /** `{column: value}`; numeric values are strings, date-times ISO 8601 with offset. Convert with `toPlatform`. */
+  changes: Record<string, unknown>;
+  baseVersion: number | null;
+  status: 'pending' | 'sending' | 'applied' | 'conflict' | 'failed';
+  attempts: number;
+  lastError: string | null;
+  nextAttemptAt: Date;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** Open changes of a list (pending, sending, conflict), oldest first. */
+export async function pendingChanges(db: Knex | Knex.Transaction, listName: string): Promise<OutboxChange[]> {
+  const rows = (await db('outbox')
+    .withSchema('listsync')
+    .where({ list_name: listName })
+    .whereIn('status', [...OPEN_STATUSES])
+    .orderBy('id')
+    .select('*')) as {
+    id: number;
+    list_name: string;
+    op: 'update' | 'create';
+    item_id: string | null;
+    local_id: string | null;
+    changes: Record<string, unknown>;
+    base_version: number | null;
+    status: OutboxChange['status'];
+    attempts: number;
+    last_error: string | null;
+    next_attempt_at: Date;
+    created_at: Date;
+    updated_at: Date;
+  }[];
+  return rows.map((r) => ({
+    id: r.id,
+    listName: r.list_name,
+    op: r.op,
+    itemId: r.item_id,
+    localId: r.local_id,
+    changes: r.changes,
+    baseVersion: r.base_version,
+    status: r.status,
+    attempts: r.attempts,
+    lastError: r.last_error,
+    nextAttemptAt: r.next_attempt_at,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  }));
+}
