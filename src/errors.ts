@@ -54,6 +54,7 @@ export const PG = {
   invalidCatalogName: '3D000',
   duplicateDatabase: '42P04',
   lockNotAvailable: '55P03',
+  deadlockDetected: '40P01',
   raiseException: 'P0001',
 } as const;
 

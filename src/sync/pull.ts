@@ -16,7 +16,8 @@ import type { Config, ListConfig } from '../config.js';
 import type { Knex } from '../db.js';
 import type { Logger } from '../logger.js';
 import type { PlatformClient } from '../platform/client.js';
-import { Operator, type Filter, type Item, type ItemQuery } from '../platform/types.js';
+import { Operator, type Filter, type Item, type ItemQuery, type Page } from '../platform/types.js';
+import { PG, pgCode } from '../errors.js';
 import { platformDate } from '../platform/dates.js';
 import { ensureMirrorTable, markListsyncWriter, upsertItems, type TableMapping, type UpsertResult } from '../mirror/index.js';
 import { listLockName, runExclusive } from './exclusive.js';
@@ -167,6 +168,47 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
   const query = buildQuery(list, cp);
   let itemsSoFar = 0;
   let stopped = false;
+  const writes = new Set<Promise<void>>();
+  let writeError: unknown;
+  /** Pages committed ahead of a page still being written: the checkpoint cannot pass the gap. */
+  const committed = new Set<number>();
+  let frontier = cp.nextPage;
+  const written = new Map<number, { page: Page; result: UpsertResult }>();
+  let reported = cp.nextPage;
+
+  const writePage = (page: Page, accounting: PullCheckpoint) =>
+    withDeadlockRetry(() =>
+      db.transaction(async (trx) => {
+        const r = await upsertItems(trx, mapping, page.items, zone);
+        let conflicts = 0;
+        if (r.skippedPending.length) conflicts = (await onPending(trx, mapping, r.skippedPending)).conflicts;
+        const delta: Partial<RunCounters> = {
+          pages: 1,
+          rows_inserted: r.inserted,
+          rows_updated: r.updated,
+          rows_unchanged: r.unchanged,
+          rows_failed: r.failedValues,
+          rows_undeleted: r.undeleted,
+          rows_skipped_pending: r.skippedPending.length,
+          changes_conflicted: conflicts,
+          ...takeRequestDelta(),
+        };
+        await addToRun(trx, runId, delta);
+        // Resume point: the first page not known committed, counting this one as committed
+        // (it is, if this transaction commits).
+        let next = frontier;
+        while (next === page.index || committed.has(next)) next++;
+        await writeCheckpoint(trx, list.name, job, { ...accounting, nextPage: next });
+        return { r, delta };
+      }),
+    ).then(({ r, delta }) => {
+      for (const [k, v] of Object.entries(delta)) counters[k as keyof RunCounters] += v ?? 0;
+      committed.add(page.index);
+      while (committed.has(frontier)) committed.delete(frontier++);
+      cp.nextPage = frontier;
+      return r;
+    });
+
   try {
     for await (const page of client.pages(list.appID, list.listID, query, { startPage: cp.nextPage, pageSize: list.pageSize, signal: deps.signal })) {
       if (cp.firstTotal < 0) {
@@ -178,41 +220,43 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
       cp.lastTotal = page.totalCount;
       cp.maxTotal = Math.max(cp.maxTotal, page.totalCount);
       cp.createdSeen += countAfter(page.items, list, cp.lastKeyAtStart);
-      cp.nextPage = page.index + 1;
+      const accounting = { ...cp };
 
-      const result = await db.transaction(async (trx) => {
-        const r = await upsertItems(trx, mapping, page.items, zone);
-        let conflicts = 0;
-        if (r.skippedPending.length) conflicts = (await onPending(trx, mapping, r.skippedPending)).conflicts;
-        const delta: Partial<RunCounters> = {
-          pages: 1,
-          rows_inserted: r.inserted,
-          rows_updated: r.updated,
-          rows_unchanged: r.unchanged,
-          rows_failed: r.failedValues,
-          rows_undeleted: r.undeleted ?? 0,
-          rows_skipped_pending: r.skippedPending.length,
-          changes_conflicted: conflicts,
-          ...takeRequestDelta(),
-        };
-        await addToRun(trx, runId, delta);
-        await writeCheckpoint(trx, list.name, job, cp);
-        for (const [k, v] of Object.entries(delta)) counters[k as keyof RunCounters] += v ?? 0;
-        return r;
-      });
-      itemsSoFar += page.items.length;
-      if (result.failures.length) log.warn({ page: page.index, failures: result.failures.slice(0, 5) }, `${result.failedValues} value(s) did not convert; kept raw in _raw`);
-      deps.onPage?.({ list: list.name, runId, page: page.index, pageCount: page.pageCount, totalCount: page.totalCount, items: page.items.length, itemsSoFar, result });
+      // Up to WRITE_LANES pages are written at once, each in its own transaction with the run's
+      // counters and the checkpoint: converting one page overlaps the database writing another.
+      while (writes.size >= WRITE_LANES) await Promise.race(writes);
+      if (writeError !== undefined) throw writeError;
+      const write = writePage(page, accounting).then(
+        (result) => {
+          written.set(page.index, { page, result });
+          // Report pages in order, as they become contiguous.
+          for (let next = written.get(reported); next; next = written.get(reported)) {
+            written.delete(reported);
+            reported++;
+            itemsSoFar += next.page.items.length;
+            if (next.result.failures.length) log.warn({ page: next.page.index, failures: next.result.failures.slice(0, 5) }, `${next.result.failedValues} value(s) did not convert; kept raw in _raw`);
+            deps.onPage?.({ list: list.name, runId, page: next.page.index, pageCount: next.page.pageCount, totalCount: next.page.totalCount, items: next.page.items.length, itemsSoFar, result: next.result });
+          }
+        },
+        (err: unknown) => {
+          writeError ??= err;
+        },
+      );
+      writes.add(write);
+      void write.finally(() => writes.delete(write));
       if (deps.signal?.aborted) {
         stopped = true;
         break;
       }
     }
+    await Promise.all(writes);
+    if (writeError !== undefined) throw writeError;
   } catch (err) {
+    await Promise.allSettled(writes);
     const e = err as Error;
     const delta = takeRequestDelta();
     await finishRun(db, runId, 'failed', { error: e.message, counters: { ...counters, requests: counters.requests + (delta.requests ?? 0), retries: counters.retries + (delta.retries ?? 0) } });
-    log.error({ err: e, page: cp.nextPage }, `${job} failed; the checkpoint is kept and the next run resumes at page ${cp.nextPage}`);
+    log.error({ err: e, page: reported }, `${job} failed; the checkpoint is kept and the next run resumes at page ${reported}`);
     throw err;
   }
 
@@ -236,6 +280,20 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
   if (watermarkHeld) log.warn('items were deleted on the platform while paging; the watermark stays so the next run re-reads this window');
   log.info({ ...counters, watermark: newWatermark ?? state.watermark }, `${job} finished`);
   return { runId, list: list.name, status: 'succeeded', resumed, windowFrom: cp.windowFrom, windowTo: cp.windowTo, watermark: newWatermark ?? state.watermark, watermarkHeld, counters, schemaChanges };
+}
+
+/** Two pages written at once: enough to keep both cores busy (conversion here, the database there). */
+const WRITE_LANES = 2;
+
+/** Two page transactions can touch the same row (an item shifted across a page boundary): retry a deadlock. */
+async function withDeadlockRetry<T>(fn: () => Promise<T>, attempts = 3): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (pgCode(err) !== PG.deadlockDetected || i >= attempts) throw err;
+    }
+  }
 }
 
 function buildQuery(list: ListConfig, cp: PullCheckpoint): ItemQuery {

@@ -14,11 +14,19 @@ export async function readState<C>(db: Knex, listName: string, job: string): Pro
   return { watermark: row?.watermark ?? null, checkpoint: row?.checkpoint ?? null, lastSuccessAt: row?.last_success_at ?? null };
 }
 
-export async function writeCheckpoint(db: Knex, listName: string, job: string, checkpoint: object | null): Promise<void> {
-  await db('listsync.sync_state')
-    .insert({ list_name: listName, job, checkpoint: checkpoint === null ? null : JSON.stringify(checkpoint), updated_at: db.fn.now() })
-    .onConflict(['list_name', 'job'])
-    .merge(['checkpoint', 'updated_at']);
+/**
+ * Records the in-flight checkpoint. A checkpoint with a `nextPage` never moves an
+ * existing one of the same run backwards (pages commit out of order when written in parallel).
+ */
+export async function writeCheckpoint(db: Knex, listName: string, job: string, checkpoint: { runId?: number; nextPage?: number } | null): Promise<void> {
+  await db.raw(
+    `insert into listsync.sync_state (list_name, job, checkpoint, updated_at) values (?, ?, ?::jsonb, now())
+     on conflict (list_name, job) do update set checkpoint = excluded.checkpoint, updated_at = now()
+      where excluded.checkpoint is null or sync_state.checkpoint is null
+         or (sync_state.checkpoint->>'runId') is distinct from (excluded.checkpoint->>'runId')
+         or coalesce((sync_state.checkpoint->>'nextPage')::int, 0) <= coalesce((excluded.checkpoint->>'nextPage')::int, 0)`,
+    [listName, job, checkpoint === null ? null : JSON.stringify(checkpoint)],
+  );
 }
 
 /** Ends a run successfully: the watermark moves (unless null = keep), the checkpoint is cleared. */
