@@ -98,3 +98,12 @@ export async function migrateRollbackAll(db: Knex): Promise<string[]> {
   const [, undone] = (await db.migrate.rollback(migrationConfig, true)) as [number, string[]];
   return undone;
 }
+
+/** Migrations not applied yet, read without creating anything (for `listsync check`). */
+export async function pendingMigrations(db: Knex): Promise<string[]> {
+  const all = await new ListsyncMigrationSource().getMigrations();
+  const exists = await db.raw('select to_regclass(?) as t', [`${OWN_SCHEMA}.knex_migrations`]);
+  if ((exists.rows as { t: string | null }[])[0]?.t == null) return all;
+  const applied = new Set((await db.withSchema(OWN_SCHEMA).from('knex_migrations').pluck('name')) as string[]);
+  return all.filter((m) => !applied.has(m));
+}

@@ -1,7 +1,8 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { startEmulator } from '../src/emulator/index.js';
 import { createTestDatabase, type TestDatabase } from './helpers/db.js';
 import { runCli } from './helpers/cli.js';
 
@@ -54,11 +55,13 @@ describe('listsync CLI: init, check, migrate', () => {
   });
 
   it('migrate applies once, is a no-op the second time; check then passes', async () => {
-    const cfg = { platform: { baseUrl: 'http://127.0.0.1:1/v1' }, database: { url: t.url }, lists: [] };
+    const emu = await startEmulator({ port: 0, sample: true, items: 10, apiKeys: ['secret-key-123'] });
+    onTestFinished(() => emu.close());
+    const cfg = { platform: { baseUrl: emu.baseUrl }, database: { url: t.url }, lists: [] };
     writeFileSync(join(dir, 'ok.json'), JSON.stringify(cfg));
     const env = { PLATFORM_API_KEY: 'secret-key-123' };
     const before = await runCli(['check', '-c', 'ok.json'], { cwd: dir, env });
-    expect(before.code).toBe(2);
+    expect(before.code, before.stdout + before.stderr).toBe(2);
     expect(before.stdout).toMatch(/migrations: .*listsync migrate/);
 
     const first = await runCli(['migrate', '-c', 'ok.json'], { cwd: dir, env });
@@ -70,6 +73,7 @@ describe('listsync CLI: init, check, migrate', () => {
 
     const after = await runCli(['check', '-c', 'ok.json'], { cwd: dir, env });
     expect(after.stdout).toContain('ok   database');
+    expect(after.stdout).toContain('ok   platform: reachable, API key accepted');
     expect(after.code).toBe(0);
     expect(after.stdout + after.stderr).not.toContain('secret-key-123');
   });

@@ -5,7 +5,7 @@
  */
 import type { Config } from '../config.js';
 import { redactUrl } from '../config.js';
-import { createDb, migrationConfig, ping } from '../db.js';
+import { createDb, pendingMigrations, ping } from '../db.js';
 import type { PlatformClient } from '../platform/client.js';
 import { AuthError, NotFoundError } from '../platform/errors.js';
 
@@ -25,11 +25,11 @@ export async function runCheck(config: Config, platformCheck?: PlatformCheck): P
   try {
     await ping(db, config.database.url);
     findings.push({ check: 'database', ok: true, message: `reachable at ${redactUrl(config.database.url)}` });
-    const [, pending] = (await db.migrate.list(migrationConfig)) as [unknown[], unknown[]];
+    const pending = await pendingMigrations(db);
     findings.push(
       pending.length === 0
         ? { check: 'migrations', ok: true, message: 'up to date' }
-        : { check: 'migrations', ok: false, severity: 2, message: `${pending.length} pending: run "listsync migrate"` },
+        : { check: 'migrations', ok: false, severity: 2, message: `${pending.length} pending (${pending.join(', ')}): run "listsync migrate"` },
     );
   } catch (err) {
     findings.push({ check: 'database', ok: false, severity: 1, message: (err as Error).message });

@@ -15,8 +15,9 @@ export async function runServe(ctx: AppContext, opts: { port?: number }): Promis
     budget: new SharedBudget({ db: ctx.db, account: budgetAccount(ctx.config.platform) }),
     onRequest: metrics.onRequest,
   });
-  let running: RunningServe | undefined;
-  const requestPull = (list: string): void => running?.requestPull(list);
+  // Early pulls go to the serve instance, which exists once the routes are mounted.
+  const started: { serve?: RunningServe } = {};
+  const requestPull = (list: string): void => started.serve?.requestPull(list);
   const hooks = createHookReceiver({ db: ctx.db, config: ctx.config, logger: ctx.logger, onItemEvent: earlyPullOnItemEvent(ctx.config, requestPull), onOutcome: metrics.onWebhook });
   const serve = await startServe({
     config: ctx.config,
@@ -26,7 +27,7 @@ export async function runServe(ctx: AppContext, opts: { port?: number }): Promis
     port: opts.port,
     routes: { '/metrics': metrics.handler, [HOOKS_PATH]: hooks },
   });
-  running = serve;
+  started.serve = serve;
   ctx.io.out(`listsync serve on ${serve.url} (healthz: ${serve.url}/healthz, metrics: ${serve.url}/metrics, webhooks: ${serve.url}${HOOKS_PATH}<token>)`);
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {

@@ -210,7 +210,8 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
     });
 
   try {
-    for await (const page of client.pages(list.appID, list.listID, query, { startPage: cp.nextPage, pageSize: list.pageSize, signal: deps.signal })) {
+    // The shutdown signal is checked between pages, not passed down: the page in flight is finished and written.
+    for await (const page of client.pages(list.appID, list.listID, query, { startPage: cp.nextPage, pageSize: list.pageSize })) {
       if (cp.firstTotal < 0) {
         cp.firstTotal = page.totalCount;
         cp.lastKeyAtStart = await lastKeyNow(client, list, query, page.totalCount);

@@ -1,0 +1,266 @@
+/**
+ * Prometheus metrics for `serve` (`GET /metrics`), on a registry of our own
+ * (never prom-client's global one).
+ *
+ * Two sources:
+ * - in process: platform requests (the client's `onRequest`: by endpoint and
+ *   outcome, retries, 429s, durations) and webhook callbacks (accepted,
+ *   duplicate, rejected by reason);
+ * - Postgres, read at scrape time (one shared read per scrape): per list the
+ *   lag (seconds since the start of the last successful pull), mirror rows,
+ *   pending/failed changes, open conflicts, a running run, a last error (from
+ *   `listStatuses`); rows written by kind and runs by outcome summed over
+ *   `listsync.sync_runs` (so they survive restarts and count the runs of
+ *   every process; do not sum them across replicas); run durations observed
+ *   from the runs that finished since this process started.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Config } from './config.js';
+import type { Knex } from './db.js';
+import type { Logger } from './logger.js';
+import type { RequestEvent } from './platform/client.js';
+import { listStatuses } from './status.js';
+import type { ReceiveOutcome } from './webhooks/receiver.js';
+
+export const ROW_KINDS = ['inserted', 'updated', 'unchanged', 'deleted', 'undeleted', 'failed'] as const;
+
+export interface MetricsOptions {
+  db: Knex;
+  config: Config;
+  logger?: Logger;
+  /** Also export Node process metrics (CPU, memory, event loop). Default true. */
+  defaultMetrics?: boolean;
+  now?: () => Date;
+}
+
+export interface Metrics {
+  registry: Registry;
+  /** Pass as the PlatformClient's `onRequest`. */
+  onRequest(event: RequestEvent): void;
+  /** Pass as the webhook receiver's `onOutcome`. */
+  onWebhook(outcome: ReceiveOutcome): void;
+  /** Reads the Postgres-backed values now (scrapes do this themselves). */
+  refresh(): Promise<void>;
+  /** The `/metrics` route. */
+  handler(req: IncomingMessage, res: ServerResponse): Promise<void>;
+}
+
+export function createMetrics(options: MetricsOptions): Metrics {
+  const { db, config } = options;
+  const now = options.now ?? (() => new Date());
+  const registry = new Registry();
+  if (options.defaultMetrics !== false) collectDefaultMetrics({ register: registry, prefix: 'listsync_' });
+
+  // ---- in process -------------------------------------------------------
+  const requests = new Counter({
+    name: 'listsync_platform_requests_total',
+    help: 'Platform API attempts by endpoint and outcome (ok, error, retry, rate_limited).',
+    labelNames: ['endpoint', 'outcome'] as const,
+    registers: [registry],
+  });
+  const retries = new Counter({ name: 'listsync_platform_retries_total', help: 'Platform API attempts that were retries.', labelNames: ['endpoint'] as const, registers: [registry] });
+  const rateLimited = new Counter({
+    name: 'listsync_platform_rate_limited_total',
+    help: 'Platform API attempts refused with 429 or a rate-limit envelope.',
+    labelNames: ['endpoint'] as const,
+    registers: [registry],
+  });
+  const requestSeconds = new Histogram({
+    name: 'listsync_platform_request_duration_seconds',
+    help: 'Platform API attempt durations.',
+    labelNames: ['endpoint'] as const,
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  });
+  const webhookEvents = new Counter({
+    name: 'listsync_webhook_events_total',
+    help: 'Webhook callbacks: result accepted (reason new or duplicate), rejected (reason: method, unknown_token, channel, type, content_type, too_large, bad_body) or error.',
+    labelNames: ['result', 'reason'] as const,
+    registers: [registry],
+  });
+
+  // ---- from Postgres, at scrape time --------------------------------------
+  let pending: Promise<void> | undefined;
+  /** One read per scrape: a scrape calls every collect() at once, and they share the read in flight. */
+  const shared = (): Promise<void> => {
+    pending ??= readPostgres().finally(() => {
+      pending = undefined;
+    });
+    return pending;
+  };
+  const collect = async (): Promise<void> => shared();
+
+  const databaseUp = new Gauge({ name: 'listsync_database_up', help: '1 when the last scrape could read Postgres.', registers: [registry], collect });
+  const lag = new Gauge({
+    name: 'listsync_lag_seconds',
+    help: 'Seconds since the start of the last successful pull of the list (absent before the first).',
+    labelNames: ['list'] as const,
+    registers: [registry],
+    collect,
+  });
+  const lastSuccess = new Gauge({
+    name: 'listsync_last_pull_success_timestamp_seconds',
+    help: 'Start of the last successful pull (Unix seconds).',
+    labelNames: ['list'] as const,
+    registers: [registry],
+    collect,
+  });
+  const mirrorRows = new Gauge({ name: 'listsync_mirror_rows', help: 'Mirror rows by state (live, deleted).', labelNames: ['list', 'state'] as const, registers: [registry], collect });
+  const changes = new Gauge({
+    name: 'listsync_changes',
+    help: 'Local changes waiting in the outbox by state (pending, failed).',
+    labelNames: ['list', 'state'] as const,
+    registers: [registry],
+    collect,
+  });
+  const conflicts = new Gauge({ name: 'listsync_conflicts_open', help: 'Open write-back conflicts.', labelNames: ['list'] as const, registers: [registry], collect });
+  const running = new Gauge({ name: 'listsync_run_in_progress', help: '1 while a run of the list is in progress.', labelNames: ['list'] as const, registers: [registry], collect });
+  const lastError = new Gauge({
+    name: 'listsync_last_run_failed',
+    help: '1 when the most recent outcome of the list was a failure (the healthz "last error").',
+    labelNames: ['list'] as const,
+    registers: [registry],
+    collect,
+  });
+  const rowsTotal = new Counter({
+    name: 'listsync_rows_total',
+    help: 'Rows written by kind (inserted, updated, unchanged, deleted, undeleted, failed), summed over the run history.',
+    labelNames: ['list', 'kind'] as const,
+    registers: [registry],
+    collect,
+  });
+  const runsTotal = new Counter({ name: 'listsync_runs_total', help: 'Runs by job and outcome, from the run history.', labelNames: ['list', 'job', 'status'] as const, registers: [registry], collect });
+  const changesTotal = new Counter({
+    name: 'listsync_changes_pushed_total',
+    help: 'Local changes handled by push runs by outcome (applied, conflicted, failed).',
+    labelNames: ['list', 'outcome'] as const,
+    registers: [registry],
+    collect,
+  });
+  const runSeconds = new Histogram({
+    name: 'listsync_run_duration_seconds',
+    help: 'Durations of the runs that finished since this process started, by job and status.',
+    labelNames: ['job', 'status'] as const,
+    buckets: [0.5, 1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600],
+    registers: [registry],
+    collect,
+  });
+  const webhookSubs = new Gauge({ name: 'listsync_webhook_subscriptions', help: 'Webhook subscriptions.', registers: [registry], collect });
+  const webhookUnprocessed = new Gauge({
+    name: 'listsync_webhook_inbox_unprocessed',
+    help: 'Stored webhook events not acted on yet.',
+    registers: [registry],
+    collect,
+  });
+
+  /** Runs that finished after this (Postgres text form of a timestamptz) were not observed yet. */
+  let runCursor: string = now().toISOString();
+
+  async function readPostgres(): Promise<void> {
+    try {
+      const at = now();
+      const lists = await listStatuses(db, config, at);
+      for (const g of [lag, lastSuccess, mirrorRows, changes, conflicts, running, lastError]) g.reset();
+      for (const l of lists) {
+        if (l.lastPullStartedAt) {
+          lag.set({ list: l.list }, Math.max(0, (at.getTime() - l.lastPullStartedAt.getTime()) / 1000));
+          lastSuccess.set({ list: l.list }, l.lastPullStartedAt.getTime() / 1000);
+        }
+        if (l.rows !== null) mirrorRows.set({ list: l.list, state: 'live' }, l.rows);
+        if (l.deletedRows !== null) mirrorRows.set({ list: l.list, state: 'deleted' }, l.deletedRows);
+        changes.set({ list: l.list, state: 'pending' }, l.pendingChanges);
+        changes.set({ list: l.list, state: 'failed' }, l.failedChanges);
+        conflicts.set({ list: l.list }, l.openConflicts);
+        running.set({ list: l.list }, l.running ? 1 : 0);
+        lastError.set({ list: l.list }, l.lastError ? 1 : 0);
+      }
+
+      const sums = (await db('listsync.sync_runs')
+        .select('list_name')
+        .sum({
+          inserted: 'rows_inserted',
+          updated: 'rows_updated',
+          unchanged: 'rows_unchanged',
+          deleted: 'rows_deleted',
+          undeleted: 'rows_undeleted',
+          failed: 'rows_failed',
+          applied: 'changes_applied',
+          conflicted: 'changes_conflicted',
+          changes_failed: 'changes_failed',
+        })
+        .groupBy('list_name')) as Record<string, string | number | null>[];
+      rowsTotal.reset();
+      changesTotal.reset();
+      for (const s of sums) {
+        const list = String(s.list_name);
+        for (const kind of ROW_KINDS) rowsTotal.inc({ list, kind }, Number(s[kind] ?? 0));
+        changesTotal.inc({ list, outcome: 'applied' }, Number(s.applied ?? 0));
+        changesTotal.inc({ list, outcome: 'conflicted' }, Number(s.conflicted ?? 0));
+        changesTotal.inc({ list, outcome: 'failed' }, Number(s.changes_failed ?? 0));
+      }
+      const runs = (await db('listsync.sync_runs').select('list_name', 'job', 'status').count({ n: '*' }).groupBy('list_name', 'job', 'status')) as {
+        list_name: string;
+        job: string;
+        status: string;
+        n: string | number;
+      }[];
+      runsTotal.reset();
+      for (const r of runs) runsTotal.inc({ list: r.list_name, job: r.job, status: r.status }, Number(r.n));
+
+      const finished = (await db('listsync.sync_runs')
+        .whereNotNull('finished_at')
+        .where('finished_at', '>', db.raw('?::timestamptz', [runCursor]))
+        .orderBy('finished_at')
+        .limit(10_000)
+        .select('job', 'status', db.raw('extract(epoch from finished_at - started_at)::float8 as seconds'), db.raw('finished_at::text as cursor'))) as {
+        job: string;
+        status: string;
+        seconds: number;
+        cursor: string;
+      }[];
+      for (const r of finished) runSeconds.observe({ job: r.job, status: r.status }, Math.max(0, Number(r.seconds)));
+      if (finished.length) runCursor = finished[finished.length - 1]!.cursor;
+
+      const hooks = (await db.raw(
+        `select (select count(*) from listsync.webhook_subscriptions)::bigint as subs,
+                (select count(*) from listsync.webhook_inbox where processed_at is null)::bigint as unprocessed`,
+      )) as { rows: { subs: number; unprocessed: number }[] };
+      webhookSubs.set(Number(hooks.rows[0]?.subs ?? 0));
+      webhookUnprocessed.set(Number(hooks.rows[0]?.unprocessed ?? 0));
+      databaseUp.set(1);
+    } catch (err) {
+      databaseUp.set(0);
+      options.logger?.warn({ err }, 'metrics: could not read Postgres; the Postgres-backed values are stale');
+    }
+  }
+
+  return {
+    registry,
+    onRequest(e) {
+      requests.inc({ endpoint: e.endpoint, outcome: e.outcome });
+      if (e.attempt > 0) retries.inc({ endpoint: e.endpoint });
+      if (e.outcome === 'rate_limited') rateLimited.inc({ endpoint: e.endpoint });
+      requestSeconds.observe({ endpoint: e.endpoint }, e.durationMs / 1000);
+    },
+    onWebhook(o) {
+      if (o.result === 'accepted') webhookEvents.inc({ result: 'accepted', reason: o.duplicate ? 'duplicate' : 'new' });
+      else if (o.result === 'rejected') webhookEvents.inc({ result: 'rejected', reason: o.reason });
+      else webhookEvents.inc({ result: 'error', reason: 'error' });
+    },
+    async refresh() {
+      await shared();
+    },
+    async handler(req, res) {
+      if (req.method !== 'GET' && req.method !== 'HEAD') {
+        res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain' });
+        res.end('use GET\n');
+        return;
+      }
+      // prom-client 15 writes NaN as "Nan" (e.g. the event-loop lag before its first sample); the format spells it NaN.
+      const text = (await registry.metrics()).replace(/ Nan$/gm, ' NaN');
+      res.writeHead(200, { 'content-type': registry.contentType, 'content-length': Buffer.byteLength(text) });
+      res.end(req.method === 'HEAD' ? undefined : text);
+    },
+  };
+}

@@ -1,0 +1,22 @@
+/**
+ * Which lists an item event pulls early. The subscribed resource
+ * (`workflow/tasks`) is not tied to a list in the config, and a callback body
+ * names an item ID but not its list, so an item event asks for an early pull
+ * of every list that has a pull schedule (the lists `serve` keeps fresh); when
+ * no list has one, of every configured list. Requests for a list whose pull
+ * is already running are coalesced into one more pull after it.
+ */
+import type { Config, ListConfig } from '../config.js';
+import type { ItemEvent } from './receiver.js';
+
+export function listsToPullFor(config: Config, _event?: Pick<ItemEvent, 'resource'>): readonly ListConfig[] {
+  const scheduled = config.lists.filter((l) => l.schedule.pull !== undefined);
+  return scheduled.length ? scheduled : config.lists;
+}
+
+/** An `onItemEvent` for the receiver that calls `requestPull` for those lists. */
+export function earlyPullOnItemEvent(config: Config, requestPull: (list: string) => void): (event: ItemEvent) => void {
+  return (event) => {
+    for (const list of listsToPullFor(config, event)) requestPull(list.name);
+  };
+}

@@ -1,0 +1,317 @@
+/**
+ * The webhook receiver: a route handler for `serve` at `/hooks/`.
+ *
+ * `POST /hooks/<token>`, checked in this order; every failed check answers a
+ * 4xx, stores nothing and triggers nothing:
+ *
+ * | check                                                          | answer |
+ * |----------------------------------------------------------------|--------|
+ * | method is POST                                                 | 405    |
+ * | `<token>` belongs to a subscription                            | 404    |
+ * | `Channel` header present and equal to the subscription's       | 403    |
+ * | `Type` header an integer equal to the subscription's           | 400    |
+ * | `Content-Type` is `application/json` (charset utf-8 if given)  | 415    |
+ * | body within `serve.webhookBodyLimitBytes` (Content-Length is   | 413    |
+ * |   checked first, then bytes are counted while reading; reading |        |
+ * |   stops at the limit)                                          |        |
+ * | body is UTF-8 text holding one JSON object                     | 400    |
+ *
+ * A wrong Channel is refused as 403 (the caller is not the sender the
+ * subscription expects); a missing, non-integer or different Type as 400 (a
+ * malformed callback for this subscription).
+ *
+ * An accepted event is stored durably in `listsync.webhook_inbox` with a
+ * dedup key = sha256(subscription id, Channel, Type, canonical body), where
+ * the canonical body is Postgres' `jsonb` text (key order and whitespace do
+ * not matter; numbers keep every digit). The same delivery within
+ * `serve.webhookDedupWindowMinutes` is stored once: the check and the insert
+ * run in one transaction under an advisory lock on the key, so two copies
+ * arriving at the same moment are serialised. The answer is 200
+ * `{"ok":true,"duplicate":false|true}`.
+ *
+ * A new event whose body names a list item (`ListDataID`) is handed to
+ * `onItemEvent` after the answer (serve asks for an early pull), and the row's
+ * `processed_at` is set; an event that names no item needs nothing more and
+ * is stored as processed. The token and the body are never logged.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import type { Config } from '../config.js';
+import type { Knex } from '../db.js';
+import { pgCode } from '../errors.js';
+import type { Logger } from '../logger.js';
+import { HOOKS_PATH } from './subscribe.js';
+
+export type RejectReason = 'method' | 'unknown_token' | 'channel' | 'type' | 'content_type' | 'too_large' | 'bad_body';
+export type ReceiveOutcome = { result: 'accepted'; duplicate: boolean } | { result: 'rejected'; reason: RejectReason; status: number } | { result: 'error'; status: number };
+
+export interface ItemEvent {
+  inboxId: number;
+  subscriptionId: number;
+  resource: string;
+  channel: string;
+  type: number;
+  /** The item ID as text (all digits kept). */
+  listDataId: string;
+  /** The event kind the body named (`Event`), if any. */
+  event: string | null;
+}
+
+export interface ReceiverOptions {
+  db: Knex;
+  config: Config;
+  logger: Logger;
+  /** Called once per new (not duplicate) event that names a list item. */
+  onItemEvent?: (event: ItemEvent) => void | Promise<void>;
+  /** Called for every request with its outcome (metrics). */
+  onOutcome?: (outcome: ReceiveOutcome) => void;
+}
+
+export type HookHandler = (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>;
+
+interface SubscriptionRow {
+  id: number;
+  resource: string;
+  channel: string;
+  type: number;
+}
+
+/** Headers kept with an event (never credentials or cookies). */
+const KEPT_HEADERS = ['channel', 'type', 'content-type', 'content-length', 'user-agent', 'date', 'x-request-id', 'x-forwarded-for'];
+/** After a 413, at most this many further bytes are read (and discarded) so the sender can read the answer; then the connection is cut. */
+const DRAIN_LIMIT_BYTES = 1024 * 1024;
+const DRAIN_TIMEOUT_MS = 2000;
+
+export function createHookReceiver(options: ReceiverOptions): HookHandler {
+  const { db, config } = options;
+  const log = options.logger.child({ component: 'webhooks' });
+  const limit = config.serve.webhookBodyLimitBytes;
+  const windowMinutes = config.serve.webhookDedupWindowMinutes;
+
+  const outcome = (o: ReceiveOutcome): void => {
+    try {
+      options.onOutcome?.(o);
+    } catch {
+      /* metrics must never break the receiver */
+    }
+  };
+
+  const reject = (req: IncomingMessage, res: ServerResponse, status: number, reason: RejectReason, message: string, sub?: SubscriptionRow, extraHeaders: Record<string, string> = {}): void => {
+    log.warn({ status, reason, subscription: sub?.id, remote: req.socket.remoteAddress }, `webhook rejected: ${message}`);
+    send(res, status, { ok: false, error: message }, { connection: 'close', ...extraHeaders });
+    discardRest(req);
+    outcome({ result: 'rejected', reason, status });
+  };
+
+  return async (req, res, url) => {
+    const started = performance.now();
+    try {
+      if (req.method !== 'POST') return reject(req, res, 405, 'method', 'only POST is accepted here', undefined, { allow: 'POST' });
+
+      const token = url.pathname.startsWith(HOOKS_PATH) ? url.pathname.slice(HOOKS_PATH.length) : '';
+      const sub = /^[A-Za-z0-9_-]{8,128}$/.test(token)
+        ? ((await db('listsync.webhook_subscriptions').where({ token }).first('id', 'resource', 'channel', 'type')) as SubscriptionRow | undefined)
+        : undefined;
+      if (!sub) return reject(req, res, 404, 'unknown_token', 'no subscription has this callback path');
+
+      const channel = header(req, 'channel');
+      if (channel === undefined) return reject(req, res, 403, 'channel', 'the Channel header is missing', sub);
+      if (channel !== sub.channel) return reject(req, res, 403, 'channel', "the Channel header does not match the subscription's channel", sub);
+
+      const typeText = header(req, 'type');
+      if (typeText === undefined) return reject(req, res, 400, 'type', 'the Type header is missing', sub);
+      if (!/^\s*-?\d{1,9}\s*$/.test(typeText)) return reject(req, res, 400, 'type', 'the Type header is not an integer', sub);
+      if (Number(typeText) !== sub.type) return reject(req, res, 400, 'type', "the Type header does not match the subscription's type", sub);
+
+      if (!isJsonContentType(header(req, 'content-type'))) return reject(req, res, 415, 'content_type', 'Content-Type must be application/json', sub);
+
+      const declared = header(req, 'content-length');
+      if (declared !== undefined && (!/^\d+$/.test(declared) || Number(declared) > limit)) {
+        return reject(req, res, 413, 'too_large', `the body exceeds ${limit} bytes`, sub);
+      }
+      const body = await readLimited(req, limit);
+      if (body === 'too_large') return reject(req, res, 413, 'too_large', `the body exceeds ${limit} bytes`, sub);
+
+      const text = decodeUtf8(body);
+      if (text === undefined) return reject(req, res, 400, 'bad_body', 'the body is not UTF-8 text', sub);
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        return reject(req, res, 400, 'bad_body', 'the body is not valid JSON', sub);
+      }
+      if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return reject(req, res, 400, 'bad_body', 'the body must be a JSON object', sub);
+
+      let stored: { id: number; duplicate: boolean; listDataId: string | null; event: string | null };
+      try {
+        stored = await store(db, sub, channel, Number(typeText), keptHeaders(req), text, windowMinutes);
+      } catch (err) {
+        // 22xxx: data exceptions, e.g. a \u0000 escape that jsonb cannot hold.
+        if (pgCode(err)?.startsWith('22')) return reject(req, res, 400, 'bad_body', 'the body is JSON that cannot be stored (e.g. a \\u0000 escape)', sub);
+        throw err;
+      }
+      send(res, 200, { ok: true, duplicate: stored.duplicate });
+      outcome({ result: 'accepted', duplicate: stored.duplicate });
+      log.info(
+        { subscription: sub.id, inboxId: stored.id, channel, type: sub.type, event: stored.event, duplicate: stored.duplicate, ms: Math.round((performance.now() - started) * 10) / 10 },
+        stored.duplicate ? 'webhook event was a duplicate delivery' : 'webhook event stored',
+      );
+      if (!stored.duplicate && stored.listDataId !== null && options.onItemEvent) {
+        await dispatch(options.onItemEvent, { inboxId: stored.id, subscriptionId: sub.id, resource: sub.resource, channel, type: sub.type, listDataId: stored.listDataId, event: stored.event });
+      }
+    } catch (err) {
+      log.error({ code: pgCode(err), error: errorSummary(err) }, 'webhook receiver failed; answered 503 so the platform may deliver again');
+      if (!res.headersSent) send(res, 503, { ok: false, error: 'the event could not be stored; try again' }, { connection: 'close' });
+      else res.end();
+      discardRest(req);
+      outcome({ result: 'error', status: 503 });
+    }
+  };
+
+  async function dispatch(fn: NonNullable<ReceiverOptions['onItemEvent']>, event: ItemEvent): Promise<void> {
+    try {
+      await fn(event);
+      await db('listsync.webhook_inbox').where({ id: event.inboxId }).update({ processed_at: db.fn.now() });
+    } catch (err) {
+      log.error({ inboxId: event.inboxId, error: errorSummary(err) }, 'handling a webhook item event failed; it stays unprocessed');
+    }
+  }
+}
+
+/** Stores one event unless the same delivery is already in the window; race-free through an advisory lock on the key. */
+async function store(
+  db: Knex,
+  sub: SubscriptionRow,
+  channel: string,
+  type: number,
+  headers: Record<string, string>,
+  body: string,
+  windowMinutes: number,
+): Promise<{ id: number; duplicate: boolean; listDataId: string | null; event: string | null }> {
+  return db.transaction(async (trx) => {
+    const keyed = (await trx.raw(
+      `select k, pg_advisory_xact_lock(hashtextextended('listsync:webhook:' || k, 0))
+         from (select encode(sha256(convert_to(?::text || E'\\n' || ? || E'\\n' || ?::text || E'\\n' || (?::jsonb)::text, 'UTF8')), 'hex') as k) x`,
+      [sub.id, channel, type, body],
+    )) as { rows: { k: string }[] };
+    const key = keyed.rows[0]!.k;
+    const existing = (await trx('listsync.webhook_inbox')
+      .where({ dedup_key: key, subscription_id: sub.id })
+      .where('received_at', '>', trx.raw('now() - make_interval(mins => ?)', [windowMinutes]))
+      .orderBy('id')
+      .first('id', trx.raw("body ->> 'ListDataID' as list_data_id"), trx.raw("body ->> 'Event' as event"))) as { id: number; list_data_id: string | null; event: string | null } | undefined;
+    if (existing) return { id: Number(existing.id), duplicate: true, listDataId: existing.list_data_id, event: existing.event };
+    const inserted = (await trx.raw(
+      `insert into listsync.webhook_inbox (subscription_id, dedup_key, channel, type, headers, body, processed_at)
+       select ?, ?, ?, ?, ?::jsonb, b, case when b ->> 'ListDataID' is null or b ->> 'ListDataID' = '' then now() end
+         from (select ?::jsonb as b) x
+       returning id, body ->> 'ListDataID' as list_data_id, body ->> 'Event' as event`,
+      [sub.id, key, channel, type, JSON.stringify(headers), body],
+    )) as { rows: { id: number; list_data_id: string | null; event: string | null }[] };
+    const row = inserted.rows[0]!;
+    return { id: Number(row.id), duplicate: false, listDataId: row.list_data_id === '' ? null : row.list_data_id, event: row.event };
+  });
+}
+
+function header(req: IncomingMessage, name: string): string | undefined {
+  const v = req.headers[name];
+  if (Array.isArray(v)) return v.length === 1 ? v[0] : undefined;
+  return v;
+}
+
+function keptHeaders(req: IncomingMessage): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of KEPT_HEADERS) {
+    const v = req.headers[name];
+    if (v !== undefined) out[name] = Array.isArray(v) ? v.join(', ') : v;
+  }
+  return out;
+}
+
+export function isJsonContentType(value: string | undefined): boolean {
+  if (!value) return false;
+  const [type, ...params] = value.split(';').map((s) => s.trim().toLowerCase());
+  if (type !== 'application/json') return false;
+  for (const p of params) {
+    const [k, v] = p.split('=').map((s) => s.trim());
+    if (k === 'charset' && v !== undefined && v.replace(/"/g, '') !== 'utf-8' && v.replace(/"/g, '') !== 'utf8') return false;
+  }
+  return true;
+}
+
+/** Reads the body, stopping as soon as it passes `limit` bytes. */
+function readLimited(req: IncomingMessage, limit: number): Promise<Buffer | 'too_large'> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let settled = false;
+    const finish = (fn: () => void): void => {
+      if (settled) return;
+      settled = true;
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      req.off('close', onClose);
+      fn();
+    };
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
+      if (size > limit) finish(() => resolve('too_large'));
+      else chunks.push(chunk);
+    };
+    const onEnd = (): void => finish(() => resolve(Buffer.concat(chunks, size)));
+    const onError = (err: Error): void => finish(() => reject(err));
+    const onClose = (): void => finish(() => reject(new Error('the connection closed before the body ended')));
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+    req.on('close', onClose);
+  });
+}
+
+/** Lets the sender finish writing (so it can read our answer) without keeping anything; cuts it off past a limit. */
+function discardRest(req: IncomingMessage): void {
+  if (req.readableEnded || req.destroyed) return;
+  let drained = 0;
+  const timer = setTimeout(() => req.socket.destroy(), DRAIN_TIMEOUT_MS);
+  timer.unref();
+  req.on('data', (chunk: Buffer) => {
+    drained += chunk.length;
+    if (drained > DRAIN_LIMIT_BYTES) {
+      clearTimeout(timer);
+      req.socket.destroy();
+    }
+  });
+  req.on('end', () => clearTimeout(timer));
+  req.on('close', () => clearTimeout(timer));
+  req.on('error', () => clearTimeout(timer));
+  req.resume();
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+function decodeUtf8(buf: Buffer): string | undefined {
+  try {
+    return utf8.decode(buf);
+  } catch {
+    return undefined;
+  }
+}
+
+function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)), ...headers });
+  res.end(text);
+}
+
+/**
+ * An error's class, Postgres code and message. Never the body: the statements
+ * carry it as a bind parameter (not in the message), and Postgres' data
+ * errors (22xxx), whose detail can quote it, are answered 400 before this.
+ */
+function errorSummary(err: unknown): string {
+  const e = err as { name?: unknown; code?: unknown; message?: unknown } | null;
+  const name = typeof e?.name === 'string' ? e.name : 'Error';
+  const code = typeof e?.code === 'string' ? ` ${e.code}` : '';
+  const message = typeof e?.message === 'string' && !code.startsWith(' 22') ? `: ${e.message}` : '';
+  return `${name}${code}${message}`;
+}
