@@ -168,6 +168,8 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
   const query = buildQuery(list, cp);
   let itemsSoFar = 0;
   let stopped = false;
+  let lastKeyProbe: Promise<void> | undefined;
+  let keysBeforeProbe: [string, string][][] | undefined;
   const writes = new Set<Promise<void>>();
   let writeError: unknown;
   /** Pages committed ahead of a page still being written: the checkpoint cannot pass the gap. */
@@ -214,13 +216,21 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
     for await (const page of client.pages(list.appID, list.listID, query, { startPage: cp.nextPage, pageSize: list.pageSize })) {
       if (cp.firstTotal < 0) {
         cp.firstTotal = page.totalCount;
-        cp.lastKeyAtStart = await lastKeyNow(client, list, query, page.totalCount);
+        // Which items are new since the start: the last item that existed then. Asked for in the
+        // background (one request) so paging does not wait for it; keys seen meanwhile wait here.
+        lastKeyProbe = lastKeyNow(client, list, query, page.totalCount).then((key) => {
+          cp.lastKeyAtStart = key;
+          for (const keys of keysBeforeProbe ?? []) cp.createdSeen += keys.filter((k) => key === null || compareKeys(k, key) > 0).length;
+          keysBeforeProbe = undefined;
+        });
+        keysBeforeProbe = [];
       } else if (page.totalCount < cp.lastTotal) {
         cp.decreaseSeen = true;
       }
       cp.lastTotal = page.totalCount;
       cp.maxTotal = Math.max(cp.maxTotal, page.totalCount);
-      cp.createdSeen += countAfter(page.items, list, cp.lastKeyAtStart);
+      if (keysBeforeProbe !== undefined) keysBeforeProbe.push(page.items.map((it) => sortKey(it, list)));
+      else cp.createdSeen += countAfter(page.items, list, cp.lastKeyAtStart);
       const accounting = { ...cp };
 
       // Up to WRITE_LANES pages are written at once, each in its own transaction with the run's
@@ -252,8 +262,9 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
     }
     await Promise.all(writes);
     if (writeError !== undefined) throw writeError;
+    await lastKeyProbe;
   } catch (err) {
-    await Promise.allSettled(writes);
+    await Promise.allSettled([...writes, lastKeyProbe]);
     const e = err as Error;
     const delta = takeRequestDelta();
     await finishRun(db, runId, 'failed', { error: e.message, counters: { ...counters, requests: counters.requests + (delta.requests ?? 0), retries: counters.retries + (delta.retries ?? 0) } });
