@@ -5,7 +5,7 @@
 import { type Config, loadConfig, readEnvironment, redactUrl, secretsOf } from './config.js';
 import { createDb, ping, type Knex } from './db.js';
 import { createLogger, type Logger } from './logger.js';
-import { PlatformClient } from './platform/client.js';
+import { PlatformClient, type PlatformClientOptions } from './platform/client.js';
 import { SharedBudget, budgetAccount } from './platform/shared-budget.js';
 
 export interface Output {
@@ -35,9 +35,10 @@ export interface AppContext {
   close(): Promise<void>;
 }
 
-export function createClient(config: Config, logger: Logger, db?: Knex): PlatformClient {
+/** The platform client; with `db`, its request budget is shared with every process using the account. */
+export function createClient(config: Config, logger: Logger, db?: Knex, onRequest?: PlatformClientOptions['onRequest']): PlatformClient {
   const budget = db ? new SharedBudget({ db, account: budgetAccount(config.platform) }) : undefined;
-  return new PlatformClient({ config: config.platform, logger, budget });
+  return new PlatformClient({ config: config.platform, logger, budget, onRequest });
 }
 
 export function loadAppConfig(opts: GlobalOptions): Config {

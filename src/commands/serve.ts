@@ -1,20 +1,13 @@
 /** `listsync serve`: runs until SIGTERM/SIGINT, then shuts down cleanly. */
-import type { AppContext } from '../context.js';
+import { createClient, type AppContext } from '../context.js';
 import { createMetrics } from '../metrics.js';
-import { PlatformClient } from '../platform/client.js';
-import { SharedBudget, budgetAccount } from '../platform/shared-budget.js';
 import { startServe, type RunningServe } from '../serve.js';
 import { createHookReceiver, earlyPullOnItemEvent, HOOKS_PATH } from '../webhooks/index.js';
 
 export async function runServe(ctx: AppContext, opts: { port?: number }): Promise<number> {
   const metrics = createMetrics({ db: ctx.db, config: ctx.config, logger: ctx.logger });
   // serve's own client reports every request to /metrics; its budget is shared through Postgres like any other.
-  const client = new PlatformClient({
-    config: ctx.config.platform,
-    logger: ctx.logger,
-    budget: new SharedBudget({ db: ctx.db, account: budgetAccount(ctx.config.platform) }),
-    onRequest: metrics.onRequest,
-  });
+  const client = createClient(ctx.config, ctx.logger, ctx.db, metrics.onRequest);
   // Early pulls go to the serve instance, which exists once the routes are mounted.
   const started: { serve?: RunningServe } = {};
   const requestPull = (list: string): void => started.serve?.requestPull(list);
