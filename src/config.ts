@@ -85,6 +85,8 @@ const configSchema = z
         url: z.string().min(1, 'is empty: set DATABASE_URL or database.url'),
         schema: identifier.default('mirror'),
         poolMax: positiveInt.max(100).default(10),
+        /** Pages a pull writes at once. 2 overlaps conversion with writing when PostgreSQL has cores of its own. */
+        pageWriters: positiveInt.max(4).default(1),
       })
       .strict(),
     lists: z.array(listSchema).default([]),

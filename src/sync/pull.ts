@@ -233,9 +233,9 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
       else cp.createdSeen += countAfter(page.items, list, cp.lastKeyAtStart);
       const accounting = { ...cp };
 
-      // Up to WRITE_LANES pages are written at once, each in its own transaction with the run's
-      // counters and the checkpoint: converting one page overlaps the database writing another.
-      while (writes.size >= WRITE_LANES) await Promise.race(writes);
+      // Up to database.pageWriters pages are written at once, each in its own transaction with the
+      // run's counters and the checkpoint: converting one page can overlap the database writing another.
+      while (writes.size >= config.database.pageWriters) await Promise.race(writes);
       if (writeError !== undefined) throw writeError;
       const write = writePage(page, accounting).then(
         (result) => {
@@ -293,9 +293,6 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
   log.info({ ...counters, watermark: newWatermark ?? state.watermark }, `${job} finished`);
   return { runId, list: list.name, status: 'succeeded', resumed, windowFrom: cp.windowFrom, windowTo: cp.windowTo, watermark: newWatermark ?? state.watermark, watermarkHeld, counters, schemaChanges };
 }
-
-/** Two pages written at once: enough to keep both cores busy (conversion here, the database there). */
-const WRITE_LANES = 2;
 
 /** Two page transactions can touch the same row (an item shifted across a page boundary): retry a deadlock. */
 async function withDeadlockRetry<T>(fn: () => Promise<T>, attempts = 3): Promise<T> {

@@ -34,6 +34,7 @@ export interface WorldOptions {
   /** Overrides merged into the one list's config. */
   list?: Record<string, unknown>;
   platform?: Record<string, unknown>;
+  database?: Record<string, unknown>;
   /** Extra lists (raw config objects). */
   lists?: Record<string, unknown>[];
   db?: TestDatabase;
@@ -45,7 +46,7 @@ export async function startWorld(opts: WorldOptions = {}): Promise<World> {
   const t = opts.db ?? (await createTestDatabase());
   const raw = {
     platform: { baseUrl: emu.baseUrl, apiKey: emu.apiKey, requestsPerSecond: 100, timeoutMs: 5000, ...opts.platform },
-    database: { url: t.url, schema: 'mirror' },
+    database: { url: t.url, schema: 'mirror', ...opts.database },
     lists: opts.lists ?? [{ name: 'orders', appID: 'demo', listID: 'orders', ...opts.list }],
   };
   const config = parseConfig(raw);

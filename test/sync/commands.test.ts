@@ -10,7 +10,7 @@ describe('check, discover, backfill, users, status (CLI against the emulator)', 
   let w: World;
   let env: Record<string, string>;
   beforeAll(async () => {
-    w = await startWorld({ emulator: { items: 1200 }, list: { pageSize: 100 } });
+    w = await startWorld({ emulator: { items: 1200 }, list: { pageSize: 100 }, database: { pageWriters: 2 } });
     env = { PLATFORM_API_KEY: w.emu.apiKey };
   });
   afterAll(async () => w?.close());
