@@ -138,14 +138,20 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
     cp = fresh();
   }
   // A field added (or back) on the platform: existing rows have no value for it yet, and their
-  // versions did not move. Re-read everything once, rewriting every row.
-  const refill = mode.kind === 'incremental' && !resumed && state.watermark !== null && schemaChanges.some((c) => c.startsWith('added column') || c.includes('is back on the platform'));
-  if (refill) {
-    cp.windowFrom = null;
+  // versions did not move. Re-read everything once, rewriting every row: their versions are set to
+  // REFILL_VERSION, which no platform version equals, until the full read has rewritten them (a
+  // run that fails before its first checkpoint finds them marked and starts the full read again).
+  const table = `${mapping.schema}.${mapping.table}`;
+  const fieldsAdded = schemaChanges.some((c) => c.startsWith('added column') || c.includes('is back on the platform'));
+  if (mode.kind === 'incremental' && !resumed && state.watermark !== null && fieldsAdded) {
     await db.transaction(async (trx) => {
       await markListsyncWriter(trx);
-      await trx.raw('update ?? set row_version = null', [`${mapping.schema}.${mapping.table}`]);
+      await trx.raw(`update ?? set row_version = ? where id not like 'local-%'`, [table, REFILL_VERSION]);
     });
+  }
+  const refill = mode.kind === 'incremental' && !resumed && state.watermark !== null && (fieldsAdded || Boolean(await db(table).where({ row_version: REFILL_VERSION }).first('id')));
+  if (refill) {
+    cp.windowFrom = null;
     deps.logger.warn({ list: list.name, changes: schemaChanges }, 'new field(s) on the platform: re-reading the whole list once to fill them');
   }
 
@@ -287,12 +293,20 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
   const newWatermark = job === 'pull' && !watermarkHeld ? cp.startDate : null;
   await db.transaction(async (trx) => {
     await completeState(trx, list.name, job, newWatermark);
+    if (cp.windowFrom === null && job === 'pull' && !watermarkHeld) {
+      // A full read rewrote every row the platform still has: rows left marked for a refill are gone there (reconcile marks them).
+      await markListsyncWriter(trx);
+      await trx.raw('update ?? set row_version = null where row_version = ?', [table, REFILL_VERSION]);
+    }
     await finishRun(trx, runId, 'succeeded', { counters, details: { watermark: newWatermark ?? state.watermark, watermarkHeld, firstTotal: cp.firstTotal, lastTotal: cp.lastTotal, createdDuringRun: cp.createdSeen } });
   });
   if (watermarkHeld) log.warn('items were deleted on the platform while paging; the watermark stays so the next run re-reads this window');
   log.info({ ...counters, watermark: newWatermark ?? state.watermark }, `${job} finished`);
   return { runId, list: list.name, status: 'succeeded', resumed, windowFrom: cp.windowFrom, windowTo: cp.windowTo, watermark: newWatermark ?? state.watermark, watermarkHeld, counters, schemaChanges };
 }
+
+/** row_version of rows waiting for a full re-read after the platform added a field. */
+const REFILL_VERSION = -1;
 
 /** Two page transactions can touch the same row (an item shifted across a page boundary): retry a deadlock. */
 async function withDeadlockRetry<T>(fn: () => Promise<T>, attempts = 3): Promise<T> {
