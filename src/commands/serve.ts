@@ -2,7 +2,7 @@
 import { createClient, type AppContext } from '../context.js';
 import { createMetrics } from '../metrics.js';
 import { startServe, type RunningServe } from '../serve.js';
-import { createHookReceiver, earlyPullOnItemEvent, HOOKS_PATH } from '../webhooks/index.js';
+import { createHookReceiver, earlyPullOnItemEvent, HOOKS_PATH, replayUnprocessedEvents } from '../webhooks/index.js';
 
 export async function runServe(ctx: AppContext, opts: { port?: number }): Promise<number> {
   const metrics = createMetrics({ db: ctx.db, config: ctx.config, logger: ctx.logger });
@@ -21,6 +21,8 @@ export async function runServe(ctx: AppContext, opts: { port?: number }): Promis
     routes: { '/metrics': metrics.handler, [HOOKS_PATH]: hooks },
   });
   started.serve = serve;
+  const replayed = await replayUnprocessedEvents(ctx.db, ctx.config, requestPull);
+  if (replayed) ctx.logger.info({ events: replayed }, 'webhook events left unprocessed by a previous run: early pull requested');
   ctx.io.out(`listsync serve on ${serve.url} (healthz: ${serve.url}/healthz, metrics: ${serve.url}/metrics, webhooks: ${serve.url}${HOOKS_PATH}<token>)`);
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {

@@ -7,6 +7,7 @@
  * is already running are coalesced into one more pull after it.
  */
 import type { Config, ListConfig } from '../config.js';
+import type { Knex } from '../db.js';
 import type { ItemEvent } from './receiver.js';
 
 export function listsToPullFor(config: Config, _event?: Pick<ItemEvent, 'resource'>): readonly ListConfig[] {
@@ -19,4 +20,16 @@ export function earlyPullOnItemEvent(config: Config, requestPull: (list: string)
   return (event) => {
     for (const list of listsToPullFor(config, event)) requestPull(list.name);
   };
+}
+
+/**
+ * Item events stored by a process that stopped before acting on them: at start, serve asks for
+ * the early pull they were owed (once for all of them) and marks them processed.
+ */
+export async function replayUnprocessedEvents(db: Knex, config: Config, requestPull: (list: string) => void): Promise<number> {
+  const ids = (await db('listsync.webhook_inbox').whereNull('processed_at').pluck('id')) as number[];
+  if (ids.length === 0) return 0;
+  for (const list of listsToPullFor(config)) requestPull(list.name);
+  await db('listsync.webhook_inbox').whereIn('id', ids).update({ processed_at: db.fn.now() });
+  return ids.length;
 }

@@ -13,4 +13,4 @@ export {
   type SubscriptionSummary,
   type SubscribeOptions,
 } from './subscribe.js';
-export { earlyPullOnItemEvent, listsToPullFor } from './early-pull.js';
+export { earlyPullOnItemEvent, listsToPullFor, replayUnprocessedEvents } from './early-pull.js';
