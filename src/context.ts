@@ -2,7 +2,7 @@
  * What a command needs, built once from the config: database, logger and (lazily)
  * the platform client. Commands receive it; nothing else reads the environment.
  */
-import { type Config, loadConfig, readEnvironment, redactUrl, secretsOf } from './config.js';
+import { type Config, loadConfig, readEnvironment, secretsOf } from './config.js';
 import { createDb, ping, type Knex } from './db.js';
 import { createLogger, type Logger } from './logger.js';
 import { PlatformClient, type PlatformClientOptions } from './platform/client.js';
@@ -78,4 +78,3 @@ export async function openContext(opts: GlobalOptions, io: Output = stdio): Prom
   };
 }
 
-export { redactUrl };

@@ -122,7 +122,7 @@ export interface OutboxChange {
   /** `{column: value}`; numeric values are strings, date-times ISO 8601 with offset. Convert with `toPlatform`. */
   changes: Record<string, unknown>;
   baseVersion: number | null;
-  status: 'pending' | 'sending' | 'applied' | 'conflict' | 'failed';
+  status: 'pending' | 'sending' | 'applied' | 'conflict' | 'failed' | 'superseded';
   attempts: number;
   lastError: string | null;
   nextAttemptAt: Date;

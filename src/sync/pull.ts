@@ -78,7 +78,6 @@ interface PullCheckpoint {
   windowTo: string | null;
   nextPage: number;
   firstTotal: number;
-  maxTotal: number;
   lastTotal: number;
   /** Sort key of the last item that existed when the run started; items after it are new. */
   lastKeyAtStart: [string, string] | null;
@@ -123,7 +122,6 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
       windowTo: mode.kind === 'backfill' ? (mode.to ?? null) : null,
       nextPage: 1,
       firstTotal: -1,
-      maxTotal: -1,
       lastTotal: -1,
       lastKeyAtStart: null,
       createdSeen: 0,
@@ -234,7 +232,6 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
         cp.decreaseSeen = true;
       }
       cp.lastTotal = page.totalCount;
-      cp.maxTotal = Math.max(cp.maxTotal, page.totalCount);
       if (keysBeforeProbe !== undefined) keysBeforeProbe.push(page.items.map((it) => sortKey(it, list)));
       else cp.createdSeen += countAfter(page.items, list, cp.lastKeyAtStart);
       const accounting = { ...cp };

@@ -216,6 +216,9 @@ async function markSending(db: Knex, row: OutboxRow, sent: Record<string, unknow
   await db('listsync.outbox').where({ id: row.id }).update({ status: 'sending', sent_changes: JSON.stringify(sent), updated_at: db.fn.now() });
 }
 
+/** The outbox row's changes that differ from what was sent (bound: the sent changes as JSON): edits made meanwhile. */
+const REMAINDER = `(select coalesce(jsonb_object_agg(k, v), '{}'::jsonb) from jsonb_each(o.changes) e(k, v) where (?::jsonb) -> k is distinct from v)`;
+
 /**
  * The sent part is applied. Edits made while it was in flight (the remainder)
  * stay pending against the new version.
@@ -223,7 +226,7 @@ async function markSending(db: Knex, row: OutboxRow, sent: Record<string, unknow
 async function settleApplied(db: Knex | Knex.Transaction, row: OutboxRow, sent: Record<string, unknown>, newVersion: number | null): Promise<void> {
   await db.raw(
     `with cur as (
-       select o.id, (select coalesce(jsonb_object_agg(k, v), '{}'::jsonb) from jsonb_each(o.changes) e(k, v) where (?::jsonb) -> k is distinct from v) as rest
+       select o.id, ${REMAINDER} as rest
          from listsync.outbox o where o.id = ?)
      update listsync.outbox o
         set status = case when cur.rest = '{}'::jsonb then 'applied' else 'pending' end,
@@ -242,7 +245,7 @@ async function settleCreated(db: Knex, mapping: TableMapping, row: OutboxRow, se
     // Edits made to the row while it was being created stay pending as an update of the new item (version 1).
     await trx.raw(
       `with cur as (
-         select o.id, (select coalesce(jsonb_object_agg(k, v), '{}'::jsonb) from jsonb_each(o.changes) e(k, v) where (?::jsonb) -> k is distinct from v) as rest
+         select o.id, ${REMAINDER} as rest
            from listsync.outbox o where o.id = ?)
        update listsync.outbox o
           set item_id = ?,

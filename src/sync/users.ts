@@ -9,10 +9,11 @@ import { addToRun, closeAbandonedRuns, finishRun, startRun, zeroCounters, type R
 import { completeState } from './state.js';
 
 export const USERS_JOB_LIST = '_users';
+const USERS_LOCK = 'users';
 
 export async function pullUsers(deps: { db: Knex; client: PlatformClient; config: Config; logger: Logger; waitMs?: number }): Promise<{ runId: number; counters: RunCounters }> {
   const { db, client, config } = deps;
-  return withLock(db, listLockNameForUsers(), { waitMs: deps.waitMs ?? 0 }, async () => {
+  return withLock(db, USERS_LOCK, { waitMs: deps.waitMs ?? 0 }, async () => {
     await closeAbandonedRuns(db, USERS_JOB_LIST, ['users']);
     await ensureUsersTable(db, config.database.schema, config.users.table);
     const runId = await startRun(db, USERS_JOB_LIST, 'users');
@@ -48,6 +49,3 @@ export async function pullUsers(deps: { db: Knex; client: PlatformClient; config
   });
 }
 
-function listLockNameForUsers(): string {
-  return 'users';
-}
