@@ -20,6 +20,8 @@ import { runDemo } from './commands/demo.js';
 import { registerEmulatorCommand } from './emulator/command.js';
 import { appLogger, createClient, type AppContext } from './context.js';
 import { pullUsers } from './sync/users.js';
+import { createDb } from './db.js';
+import { readRegistry } from './mirror/registry.js';
 
 export function buildProgram(io: Output, setCode: (code: number) => void): Command {
   const program = new Command('listsync')
@@ -84,10 +86,14 @@ export function buildProgram(io: Output, setCode: (code: number) => void): Comma
       const config = loadAppConfig(globals());
       const lists = selectLists({ config }, opts.list);
       const client = createClient(config, appLogger(config, globals()));
+      // The mirror's registry, when the database is reachable, says which columns exist and which fields were renamed.
+      const db = createDb({ url: config.database.url, poolMax: 1 });
+      const registry = (name: string) => readRegistry(db, name).catch(() => undefined);
       try {
-        io.out(await runDiscover({ client }, lists));
+        io.out(await runDiscover({ client }, lists, registry));
       } finally {
         await client.close();
+        await db.destroy();
       }
     });
 

@@ -15,6 +15,7 @@ import { IANAZone } from 'luxon';
 import { validate as validateCron } from 'node-cron';
 import { z } from 'zod';
 import { ConfigError } from './errors.js';
+import { RESERVED_COLUMNS } from './mirror/naming.js';
 
 export const DEFAULT_CONFIG_FILE = 'listsync.config.json';
 
@@ -28,6 +29,11 @@ const timeZone = z.string().refine((s) => IANAZone.isValidZone(s), {
   message: 'not a known IANA time zone (e.g. "UTC", "Europe/Berlin", "Asia/Shanghai")',
 });
 const positiveInt = z.number().int().positive();
+const columnName = z
+  .string()
+  .regex(/^[\p{Ll}\p{Lo}_][\p{Ll}\p{Lo}\p{N}_]*$/u, 'use lower-case letters, digits and _ (starting with a letter or _)')
+  .refine((s) => Buffer.byteLength(s, 'utf8') <= 63, 'is longer than 63 bytes; Postgres would truncate it')
+  .refine((s) => !RESERVED_COLUMNS.includes(s), { message: `is one of the columns every mirror table has (${RESERVED_COLUMNS.join(', ')}); choose another name` });
 
 const platformSchema = z
   .object({
@@ -74,8 +80,20 @@ const listSchema = z
     maxPushAttempts: positiveInt.max(100).default(5),
     /** reconcile refuses to mark deletes when it saw fewer than this share of the mirror's live rows. */
     reconcileMinSeenRatio: z.number().min(0).max(1).default(0.5),
+    /** Columns named from the fields' display names (`order_no`) or their field names (`text1`). */
+    columnNames: z.enum(['display', 'field']).default('display'),
+    /** Pinned column names, by field name: `{ "Text1": "status" }`. */
+    columns: z.record(z.string().min(1), columnName).default({}),
   })
-  .strict();
+  .strict()
+  .superRefine((l, ctx) => {
+    const byColumn = new Map<string, string>();
+    for (const [field, column] of Object.entries(l.columns)) {
+      const other = byColumn.get(column);
+      if (other !== undefined) ctx.addIssue({ code: 'custom', path: ['columns', field], message: `"${column}" is pinned for both ${other} and ${field}; give each field its own column` });
+      byColumn.set(column, field);
+    }
+  });
 
 const configSchema = z
   .object({

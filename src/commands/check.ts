@@ -3,7 +3,7 @@
  * available) the platform and every configured filter/sort field. Each finding
  * says what is wrong and what to do.
  */
-import type { Config } from '../config.js';
+import type { Config, ListConfig } from '../config.js';
 import { redactUrl } from '../config.js';
 import { createDb, pendingMigrations, ping } from '../db.js';
 import type { PlatformClient } from '../platform/client.js';
@@ -38,6 +38,22 @@ export async function runCheck(config: Config, platformCheck?: PlatformCheck): P
   }
   if (platformCheck) findings.push(...(await platformCheck(config)));
   return findings;
+}
+
+/**
+ * The version field is read from items, not from `/fields` (which need not
+ * list it): one item is asked for and must carry it. An empty list cannot
+ * say; that is not a problem.
+ */
+async function versionFieldProblem(client: PlatformClient, list: ListConfig, i: number): Promise<string | undefined> {
+  const { items } = await client.queryItems(list.appID, list.listID, { PageIndex: 1, PageSize: 1 });
+  const item = items[0];
+  if (item === undefined || Object.hasOwn(item, list.versionField)) return undefined;
+  const keys = Object.keys(item).filter((k) => /version|rev/i.test(k));
+  return (
+    `items of ${list.appID}/${list.listID} have no "${list.versionField}" (lists[${i}].versionField), which write-back needs to detect conflicts` +
+    (keys.length ? `; version-like keys seen: ${keys.join(', ')}` : `; keys seen: ${Object.keys(item).slice(0, 12).join(', ')}`)
+  );
 }
 
 export function exitCodeOf(findings: readonly Finding[]): 0 | 1 | 2 {
@@ -77,7 +93,8 @@ export function platformCheck(makeClient: () => PlatformClient): PlatformCheck {
           if (!f) problems.push(`lists[${i}].${key} "${name}" is not a field of ${list.appID}/${list.listID}`);
           else if (!f.IsIndex) problems.push(`lists[${i}].${key} "${name}" is not indexed on the platform (filters and sorts need indexed fields)`);
         }
-        if (!byName.has(list.versionField)) problems.push(`lists[${i}].versionField "${list.versionField}" is not a field of ${list.appID}/${list.listID}`);
+        const version = problems.length === 0 ? await versionFieldProblem(client, list, i) : undefined;
+        if (version) problems.push(version);
         findings.push(
           problems.length
             ? { check: `platform ${list.name}`, ok: false, severity: 2, message: `${problems.join('; ')}. Indexed fields: ${indexed.join(', ')}.` }

@@ -14,8 +14,10 @@
 import type { Knex } from '../db.js';
 import type { Logger } from '../logger.js';
 import type { FieldMeta } from '../platform/types.js';
-import { columnKindFor, SQL_TYPE, type ColumnKind } from './column-types.js';
-import { assignColumnNames, assertIdentifier, objectName, qualifiedName, quoteIdent, quoteLiteral } from './naming.js';
+import { flag } from '../platform/field-meta.js';
+import { columnKindFor, describeField, SQL_TYPE, type ColumnKind } from './column-types.js';
+import { assignColumnNames, assertIdentifier, objectName, preferredColumnName, qualifiedName, quoteIdent, quoteLiteral, type ColumnNaming } from './naming.js';
+import { rederiveColumns, type DerivedColumn } from './rederive.js';
 import { fieldsFingerprint, readRegistry, writeRegistry, type RegistryField } from './registry.js';
 import { createTableMapping, FIXED_COLUMNS, type MappedColumn, type TableMapping } from './table-mapping.js';
 import { assertCaptureFunction, attachCaptureTriggers, tableOwner } from './triggers.js';
@@ -39,6 +41,16 @@ export interface EnsureMirrorTableOptions {
   createdField?: string;
   /** Default `Modified`. */
   modifiedField?: string;
+  /**
+   * The platform's time zone the typed columns are converted in. When it differs
+   * from the one the table was last converted under, the date and date-time
+   * columns are re-derived from `_raw`.
+   */
+  timeZone?: string;
+  /** Name new columns from display names (default) or field names. */
+  columnNames?: ColumnNaming;
+  /** Pinned column names by field name (`lists[].columns`); a pinned name renames an existing column. */
+  columns?: Readonly<Record<string, string>>;
   logger?: Logger;
 }
 
@@ -127,18 +139,26 @@ async function ensureInTransaction(trx: Knex.Transaction, o: EnsureMirrorTableOp
   const ownFields = fields.filter((f) => !fixedByField.has(f.FieldName));
   const prior = new Map((registry?.fields ?? []).filter((e) => !e.fixed).map((e) => [e.field, e]));
   const names = assignColumnNames(
-    ownFields.map((f) => f.FieldName),
+    ownFields.map((f) => ({ field: f.FieldName, name: preferredColumnName(f, o.columnNames) })),
     new Map([...prior].map(([field, e]) => [field, e.column])),
+    new Map(Object.entries(o.columns ?? {})),
   );
+  if (existing.kind === 'table') await renamePinnedColumns(trx, qtable, existing.columns, prior, names, changes);
 
   // Decide each field column's kind and the DDL it needs.
   const entries: RegistryField[] = [];
+  const relabel = new Set<string>();
   const addColumns: { column: string; kind: ColumnKind; field: FieldMeta }[] = [];
   const widen: string[] = [];
   for (const f of ownFields) {
     const column = names.get(f.FieldName)!;
     const wanted = columnKindFor(f);
     const before = prior.get(f.FieldName);
+    const renamedTo = platformRename(before, f);
+    if (renamedTo !== undefined) {
+      changes.push(`field ${f.FieldName} is now called "${renamedTo}" on the platform (was "${before?.displayName ?? ''}"); column ${column} keeps its name (pin another with lists[].columns)`);
+      relabel.add(column);
+    }
     let kind: ColumnKind = wanted;
     if (existing.kind === 'table') {
       const have = existing.columns.get(column);
@@ -209,6 +229,7 @@ async function ensureInTransaction(trx: Knex.Transaction, o: EnsureMirrorTableOp
     for (const column of widen) {
       await trx.raw(`alter table ${qtable} alter column ${quoteIdent(column)} type text using ${quoteIdent(column)}::text`);
     }
+    for (const e of entries) if (relabel.has(e.column)) await commentColumn(trx, qtable, e);
   }
   await ensureIndexes(trx, schema, table);
   const active: MappedColumn[] = entries.map(({ field, column, kind }) => ({ field, column, kind }));
@@ -221,6 +242,18 @@ async function ensureInTransaction(trx: Knex.Transaction, o: EnsureMirrorTableOp
     return registryEntry(meta, column, kind, kind, true);
   });
   const fingerprint = fieldsFingerprint(fields);
+  const timeZone = o.timeZone ?? registry?.conversion.timeZone;
+  if (existing.kind === 'table') {
+    const stale = staleColumns({ entries, widen, fixedEntries, before: registry?.conversion.timeZone, now: timeZone });
+    if (stale.columns.length > 0) {
+      const r = await rederiveColumns(trx, { schema, table, listName: list.name }, stale.columns, timeZone ?? 'UTC');
+      if (r.rows > 0)
+        changes.push(
+        `re-derived ${stale.columns.map((c) => c.column).join(', ')} of ${r.rows} row(s) from _raw (${stale.why})` +
+          (r.failedValues ? `; ${r.failedValues} value(s) did not convert and are NULL, kept in _raw` : ''),
+      );
+    }
+  }
   await writeRegistry(trx, {
     name: list.name,
     appID: list.appID,
@@ -228,6 +261,7 @@ async function ensureInTransaction(trx: Knex.Transaction, o: EnsureMirrorTableOp
     table,
     fields: [...fixedEntries, ...entries, ...removed],
     fingerprint,
+    conversion: timeZone === undefined ? {} : { timeZone },
   });
 
   for (const c of changes) {
@@ -323,12 +357,13 @@ async function ensureIndexes(db: Knex.Transaction, schema: string, table: string
 }
 
 async function commentColumn(db: Knex.Transaction, qtable: string, e: RegistryField): Promise<void> {
-  const label = e.displayName && e.displayName !== e.field ? `${e.field} "${e.displayName}"` : e.field;
-  const text = `platform field ${label} (${e.fieldType || '?'}/${e.type || '?'})`;
+  const label = e.displayName && e.displayName !== e.field ? `"${e.displayName}" (platform field ${e.field}` : `platform field ${e.field} (`;
+  const text = `${label}${e.displayName && e.displayName !== e.field ? ', ' : ''}storage ${e.storage || '?'}, control ${e.control || '?'})`;
   await db.raw(`comment on column ${qtable}.${quoteIdent(e.column)} is ${quoteLiteral(text)}`);
 }
 
 function registryEntry(f: FieldMeta, column: string, kind: ColumnKind, platformKind: ColumnKind, fixed: boolean): RegistryField {
+  const shape = describeField(f);
   return {
     field: f.FieldName,
     column,
@@ -336,10 +371,65 @@ function registryEntry(f: FieldMeta, column: string, kind: ColumnKind, platformK
     platformKind,
     fieldType: typeof f.FieldType === 'string' ? f.FieldType : '',
     type: typeof f.Type === 'string' ? f.Type : '',
+    storage: shape.storage,
+    control: shape.control,
+    kindSource: shape.source,
     ...(typeof f.DisplayName === 'string' && f.DisplayName !== '' ? { displayName: f.DisplayName } : {}),
-    indexed: f.IsIndex === true,
-    system: f.IsSystem === true,
+    indexed: flag(f.IsIndex),
+    system: flag(f.IsSystem),
     fixed,
     removed: false,
   };
+}
+
+/** The new display name of a field renamed on the platform since the registry saw it; undefined otherwise. */
+function platformRename(before: RegistryField | undefined, f: FieldMeta): string | undefined {
+  const now = typeof f.DisplayName === 'string' ? f.DisplayName : undefined;
+  if (before?.displayName === undefined || now === undefined || now === '' || now === before.displayName) return undefined;
+  return now;
+}
+
+/**
+ * Renames existing columns whose field is pinned to another name in the config
+ * (`lists[].columns`). The pinned name must be free; `columns` is updated.
+ */
+async function renamePinnedColumns(
+  trx: Knex.Transaction,
+  qtable: string,
+  columns: Map<string, string>,
+  prior: ReadonlyMap<string, RegistryField>,
+  names: ReadonlyMap<string, string>,
+  changes: string[],
+): Promise<void> {
+  for (const [field, e] of prior) {
+    const to = names.get(field);
+    if (to === undefined || to === e.column || !columns.has(e.column)) continue;
+    if (columns.has(to)) throw new Error(`lists[].columns pins field ${field} to column "${to}", but ${qtable} already has a column "${to}"; choose a free name.`);
+    await trx.raw(`alter table ${qtable} rename column ${quoteIdent(e.column)} to ${quoteIdent(to)}`);
+    columns.set(to, columns.get(e.column)!);
+    columns.delete(e.column);
+    changes.push(`renamed column ${e.column} to ${to} for field ${field} (lists[].columns)`);
+  }
+}
+
+/**
+ * Columns whose values were converted under settings the table no longer has:
+ * widened columns (now text: the platform's text, not a cast of the old type),
+ * and every date and date-time column when the platform's time zone changed.
+ */
+function staleColumns(s: {
+  entries: readonly RegistryField[];
+  widen: readonly string[];
+  fixedEntries: readonly RegistryField[];
+  before: string | undefined;
+  now: string | undefined;
+}): { columns: DerivedColumn[]; why: string } {
+  const zoneChanged = s.before !== undefined && s.now !== undefined && s.before !== s.now;
+  const widened = new Set(s.widen);
+  const timed = (e: RegistryField): boolean => e.kind === 'date' || e.kind === 'timestamptz';
+  const columns = [...s.fixedEntries.filter((e) => zoneChanged && e.kind === 'timestamptz'), ...s.entries.filter((e) => widened.has(e.column) || (zoneChanged && timed(e)))].map(
+    ({ field, column, kind }) => ({ field, column, kind }),
+  );
+  const why = [zoneChanged && `platform.timeZone changed from ${s.before} to ${s.now}`, widened.size > 0 && `widened to text: ${s.widen.join(', ')}`].filter(Boolean).join('; ');
+  return { columns, why };
 }

@@ -1,11 +1,15 @@
 /**
  * Column names for platform fields, and identifier quoting.
  *
- * A field name becomes lower snake_case restricted to `[a-z0-9_]`, at most 63
- * bytes, never one of the reserved columns and never a Postgres system column;
- * collisions get deterministic numeric suffixes. Once assigned, a field's
- * column is persisted (in `listsync.lists.fields`) and reused, so the mapping
- * never moves between runs. Identifiers always reach SQL through `quoteIdent`.
+ * A column is named for people: the field's display name ("Order No.") in
+ * lower snake_case (`order_no`), falling back to the field name (`Text1`);
+ * letters and digits of any script are kept, everything else becomes `_`; at
+ * most 63 bytes, never one of the reserved columns and never a Postgres system
+ * column; collisions get deterministic numeric suffixes; a name pinned in the
+ * config wins. Once assigned, a field's column is persisted (in
+ * `listsync.lists.fields`, keyed by the field name, which never changes) and
+ * reused, so a field renamed on the platform keeps its column. Identifiers
+ * always reach SQL through `quoteIdent`.
  */
 import { createHash } from 'node:crypto';
 
@@ -21,38 +25,76 @@ const SYSTEM_COLUMNS = ['oid', 'tableoid', 'xmin', 'cmin', 'xmax', 'cmax', 'ctid
 const TAKEN_ALWAYS = new Set([...RESERVED_COLUMNS, ...SYSTEM_COLUMNS]);
 
 /**
- * The preferred column name for a field name, before collision handling:
- * `OrderDate` → `order_date`, `Text1` → `text1`, `HTTPCode` → `http_code`.
- * A name with no usable characters becomes `f_<hash>`; one starting with a
- * digit gets an `f_` prefix.
+ * The preferred column name for a display or field name, before collision
+ * handling: `Order No.` → `order_no`, `OrderDate` → `order_date`, `Text1` →
+ * `text1`, `HTTPCode` → `http_code`, `Größe` → `größe`. A name with no
+ * letters or digits becomes `f_<hash>`; one starting with a digit gets an
+ * `f_` prefix.
  */
-export function baseColumnName(fieldName: string): string {
-  let s = fieldName
+export function baseColumnName(name: string): string {
+  let s = name
     .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
     .replace(/([A-Z]+)([A-Z][a-z])/g, '$1_$2')
     .toLowerCase()
-    .replace(/[^a-z0-9]+/g, '_')
+    .replace(/[^\p{L}\p{N}]+/gu, '_')
     .replace(/^_+|_+$/g, '');
-  if (s === '') return `f_${shortHash(fieldName)}`;
-  if (/^[0-9]/.test(s)) s = `f_${s}`;
+  if (s === '') return `f_${shortHash(name)}`;
+  if (/^\p{N}/u.test(s)) s = `f_${s}`;
   return truncate(s, MAX_IDENTIFIER_BYTES);
 }
 
+/** How a list's columns are named: from display names (default) or from field names. */
+export type ColumnNaming = 'display' | 'field';
+
+/** The name a field's column would take before collisions: its display name, else its field name. */
+export function preferredColumnName(field: { FieldName: string; DisplayName?: string | undefined }, naming: ColumnNaming = 'display'): string {
+  const display = typeof field.DisplayName === 'string' ? field.DisplayName.trim() : '';
+  if (naming === 'display' && /[\p{L}\p{N}]/u.test(display)) return baseColumnName(display);
+  return baseColumnName(field.FieldName);
+}
+
+/** A field to name: its field name and the name it would like (`preferredColumnName`). */
+export interface ColumnRequest {
+  field: string;
+  name: string;
+}
+
 /**
- * Assigns a column to every field name. `existing` (field → column, from the
- * registry) is kept as is; new fields are named in sorted order so the result
- * does not depend on the order the platform lists them in.
+ * Assigns a column to every field. A plain string is a field name that wants
+ * its own snake-cased name. `pinned` (field → column, from the config) wins;
+ * then `existing` (field → column, from the registry) is kept as is; new
+ * fields are named in field-name order so the result does not depend on the
+ * order the platform lists them in. Throws when a pinned name is held by
+ * another field's existing column.
  */
-export function assignColumnNames(fieldNames: readonly string[], existing: ReadonlyMap<string, string> = new Map()): Map<string, string> {
+export function assignColumnNames(
+  requests: readonly (string | ColumnRequest)[],
+  existing: ReadonlyMap<string, string> = new Map(),
+  pinned: ReadonlyMap<string, string> = new Map(),
+): Map<string, string> {
+  const wanted = new Map<string, string>();
+  for (const r of requests) {
+    const req = typeof r === 'string' ? { field: r, name: baseColumnName(r) } : r;
+    if (!wanted.has(req.field)) wanted.set(req.field, req.name);
+  }
   const result = new Map<string, string>();
   const used = new Set<string>(TAKEN_ALWAYS);
-  for (const [field, column] of existing) {
+  for (const [field, column] of pinned) {
+    if (!wanted.has(field)) continue;
     result.set(field, column);
     used.add(column);
   }
-  const fresh = [...new Set(fieldNames)].filter((f) => !result.has(f)).sort(compareCodePoints);
+  for (const [field, column] of existing) {
+    if (result.has(field)) continue;
+    if (used.has(column) && [...pinned].some(([f, c]) => c === column && f !== field && wanted.has(f))) {
+      throw new Error(`column "${column}" is pinned (lists[].columns) for another field but holds field ${field}; pin ${field} to another name too`);
+    }
+    result.set(field, column);
+    used.add(column);
+  }
+  const fresh = [...wanted.keys()].filter((f) => !result.has(f)).sort(compareCodePoints);
   for (const field of fresh) {
-    const base = baseColumnName(field);
+    const base = wanted.get(field)!;
     let column = base;
     for (let n = 2; used.has(column); n++) {
       const suffix = `_${n}`;

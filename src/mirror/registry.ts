@@ -11,7 +11,7 @@
 import { createHash } from 'node:crypto';
 import type { Knex } from '../db.js';
 import type { FieldMeta } from '../platform/types.js';
-import { columnKindFor, isColumnKind, parseRules, type ColumnKind } from './column-types.js';
+import { columnKindFor, isColumnKind, parseRules, type ColumnKind, type KindSource } from './column-types.js';
 import { createTableMapping, FIXED_COLUMNS, type TableMapping } from './table-mapping.js';
 
 export const REGISTRY_TABLE = 'listsync.lists';
@@ -23,8 +23,13 @@ export interface RegistryField {
   kind: ColumnKind;
   /** Kind the platform's metadata asks for. */
   platformKind: ColumnKind;
+  /** `FieldType` and `Type` as the platform sent them ('' when absent). */
   fieldType: string;
   type: string;
+  /** The storage kind and control as `describeField` read them, and where the kind came from. */
+  storage?: string;
+  control?: string;
+  kindSource?: KindSource;
   displayName?: string;
   indexed: boolean;
   system: boolean;
@@ -41,15 +46,21 @@ export interface RegistryEntry {
   table: string;
   fields: RegistryField[];
   fingerprint: string;
+  /** Settings the typed columns were converted under; `timeZone` undefined for mirrors made before it was kept. */
+  conversion: ConversionSettings;
+}
+
+export interface ConversionSettings {
+  timeZone?: string;
 }
 
 export async function readRegistry(db: Knex | Knex.Transaction, listName: string, options: { forUpdate?: boolean } = {}): Promise<RegistryEntry | undefined> {
-  const q = db('lists').withSchema('listsync').where({ name: listName }).first('name', 'app_id', 'list_id', 'table_name', 'fields', 'fingerprint');
+  const q = db('lists').withSchema('listsync').where({ name: listName }).first('name', 'app_id', 'list_id', 'table_name', 'fields', 'fingerprint', 'conversion');
   const row = (await (options.forUpdate ? q.forUpdate() : q)) as
-    | { name: string; app_id: string; list_id: string; table_name: string; fields: unknown; fingerprint: string }
+    | { name: string; app_id: string; list_id: string; table_name: string; fields: unknown; fingerprint: string; conversion: unknown }
     | undefined;
   if (!row) return undefined;
-  return { name: row.name, appID: row.app_id, listID: row.list_id, table: row.table_name, fields: parseRegistryFields(row.fields), fingerprint: row.fingerprint };
+  return { name: row.name, appID: row.app_id, listID: row.list_id, table: row.table_name, fields: parseRegistryFields(row.fields), fingerprint: row.fingerprint, conversion: parseConversion(row.conversion) };
 }
 
 export async function writeRegistry(db: Knex | Knex.Transaction, entry: RegistryEntry): Promise<void> {
@@ -62,10 +73,18 @@ export async function writeRegistry(db: Knex | Knex.Transaction, entry: Registry
       table_name: entry.table,
       fields: JSON.stringify(entry.fields),
       fingerprint: entry.fingerprint,
+      conversion: JSON.stringify(entry.conversion),
       updated_at: db.fn.now(),
     })
     .onConflict('name')
-    .merge(['app_id', 'list_id', 'table_name', 'fields', 'fingerprint', 'updated_at']);
+    .merge(['app_id', 'list_id', 'table_name', 'fields', 'fingerprint', 'conversion', 'updated_at']);
+}
+
+function parseConversion(value: unknown): ConversionSettings {
+  const v = typeof value === 'string' ? (JSON.parse(value) as unknown) : value;
+  if (v === null || typeof v !== 'object') return {};
+  const tz = (v as Record<string, unknown>).timeZone;
+  return typeof tz === 'string' ? { timeZone: tz } : {};
 }
 
 /** Tolerant: entries written by anything else (no string field/column) are skipped. */
@@ -92,6 +111,9 @@ export function parseRegistryFields(value: unknown): RegistryField[] {
       platformKind: isColumnKind(r.platformKind) ? r.platformKind : kind,
       fieldType: typeof r.fieldType === 'string' ? r.fieldType : '',
       type: typeof r.type === 'string' ? r.type : '',
+      ...(typeof r.storage === 'string' ? { storage: r.storage } : {}),
+      ...(typeof r.control === 'string' ? { control: r.control } : {}),
+      ...(isKindSource(r.kindSource) ? { kindSource: r.kindSource } : {}),
       ...(typeof r.displayName === 'string' ? { displayName: r.displayName } : {}),
       indexed: r.indexed === true,
       system: r.system === true,
@@ -100,6 +122,10 @@ export function parseRegistryFields(value: unknown): RegistryField[] {
     });
   }
   return out;
+}
+
+function isKindSource(v: unknown): v is KindSource {
+  return v === 'FieldType' || v === 'Type' || v === 'field name' || v === 'control' || v === 'default';
 }
 
 /** A stable hash of what in the field metadata shapes the table: names, types and kinds. */

@@ -47,6 +47,7 @@ import { parseJson } from './json.js';
 import { MAX_PAGE_SIZE, type PageResult, assertPageSize, paginate } from './paging.js';
 import { RateLimiter, type SendSlot } from './rate-limiter.js';
 import type { SharedBudget } from './shared-budget.js';
+import { normalizeFields } from './field-meta.js';
 import type { FieldMeta, Item, ItemQuery, ListDetails, Page, PlatformUser } from './types.js';
 
 export type RequestOutcome = 'ok' | 'error' | 'retry' | 'rate_limited';
@@ -230,7 +231,10 @@ export class PlatformClient {
   async getFields(appID: string, listID: string, signal?: AbortSignal): Promise<FieldMeta[]> {
     const path = `${listPath(appID, listID)}/fields`;
     const env = await this.request({ method: 'GET', endpoint: 'lists/{appID}/{listID}/fields', path, repeat: 'read', signal });
-    return asArray(env.Data, 'GET', `/${path}`) as FieldMeta[];
+    const fields = normalizeFields(env.Data);
+    if (fields === undefined) throw unexpected('GET', `/${path}`, 'Data is not a field list');
+    if (fields.length === 0) throw unexpected('GET', `/${path}`, 'the list has no fields (an empty or nameless field list); a list always has its system fields');
+    return fields;
   }
 
   /** Creates an item; returns its ID (a string). Not retried once the request may have reached the server. */

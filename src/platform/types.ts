@@ -7,16 +7,23 @@
 /** One list item as received: field name -> value (strings, or numbers for RowVersion). */
 export type Item = Record<string, unknown>;
 
-/** A field's metadata from GET /lists/{appID}/{listID}/fields. */
+/**
+ * A field's metadata from GET /lists/{appID}/{listID}/fields, with canonical
+ * keys (`normalizeFields` in field-meta.ts reads other layouts). Which of
+ * `Type` and `FieldType` holds the storage kind (Text, Bigint, Decimal,
+ * Datetime, Bit, File...) and which the control (input, radio, checkbox,
+ * datepicker, switch, input_number...) differs between platforms; either may
+ * be absent. `column-types.ts` decides.
+ */
 export interface FieldMeta {
   FieldID?: string;
+  /** The storage name (`Title`, `Text1`, `Bigint2`...): stable, what items are keyed by. */
   FieldName: string;
+  /** What people call the field ("Status", "Amount"). */
   DisplayName?: string;
   InternalName?: string;
-  /** The control: input, textarea, radio, checkbox, lookup, datepicker, switch, hyperlink, input_number, upload, flowstatus, id, version... */
-  Type: string;
-  /** The storage type: Text, Datetime, Bit, Bigint, Decimal, File... */
-  FieldType: string;
+  Type?: string;
+  FieldType?: string;
   DefaultValue?: unknown;
   /** For Datetime fields: { DateFormat: 'yyyy-MM-dd' | 'yyyy-MM-dd HH:mm:ss' } (object or JSON string). */
   Rules?: unknown;

@@ -103,6 +103,9 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
     fields,
     idField: list.idField,
     versionField: list.versionField,
+    timeZone: zone,
+    columnNames: list.columnNames,
+    columns: list.columns,
     logger: deps.logger,
   });
   const schemaChanges = mapping.changes ?? [];
@@ -295,7 +298,7 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
       await markListsyncWriter(trx);
       await trx.raw('update ?? set row_version = null where row_version = ?', [table, REFILL_VERSION]);
     }
-    await finishRun(trx, runId, 'succeeded', { counters, details: { watermark: newWatermark ?? state.watermark, watermarkHeld, firstTotal: cp.firstTotal, lastTotal: cp.lastTotal, createdDuringRun: cp.createdSeen } });
+    await finishRun(trx, runId, 'succeeded', { counters, details: { watermark: newWatermark ?? state.watermark, watermarkHeld, firstTotal: cp.firstTotal, lastTotal: cp.lastTotal, createdDuringRun: cp.createdSeen, ...(schemaChanges.length ? { schemaChanges } : {}) } });
   });
   if (watermarkHeld) log.warn('items were deleted on the platform while paging; the watermark stays so the next run re-reads this window');
   log.info({ ...counters, watermark: newWatermark ?? state.watermark }, `${job} finished`);

@@ -19,8 +19,9 @@ describe('baseColumnName', () => {
   });
 
   it('handles names without usable characters, leading digits and great length', () => {
-    expect(baseColumnName('订单日期')).toMatch(/^f_[0-9a-f]{8}$/);
-    expect(baseColumnName('订单日期')).not.toBe(baseColumnName('客户'));
+    expect(baseColumnName('订单日期')).toBe('订单日期');
+    expect(baseColumnName('★☆')).toMatch(/^f_[0-9a-f]{8}$/);
+    expect(baseColumnName('★☆')).not.toBe(baseColumnName('☆★'));
     expect(baseColumnName('1stField')).toBe('f_1st_field');
     const long = baseColumnName('A'.repeat(40) + 'b'.repeat(60));
     expect(Buffer.byteLength(long)).toBeLessThanOrEqual(63);
