@@ -39,14 +39,25 @@ describe('check, discover, backfill, users, status (CLI against the emulator)', 
     expect(r.stdout + r.stderr).not.toContain('wrong-key-9876');
   });
 
-  it('discover prints fields, platform types, columns and whether indexed', async () => {
+  it('discover prints fields, display names, storage kinds, controls, columns, where their types came from, and whether indexed', async () => {
     const r = await cli('discover');
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/OrderDate\s+Datetime\/datepicker\s+order_date\s+date\s+no/);
-    expect(r.stdout).toMatch(/ShippedAt\s+Datetime\/datepicker\s+shipped_at\s+timestamptz/);
-    expect(r.stdout).toMatch(/Tags\s+Text\/checkbox\s+tags\s+text\[\]/);
-    expect(r.stdout).toMatch(/Modified\s+Datetime\/datepicker\s+modified_at\s+timestamptz\s+yes\s+cursor/);
-    expect(r.stdout).toMatch(/ListDataID\s+\S+\s+id\s+text\s+yes\s+id/);
+    expect(r.stdout).toMatch(/OrderDate\s+Order date\s+Datetime\s+datepicker\s+order_date\s+date\s+FieldType\s+no/);
+    expect(r.stdout).toMatch(/ShippedAt\s+Shipped at\s+Datetime\s+datepicker\s+shipped_at\s+timestamptz/);
+    expect(r.stdout).toMatch(/Tags\s+Tags\s+Text\s+checkbox\s+tags\s+text\[\]/);
+    expect(r.stdout).toMatch(/Modified\s+.*\s+modified_at\s+timestamptz\s+\S+\s+yes\s+cursor/);
+    expect(r.stdout).toMatch(/ListDataID\s+.*\s+id\s+text\s+\S+\s+yes\s+id/);
+  });
+
+  it('check reads the version field from an item, and names it precisely when items lack it', async () => {
+    const raw = JSON.parse(JSON.stringify(w.config)) as Record<string, Record<string, unknown>>;
+    delete raw.platform!.apiKey;
+    const write = (file: string, list: Record<string, unknown>) =>
+      writeFileSync(join(w.cwd, file), JSON.stringify({ platform: raw.platform, database: { url: w.t.url }, lists: [{ name: 'orders', appID: 'demo', listID: 'orders', ...list }] }));
+    write('version.json', { versionField: 'Version' });
+    const r = await runCli(['--config', 'version.json', 'check'], { env, cwd: w.cwd });
+    expect(r.code).toBe(2);
+    expect(r.stdout).toMatch(/items of demo\/orders have no "Version" \(lists\[0\]\.versionField\).*version-like keys seen: RowVersion/);
   });
 
   it('backfill reads exactly the date range, one JSON progress line per page when not on a terminal', async () => {
