@@ -5,10 +5,12 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { ConfigError, UsageError, exitCodeFor, coerceError } from './errors.js';
 import { type GlobalOptions, type Output, loadAppConfig, openContext, stdio } from './context.js';
-import { runInit } from './commands/init.js';
+import { createInterface } from 'node:readline/promises';
+import { assertConfigWritable, pickLists, runInit } from './commands/init.js';
 import { runMigrate } from './commands/migrate.js';
 import { exitCodeOf, platformCheck, runCheck } from './commands/check.js';
-import { runDiscover } from './commands/discover.js';
+import { type DiscoveredList, type Discovery, discoverLists, formatDiscovery, runDiscover } from './commands/discover.js';
+import { parseConfig, readEnvironment } from './config.js';
 import { parseDay, runPulls, selectLists } from './commands/pull.js';
 import { runStatus } from './commands/status.js';
 import { conflictsTable, resolveConflictCommand, runPushes, showConflict } from './commands/push.js';
@@ -48,8 +50,17 @@ export function buildProgram(io: Output, setCode: (code: number) => void): Comma
     .command('init')
     .description('write a commented listsync.config.json and .env.example in the current directory')
     .option('--force', 'overwrite an existing config file', false)
-    .action((opts: { force: boolean }) => {
-      for (const file of runInit({ dir: process.cwd(), force: opts.force })) io.out(`wrote ${file}`);
+    .option('--discover', "fill lists[] from the platform's applications and lists (needs PLATFORM_API_KEY)", false)
+    .option('--base-url <url>', 'with --discover: the platform API address ending with /v1 (default $PLATFORM_BASE_URL)')
+    .option('--all', 'with --discover: take every list instead of asking', false)
+    .option('--list <listID>', 'with --discover: take this list (listID, appID/listID or its config name); repeatable', (v: string, prev: string[]) => [...prev, v], [] as string[])
+    .action(async (opts: { force: boolean; discover: boolean; baseUrl?: string; all: boolean; list: string[] }) => {
+      const dir = process.cwd();
+      if (!opts.discover && (opts.all || opts.list.length || opts.baseUrl)) throw new UsageError('--all, --list and --base-url go with --discover.');
+      assertConfigWritable(dir, opts.force);
+      const discovered = opts.discover ? await discoverForInit(opts, io, globals()) : undefined;
+      for (const file of runInit({ dir, force: opts.force, discovered })) io.out(`wrote ${file}`);
+      if (discovered) io.out(`with ${discovered.lists.length} list(s): ${discovered.lists.map((l) => l.name).join(', ')}`);
       io.out('Next: copy .env.example to .env, fill it in, then run "listsync check".');
     });
 
@@ -80,17 +91,19 @@ export function buildProgram(io: Output, setCode: (code: number) => void): Comma
 
   program
     .command('discover')
-    .description("print each list's fields, platform types, the column types they map to, and whether they are indexed")
+    .description("print each list's fields, platform types, the column types they map to, and whether they are indexed; with --apps, the account's applications and lists")
     .option('-l, --list <name>', 'only this list')
-    .action(async (opts: { list?: string }) => {
+    .option('--apps', "list the account's applications and their lists with IDs and titles, and a lists block for the config", false)
+    .action(async (opts: { list?: string; apps: boolean }) => {
+      if (opts.apps && opts.list) throw new UsageError('--apps lists every application; it takes no --list.');
       const config = loadAppConfig(globals());
-      const lists = selectLists({ config }, opts.list);
+      const lists = opts.apps ? [] : selectLists({ config }, opts.list);
       const client = createClient(config, appLogger(config, globals()));
       // The mirror's registry, when the database is reachable, says which columns exist and which fields were renamed.
       const db = createDb({ url: config.database.url, poolMax: 1 });
       const registry = (name: string) => readRegistry(db, name).catch(() => undefined);
       try {
-        io.out(await runDiscover({ client }, lists, registry));
+        io.out(opts.apps ? formatDiscovery(await discoverLists(client)) : await runDiscover({ client }, lists, registry));
       } finally {
         await client.close();
         await db.destroy();
@@ -228,6 +241,35 @@ export function buildProgram(io: Output, setCode: (code: number) => void): Comma
 
   registerEmulatorCommand(program);
   return program;
+}
+
+/** init --discover: reaches the platform from --base-url / PLATFORM_BASE_URL and PLATFORM_API_KEY, finds the lists and picks. */
+async function discoverForInit(
+  opts: { baseUrl?: string; all: boolean; list: string[] },
+  io: Output,
+  globals: GlobalOptions,
+): Promise<{ baseUrl: string; lists: DiscoveredList[] }> {
+  const env = readEnvironment();
+  const baseUrl = opts.baseUrl ?? env.PLATFORM_BASE_URL;
+  if (!baseUrl) throw new UsageError('init --discover needs the platform API address: pass --base-url https://<host>/v1 or set PLATFORM_BASE_URL.');
+  if (!env.PLATFORM_API_KEY) throw new UsageError('init --discover needs the API key: set PLATFORM_API_KEY in the environment or in .env.');
+  // Only the platform part matters here; the database is not reached.
+  const config = parseConfig({ platform: { baseUrl }, database: { url: 'postgres://not-used-by-init' } }, env, '--base-url / PLATFORM_BASE_URL');
+  const client = createClient(config, appLogger(config, globals));
+  let found: Discovery;
+  try {
+    found = await discoverLists(client);
+  } finally {
+    await client.close();
+  }
+  const terminal = io.isTTY && Boolean(process.stdin.isTTY);
+  const rl = terminal && !opts.all && !opts.list.length ? createInterface({ input: process.stdin, output: process.stdout }) : undefined;
+  try {
+    const lists = await pickLists(found.lists, { all: opts.all, picks: opts.list, ask: rl && ((q) => rl.question(q)), out: (t) => io.out(t) });
+    return { baseUrl: config.platform.baseUrl, lists };
+  } finally {
+    rl?.close();
+  }
 }
 
 function conflictId(value: string): number {

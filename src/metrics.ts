@@ -12,7 +12,13 @@
  *   `listStatuses`); rows written by kind and runs by outcome summed over
  *   `listsync.sync_runs` (so they survive restarts and count the runs of
  *   every process; do not sum them across replicas); run durations observed
- *   from the runs that finished since this process started.
+ *   from the runs that finished since this process started; per list and job
+ *   the last successful run's rows changed, pages and requests, the failed
+ *   runs since the last success, the last pull that changed rows, and the
+ *   rows reconcile healed;
+ * - the config: each list's lag limit and conflict policy, the account's
+ *   request budget, so dashboards and alert rules compare against them
+ *   without copying them.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
@@ -154,6 +160,107 @@ export function createMetrics(options: MetricsOptions): Metrics {
     collect,
   });
 
+  const listInfo = new Gauge({
+    name: 'listsync_list_info',
+    help: 'Always 1; the labels carry each configured list\'s platform IDs and conflict policy.',
+    labelNames: ['list', 'app_id', 'list_id', 'conflict_policy'] as const,
+    registers: [registry],
+  });
+  const lagLimit = new Gauge({
+    name: 'listsync_lag_limit_seconds',
+    help: 'The lag past which a list counts as stale (serve.maxLagMinutes).',
+    labelNames: ['list'] as const,
+    registers: [registry],
+  });
+  const budgetLimit = new Gauge({
+    name: 'listsync_request_budget_per_second',
+    help: 'The account\'s request budget (platform.requestsPerSecond), shared by every process of the account.',
+    registers: [registry],
+  });
+  const lastRunChanged = new Gauge({
+    name: 'listsync_last_run_rows_changed',
+    help: 'Rows inserted, updated, deleted or undeleted by the last successful run of the list, by job.',
+    labelNames: ['list', 'job'] as const,
+    registers: [registry],
+    collect,
+  });
+  const lastRunPages = new Gauge({ name: 'listsync_last_run_pages', help: 'Pages read by the last successful run, by job.', labelNames: ['list', 'job'] as const, registers: [registry], collect });
+  const lastRunRequests = new Gauge({
+    name: 'listsync_last_run_requests',
+    help: 'Platform requests (retries included) sent by the last successful run, by job.',
+    labelNames: ['list', 'job'] as const,
+    registers: [registry],
+    collect,
+  });
+  const failedStreak = new Gauge({
+    name: 'listsync_consecutive_failed_runs',
+    help: 'Failed runs since the last successful one, by job (0 once a run succeeds).',
+    labelNames: ['list', 'job'] as const,
+    registers: [registry],
+    collect,
+  });
+  const lastChange = new Gauge({
+    name: 'listsync_last_pull_with_changes_timestamp_seconds',
+    help: 'Start of the last successful pull that changed at least one row (Unix seconds; absent before the first).',
+    labelNames: ['list'] as const,
+    registers: [registry],
+    collect,
+  });
+  const healed = new Counter({
+    name: 'listsync_reconcile_healed_total',
+    help: 'Rows reconcile marked deleted or undeleted (kind), summed over the run history.',
+    labelNames: ['list', 'kind'] as const,
+    registers: [registry],
+    collect,
+  });
+  setConfigValues();
+
+  function setConfigValues(): void {
+    budgetLimit.set(config.platform.requestsPerSecond);
+    for (const l of config.lists) {
+      listInfo.set({ list: l.name, app_id: l.appID, list_id: l.listID, conflict_policy: l.conflictPolicy }, 1);
+      lagLimit.set({ list: l.name }, config.serve.maxLagMinutes * 60);
+    }
+  }
+
+  /** Per list and job: the last successful run, the failures since, the last pull that changed rows, rows healed by reconcile. */
+  async function readLastRuns(): Promise<void> {
+    const changedSql = 'rows_inserted + rows_updated + rows_deleted + rows_undeleted';
+    const last = (await db.raw(
+      `select distinct on (list_name, job) list_name, job, pages, requests, ${changedSql} as changed
+         from listsync.sync_runs where status = 'succeeded'
+        order by list_name, job, started_at desc, id desc`,
+    )) as { rows: { list_name: string; job: string; pages: number; requests: number; changed: string | number }[] };
+    const streaks = (await db.raw(
+      `select r.list_name, r.job, count(*) filter (where r.status = 'failed' and (ok.at is null or r.started_at > ok.at)) as failed
+         from listsync.sync_runs r
+         left join (select list_name, job, max(started_at) as at from listsync.sync_runs where status = 'succeeded' group by 1, 2) ok using (list_name, job)
+        group by 1, 2`,
+    )) as { rows: { list_name: string; job: string; failed: string | number }[] };
+    const changes = (await db.raw(
+      `select list_name, extract(epoch from max(started_at))::float8 as at
+         from listsync.sync_runs where job = 'pull' and status = 'succeeded' and ${changedSql} > 0 group by 1`,
+    )) as { rows: { list_name: string; at: number }[] };
+    const heals = (await db.raw(
+      `select list_name, sum(rows_deleted)::bigint as deleted, sum(rows_undeleted)::bigint as undeleted
+         from listsync.sync_runs where job = 'reconcile' group by 1`,
+    )) as { rows: { list_name: string; deleted: string | number; undeleted: string | number }[] };
+
+    for (const g of [lastRunChanged, lastRunPages, lastRunRequests, failedStreak, lastChange, healed]) g.reset();
+    for (const r of last.rows) {
+      const labels = { list: r.list_name, job: r.job };
+      lastRunChanged.set(labels, Number(r.changed));
+      lastRunPages.set(labels, Number(r.pages));
+      lastRunRequests.set(labels, Number(r.requests));
+    }
+    for (const r of streaks.rows) failedStreak.set({ list: r.list_name, job: r.job }, Number(r.failed));
+    for (const r of changes.rows) lastChange.set({ list: r.list_name }, Number(r.at));
+    for (const r of heals.rows) {
+      healed.inc({ list: r.list_name, kind: 'deleted' }, Number(r.deleted));
+      healed.inc({ list: r.list_name, kind: 'undeleted' }, Number(r.undeleted));
+    }
+  }
+
   /** Runs that finished after this (Postgres text form of a timestamptz) were not observed yet. */
   let runCursor: string = now().toISOString();
 
@@ -221,6 +328,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
       }[];
       for (const r of finished) runSeconds.observe({ job: r.job, status: r.status }, Math.max(0, Number(r.seconds)));
       if (finished.length) runCursor = finished[finished.length - 1]!.cursor;
+      await readLastRuns();
 
       const hooks = (await db.raw(
         `select (select count(*) from listsync.webhook_subscriptions)::bigint as subs,

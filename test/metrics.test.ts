@@ -234,6 +234,44 @@ describe('metrics', () => {
     expect(value(again, 'listsync_run_duration_seconds_count', { job: 'pull', status: 'succeeded' })).toBe(1);
   });
 
+  it('reports per run what the dashboard and alerts read: rows changed, pages, requests, failures in a row, healed rows, limits', async () => {
+    const first = await scrape();
+    // The first test's pull inserted 1500 rows; its reconcile marked 5 deleted.
+    expect(value(first, 'listsync_last_run_rows_changed', { list: 'orders', job: 'pull' })).toBe(1500);
+    expect(value(first, 'listsync_last_run_rows_changed', { list: 'orders', job: 'reconcile' })).toBe(5);
+    expect(value(first, 'listsync_last_run_pages', { list: 'orders', job: 'pull' })).toBeGreaterThanOrEqual(2);
+    expect(value(first, 'listsync_last_run_requests', { list: 'orders', job: 'pull' })).toBeGreaterThanOrEqual(value(first, 'listsync_last_run_pages', { list: 'orders', job: 'pull' })!);
+    expect(value(first, 'listsync_reconcile_healed_total', { list: 'orders', kind: 'deleted' })).toBe(5);
+    expect(value(first, 'listsync_reconcile_healed_total', { list: 'orders', kind: 'undeleted' })).toBe(0);
+    expect(value(first, 'listsync_consecutive_failed_runs', { list: 'orders', job: 'pull' })).toBe(0);
+    const changedAt = value(first, 'listsync_last_pull_with_changes_timestamp_seconds', { list: 'orders' })!;
+    expect(Math.abs(changedAt - Date.now() / 1000)).toBeLessThan(120);
+    expect(value(first, 'listsync_lag_limit_seconds', { list: 'orders' })).toBe(3600);
+    expect(value(first, 'listsync_request_budget_per_second')).toBe(50);
+    expect(value(first, 'listsync_list_info', { list: 'orders', app_id: 'demo', list_id: 'orders', conflict_policy: 'remote-wins' })).toBe(1);
+
+    // A pull that finds nothing new: zero rows changed, and the last-change time stays.
+    await pullList({ db: t.db, client, config, logger }, config.lists[0]!);
+    const quiet = await scrape();
+    expect(value(quiet, 'listsync_last_run_rows_changed', { list: 'orders', job: 'pull' })).toBe(0);
+    expect(value(quiet, 'listsync_last_pull_with_changes_timestamp_seconds', { list: 'orders' })).toBe(changedAt);
+
+    // Two pulls the platform fails count up; the next success resets the count.
+    const noRetry = new PlatformClient({ config: { ...config.platform, retries: 0 }, logger });
+    try {
+      await emu.admin.setFaults({ errorRate: 1 });
+      for (let i = 0; i < 2; i++) await pullList({ db: t.db, client: noRetry, config, logger }, config.lists[0]!).catch(() => undefined);
+      const failing = await scrape();
+      expect(value(failing, 'listsync_consecutive_failed_runs', { list: 'orders', job: 'pull' })).toBe(2);
+      expect(value(failing, 'listsync_last_run_failed', { list: 'orders' })).toBe(1);
+    } finally {
+      await emu.admin.setFaults({ errorRate: null });
+      await noRetry.close();
+    }
+    await pullList({ db: t.db, client, config, logger }, config.lists[0]!);
+    expect(value(await scrape(), 'listsync_consecutive_failed_runs', { list: 'orders', job: 'pull' })).toBe(0);
+  });
+
   it('/healthz is degraded when the lag passes serve.maxLagMinutes', async () => {
     const ok = (await (await fetch(`${serve.url}/healthz`)).json()) as { status: string };
     expect(ok.status).toBe('ok');

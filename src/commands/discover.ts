@@ -7,8 +7,10 @@
 import type { ListConfig } from '../config.js';
 import type { AppContext } from '../context.js';
 import { table } from '../format.js';
-import { assignColumnNames, columnSqlType, describeField, FIXED_COLUMNS, preferredColumnName, type RegistryEntry } from '../mirror/index.js';
-import type { FieldMeta } from '../platform/types.js';
+import { assignColumnNames, baseColumnName, columnSqlType, describeField, FIXED_COLUMNS, preferredColumnName, type RegistryEntry } from '../mirror/index.js';
+import type { PlatformClient } from '../platform/client.js';
+import { AuthError, NotFoundError, PlatformError, RateLimitError, TransportError } from '../platform/errors.js';
+import type { FieldMeta, PlatformApplication, PlatformListRef } from '../platform/types.js';
 
 /** The registry entry of a list, when a mirror exists for it (undefined otherwise or when the database is not reachable). */
 export type RegistryReader = (listName: string) => Promise<RegistryEntry | undefined>;
@@ -61,4 +63,87 @@ function duplicateNames(fields: readonly FieldMeta[]): string[] {
   const dup = new Set<string>();
   for (const f of fields) (seen.has(f.FieldName) ? dup : seen).add(f.FieldName);
   return [...dup];
+}
+
+// ---- discover --apps and init --discover: the account's applications and lists ----
+
+/** A list found through discovery, with the lists[].name it gets in the config. */
+export interface DiscoveredList extends PlatformListRef {
+  appTitle: string;
+  name: string;
+}
+
+export interface Discovery {
+  apps: PlatformApplication[];
+  lists: DiscoveredList[];
+}
+
+/** Said when the platform does not answer the discovery endpoints: where the IDs are instead. */
+export function discoveryUnavailableMessage(cause: string): string {
+  return (
+    `The platform does not list its applications and lists here (${cause}). ` +
+    'Find the IDs on the platform instead: open the list in the browser; its address holds the application ID and the list ID. ' +
+    'Write them into lists[].appID and lists[].listID in listsync.config.json (see "Finding your lists" in the README), then run "listsync discover" to see the fields.'
+  );
+}
+
+/** The account's applications and every application's lists (GET /applications, GET /applications/{id}/lists). */
+export async function discoverLists(client: PlatformClient): Promise<Discovery> {
+  try {
+    const apps = await client.listApplications();
+    const found: Omit<DiscoveredList, 'name'>[] = [];
+    for (const app of apps) {
+      for (const list of await client.listApplicationLists(app.id)) found.push({ ...list, appTitle: app.title });
+    }
+    const names = configNames(found);
+    return { apps, lists: found.map((l, i) => ({ ...l, name: names[i]! })) };
+  } catch (err) {
+    if (discoveryUnanswered(err)) throw new Error(discoveryUnavailableMessage((err as Error).message), { cause: err });
+    throw err;
+  }
+}
+
+/** Not-found and refused answers mean the platform has no such endpoint; auth, rate limits and outages are reported as they are. */
+function discoveryUnanswered(err: unknown): boolean {
+  if (!(err instanceof PlatformError) || err instanceof AuthError || err instanceof RateLimitError || err instanceof TransportError) return false;
+  return err instanceof NotFoundError || [404, 405, 501].includes(err.httpStatus ?? 0) || (err.status !== undefined && err.status !== 0);
+}
+
+/** lists[].name for each list: from its title (else its ID), snake_case, unique. */
+export function configNames(lists: readonly Pick<PlatformListRef, 'title' | 'listID'>[]): string[] {
+  const used = new Set<string>();
+  return lists.map((l) => {
+    const fromTitle = configName(l.title);
+    const base = fromTitle ?? configName(l.listID) ?? 'list';
+    let name = base;
+    for (let n = 2; used.has(name); n++) name = `${base.slice(0, 60 - String(n).length)}_${n}`;
+    used.add(name);
+    return name;
+  });
+}
+
+/** A valid lists[].name (lower-case letters, digits, _; starts with a letter), or undefined when the text has no letters or digits to build one from. */
+function configName(text: string): string | undefined {
+  // Config names are ASCII (lists[].name): accents are dropped, other scripts fall back to the ID.
+  const ascii = text.normalize('NFKD').replace(/[^\x20-\x7e]/g, ' ');
+  return /[A-Za-z0-9]/.test(ascii) ? baseColumnName(ascii).slice(0, 60).replace(/_+$/, '') : undefined;
+}
+
+/** The config's lists[] entries for these lists. */
+export function listsBlock(lists: readonly DiscoveredList[]): { name: string; appID: string; listID: string }[] {
+  return lists.map((l) => ({ name: l.name, appID: l.appID, listID: l.listID }));
+}
+
+/** `listsync discover --apps`: applications, their lists with IDs and titles, and a lists block for the config. */
+export function formatDiscovery(d: Discovery): string {
+  const out: string[] = [`${d.apps.length} application(s), ${d.lists.length} list(s)`, ''];
+  for (const app of d.apps) {
+    const lists = d.lists.filter((l) => l.appID === app.id);
+    out.push(`${app.title} (appID ${app.id}): ${lists.length} list(s)`);
+    if (lists.length) out.push(table(['listID', 'title', 'description', 'config name'], lists.map((l) => [l.listID, l.title, l.description || '-', l.name])), '');
+  }
+  if (d.lists.length) {
+    out.push('Paste into listsync.config.json (keep the ones you want):', `"lists": ${JSON.stringify(listsBlock(d.lists), null, 2)}`);
+  }
+  return out.join('\n');
 }

@@ -3,6 +3,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { DEFAULT_CONFIG_FILE } from '../config.js';
 import { UsageError } from '../errors.js';
+import type { DiscoveredList } from './discover.js';
 
 export const SAMPLE_CONFIG = {
   '//': 'listsync config. Keys starting with // are comments. Secrets come from the environment (.env): ${NAME} is replaced by the variable NAME.',
@@ -42,13 +43,74 @@ PLATFORM_API_KEY=
 DATABASE_URL=
 `;
 
-export function runInit(opts: { dir: string; force: boolean }): string[] {
-  const configPath = resolve(opts.dir, DEFAULT_CONFIG_FILE);
+/** The config file's path in `dir`; throws when it exists and `force` is not set. */
+export function assertConfigWritable(dir: string, force: boolean): string {
+  const configPath = resolve(dir, DEFAULT_CONFIG_FILE);
+  if (existsSync(configPath) && !force) throw new UsageError(`${configPath} already exists; use --force to overwrite it.`);
+  return configPath;
+}
+
+/** A list's config entry: the sample list's settings with the discovered IDs, and the title as its comment. */
+function listEntry(list: DiscoveredList): Record<string, unknown> {
+  const { '//': hint, name: _name, appID: _app, listID: _list, ...settings } = SAMPLE_CONFIG.lists[0]!;
+  const about = list.description ? `${list.title}: ${list.description}` : list.title;
+  return { '//': `${about} (application ${list.appTitle}). ${hint}`, name: list.name, appID: list.appID, listID: list.listID, ...settings };
+}
+
+/**
+ * Writes the config and .env.example. With `discovered`, the config holds
+ * those lists (and `baseUrl`, the platform they were found on) instead of the
+ * sample list.
+ */
+export function runInit(opts: { dir: string; force: boolean; discovered?: { baseUrl: string; lists: readonly DiscoveredList[] } }): string[] {
+  const configPath = assertConfigWritable(opts.dir, opts.force);
   const envPath = resolve(opts.dir, '.env.example');
-  if (existsSync(configPath) && !opts.force) {
-    throw new UsageError(`${configPath} already exists; use --force to overwrite it.`);
-  }
-  writeFileSync(configPath, `${JSON.stringify(SAMPLE_CONFIG, null, 2)}\n`);
+  const d = opts.discovered;
+  const config = d ? { ...SAMPLE_CONFIG, platform: { ...SAMPLE_CONFIG.platform, baseUrl: d.baseUrl }, lists: d.lists.map(listEntry) } : SAMPLE_CONFIG;
+  writeFileSync(configPath, `${JSON.stringify(config, null, 2)}\n`);
   writeFileSync(envPath, SAMPLE_ENV);
   return [configPath, envPath];
+}
+
+/**
+ * Which discovered lists go into the config: all (`all`), the ones named by
+ * `picks` (listID, config name or appID/listID), or, on a terminal, the ones
+ * the user picks from a numbered menu (`ask`). Anything else is a usage error.
+ */
+export async function pickLists(
+  lists: readonly DiscoveredList[],
+  opts: { all: boolean; picks: readonly string[]; ask?: (question: string) => Promise<string>; out: (text: string) => void },
+): Promise<DiscoveredList[]> {
+  if (lists.length === 0) throw new UsageError('The platform lists no lists for this account: there is nothing to put in the config. Check that the API key\'s user can see the applications.');
+  if (opts.all) return [...lists];
+  if (opts.picks.length) return opts.picks.map((p) => findList(lists, p));
+  if (!opts.ask) throw new UsageError('init --discover needs a terminal to ask which lists to mirror: pass --all to take every list, or --list <listID> (repeatable) to name them.');
+  lists.forEach((l, i) => opts.out(`${String(i + 1).padStart(3)}. ${l.appID}/${l.listID}  ${l.title}${l.description ? ` (${l.description})` : ''}`));
+  for (;;) {
+    const answer = (await opts.ask('Lists to mirror (numbers like 1,3-5, or "all"): ')).trim();
+    const picked = parsePicks(answer, lists.length);
+    if (picked) return picked.map((i) => lists[i]!);
+    opts.out(`"${answer}" is not a choice: give numbers 1-${lists.length} separated by commas, ranges like 2-4, or "all".`);
+  }
+}
+
+function findList(lists: readonly DiscoveredList[], pick: string): DiscoveredList {
+  const found = lists.find((l) => l.listID === pick || l.name === pick || `${l.appID}/${l.listID}` === pick);
+  if (!found) throw new UsageError(`--list ${pick}: no such list on the platform. Known lists: ${lists.map((l) => `${l.appID}/${l.listID}`).join(', ')}.`);
+  return found;
+}
+
+/** "1,3-5" → [0, 2, 3, 4] (0-based, in order, no repeats); "all" → every index; undefined when not a valid answer. */
+export function parsePicks(answer: string, count: number): number[] | undefined {
+  if (/^all$/i.test(answer)) return Array.from({ length: count }, (_, i) => i);
+  const picked = new Set<number>();
+  for (const part of answer.split(',').map((p) => p.trim())) {
+    const m = /^(\d+)(?:\s*-\s*(\d+))?$/.exec(part);
+    if (!m) return undefined;
+    const from = Number(m[1]);
+    const to = Number(m[2] ?? m[1]);
+    if (from < 1 || to > count || from > to) return undefined;
+    for (let i = from; i <= to; i++) picked.add(i - 1);
+  }
+  return picked.size ? [...picked] : undefined;
 }

@@ -140,6 +140,18 @@ function subscribe(state: EmulatorState, input: RequestInput): ApiReply {
   return ok(JSON.stringify({ Id: sub.Id }));
 }
 
+/** Discovery: one application per appID of the seed, and each application's lists. */
+function applications(state: EmulatorState): ApiReply {
+  const ids = [...new Set([...state.store.lists.values()].map((l) => l.appID))];
+  return ok(JSON.stringify(ids.map((id) => ({ AppID: id, Title: id }))), ids.length);
+}
+
+function applicationLists(state: EmulatorState, appID: string): ApiReply {
+  const lists = [...state.store.lists.values()].filter((l) => l.appID === appID);
+  if (!lists.length) throw new ApiError(STATUS.notFound, `Application ${appID} not found`);
+  return ok(JSON.stringify(lists.map((l) => ({ AppID: l.appID, ListID: l.listID, Title: l.title, Description: l.description }))), lists.length);
+}
+
 type Matcher = (m: string[]) => V1Route;
 
 const LIST = '/v1/lists/{appID}/{listID}';
@@ -173,6 +185,12 @@ const ROUTES: Array<{ method: string; re: RegExp; make: Matcher }> = [
     method: 'PATCH',
     re: /^\/v1\/lists\/([^/]+)\/([^/]+)\/items\/([^/]+)\/?$/,
     make: ([a, l, id]) => ({ name: `PATCH ${LIST}/items/{itemID}`, mutation: true, handle: (s, i) => update(s, a as string, l as string, id as string, i) }),
+  },
+  { method: 'GET', re: /^\/v1\/applications\/?$/, make: () => ({ name: 'GET /v1/applications', mutation: false, handle: (s) => applications(s) }) },
+  {
+    method: 'GET',
+    re: /^\/v1\/applications\/([^/]+)\/lists\/?$/,
+    make: ([a]) => ({ name: 'GET /v1/applications/{id}/lists', mutation: false, handle: (s) => applicationLists(s, a as string) }),
   },
   {
     method: 'POST',

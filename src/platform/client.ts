@@ -48,7 +48,7 @@ import { MAX_PAGE_SIZE, type PageResult, assertPageSize, paginate } from './pagi
 import { RateLimiter, type SendSlot } from './rate-limiter.js';
 import type { SharedBudget } from './shared-budget.js';
 import { normalizeFields } from './field-meta.js';
-import type { FieldMeta, Item, ItemQuery, ListDetails, Page, PlatformUser } from './types.js';
+import type { FieldMeta, Item, ItemQuery, ListDetails, Page, PlatformApplication, PlatformListRef, PlatformUser } from './types.js';
 
 export type RequestOutcome = 'ok' | 'error' | 'retry' | 'rate_limited';
 
@@ -261,6 +261,31 @@ export class PlatformClient {
       body: { RowVersion: rowVersion, Data: stringValues(data, 'PATCH', `/${path}`) },
       repeat: 'update',
       signal,
+    });
+  }
+
+  /**
+   * Discovery, optional on the platform: the account's applications. Takes
+   * Data as an array or as an object holding one (Items, List, Data); the ID
+   * from AppID, ID, Id or ApplicationID, the title from Title or Name.
+   */
+  async listApplications(signal?: AbortSignal): Promise<PlatformApplication[]> {
+    const env = await this.request({ method: 'GET', endpoint: 'applications', path: 'applications', repeat: 'read', signal });
+    return discoveryRecords(env.Data, 'GET', '/applications').map((o) => {
+      const id = stringField(o, APP_ID_KEYS);
+      if (id === undefined) throw unexpected('GET', '/applications', `an application has no ID (looked for ${APP_ID_KEYS.join(', ')})`);
+      return { id, title: stringField(o, TITLE_KEYS) ?? id };
+    });
+  }
+
+  /** Discovery, optional on the platform: an application's lists (shapes as for `listApplications`). */
+  async listApplicationLists(appId: string, signal?: AbortSignal): Promise<PlatformListRef[]> {
+    const path = `applications/${encodeURIComponent(appId)}/lists`;
+    const env = await this.request({ method: 'GET', endpoint: 'applications/{id}/lists', path, repeat: 'read', signal });
+    return discoveryRecords(env.Data, 'GET', `/${path}`).map((o) => {
+      const listID = stringField(o, LIST_ID_KEYS);
+      if (listID === undefined) throw unexpected('GET', `/${path}`, `a list has no ID (looked for ${LIST_ID_KEYS.join(', ')})`);
+      return { appID: stringField(o, LIST_APP_KEYS) ?? appId, listID, title: stringField(o, TITLE_KEYS) ?? listID, description: stringField(o, ['Description']) ?? '' };
     });
   }
 
@@ -531,6 +556,33 @@ function idOf(data: unknown, method: string, path: string): string {
     }
   }
   throw unexpected(method, path, 'Data holds no ID');
+}
+
+const APP_ID_KEYS = ['AppID', 'AppId', 'ApplicationID', 'ID', 'Id'] as const;
+const LIST_ID_KEYS = ['ListID', 'ListId', 'ID', 'Id'] as const;
+/** A list record's application: never its own ID or Id. */
+const LIST_APP_KEYS = ['AppID', 'AppId', 'ApplicationID'] as const;
+const TITLE_KEYS = ['Title', 'Name', 'DisplayName'] as const;
+
+/** The records of a discovery answer: Data itself, or the array in Data.Items, Data.List or Data.Data. */
+function discoveryRecords(data: unknown, method: string, path: string): Record<string, unknown>[] {
+  let records: unknown = data;
+  if (records !== null && typeof records === 'object' && !Array.isArray(records)) {
+    const o = records as Record<string, unknown>;
+    records = ['Items', 'List', 'Data'].map((k) => o[k]).find(Array.isArray);
+    if (records === undefined) throw unexpected(method, path, 'Data is neither an array nor holds one in Items, List or Data');
+  }
+  return asArray(records, method, path).filter((r): r is Record<string, unknown> => r !== null && typeof r === 'object' && !Array.isArray(r));
+}
+
+/** The first of `keys` that holds a non-empty string or a number, as a string. */
+function stringField(o: Record<string, unknown>, keys: readonly string[]): string | undefined {
+  for (const key of keys) {
+    const v = o[key];
+    if (typeof v === 'string' && v !== '') return v;
+    if (typeof v === 'number' && Number.isFinite(v)) return String(v);
+  }
+  return undefined;
 }
 
 function stringValues(data: Record<string, string>, method: string, path: string): Record<string, string> {

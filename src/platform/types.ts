@@ -42,6 +42,21 @@ export interface ListDetails {
   [key: string]: unknown;
 }
 
+/** An application, from GET /applications (discovery). */
+export interface PlatformApplication {
+  id: string;
+  /** Title or Name; the ID when neither is sent. */
+  title: string;
+}
+
+/** One list of an application, from GET /applications/{id}/lists (discovery). */
+export interface PlatformListRef {
+  appID: string;
+  listID: string;
+  title: string;
+  description: string;
+}
+
 export interface PlatformUser {
   UserID: string;
   Name?: string;

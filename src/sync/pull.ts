@@ -22,7 +22,7 @@ import { platformDate } from '../platform/dates.js';
 import { ensureMirrorTable, markListsyncWriter, upsertItems, type TableMapping, type UpsertResult } from '../mirror/index.js';
 import { listLockName, runExclusive } from './exclusive.js';
 import { pendingConflictHandler } from './conflicts.js';
-import { addToRun, closeAbandonedRuns, finishRun, startRun, zeroCounters, type RunCounters } from './runs.js';
+import { addToRun, closeAbandonedRuns, finishRun, recordFailedStart, startRun, zeroCounters, type RunCounters } from './runs.js';
 import { completeState, readState, writeCheckpoint } from './state.js';
 
 export { listLockName };
@@ -96,7 +96,7 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
   const now = deps.clock ?? (() => new Date());
   await closeAbandonedRuns(db, list.name, [job]);
 
-  const fields = await client.getFields(list.appID, list.listID);
+  const fields = await client.getFields(list.appID, list.listID).catch((err: unknown) => recordFailedStart(db, list.name, job, err));
   const mapping = await ensureMirrorTable(db, {
     schema: config.database.schema,
     list: { name: list.name, appID: list.appID, listID: list.listID, table: list.table ?? list.name },

@@ -74,6 +74,17 @@ export async function finishRun(db: Knex, runId: number, status: Exclude<RunStat
   await db('listsync.sync_runs').where({ id: runId }).update(update);
 }
 
+/**
+ * A run that failed before it started (its first platform request was not
+ * answered): recorded as a failed run, so failures in a row and the last
+ * error show in status and /metrics; rethrows `err`.
+ */
+export async function recordFailedStart(db: Knex, listName: string, job: Job, err: unknown): Promise<never> {
+  const runId = await startRun(db, listName, job);
+  await finishRun(db, runId, 'failed', { error: err instanceof Error ? err.message : String(err) });
+  throw err;
+}
+
 /** Runs left 'running' by a process that died are closed as failed (called at start by the next run). */
 export async function closeAbandonedRuns(db: Knex, listName: string, jobs: readonly Job[]): Promise<number> {
   return db('listsync.sync_runs')
