@@ -1,5 +1,5 @@
 import type { ActivityCounts, ActivitySettings } from './activity.js';
-import type { ResetOptions } from './emulator-state.js';
+import type { ResetOptions, RuntimeSettings } from './emulator-state.js';
 import type { FaultSettings, FaultSettingsPatch } from './faults.js';
 import type { FieldMeta, FieldSpec } from './field-types.js';
 import type { EmulatorStats, RequestLogEntry } from './request-log.js';
@@ -79,6 +79,16 @@ export class EmulatorAdminClient {
   reset(opts: ResetOptions = {}): Promise<ResetResult> {
     const body = { ...opts, ...(opts.referenceDate instanceof Date ? { referenceDate: opts.referenceDate.toISOString() } : {}) };
     return this.call('POST', '/reset', body);
+  }
+
+  /** The runtime settings: field metadata arrangement and flag style, query lag. */
+  settings(): Promise<RuntimeSettings> {
+    return this.call('GET', '/settings');
+  }
+
+  /** Changes the runtime settings given, e.g. `{fieldMeta: 'control-only'}` or `{queryLagMs: 0}`. */
+  setSettings(patch: Partial<RuntimeSettings>): Promise<RuntimeSettings> {
+    return this.call('PUT', '/settings', patch);
   }
 
   faults(): Promise<FaultSettings> {

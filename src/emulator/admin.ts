@@ -6,7 +6,8 @@ import type { EmulatorState, ResetOptions } from './emulator-state.js';
 import { FaultSettingsError } from './faults.js';
 import { type FieldSpec, userFieldMeta } from './field-types.js';
 import { readBody, sendJson } from './http-io.js';
-import { createItem, requireItem, updateItem, validateWriteData } from './items.js';
+import { FIELD_FLAG_STYLES, FIELD_META_ARRANGEMENTS } from './field-meta.js';
+import { createItem, deleteItem, requireItem, updateItem, validateWriteData } from './items.js';
 import { formatNaive } from './platform-time.js';
 import { SeedError, fieldSchema } from './seed.js';
 import type { ListData } from './store.js';
@@ -58,6 +59,12 @@ const editSchema = z.strictObject({
 const fireSchema = z.strictObject({
   subscriptionId: z.string().optional(),
   event: z.record(z.string(), z.unknown()).optional(),
+});
+
+const settingsSchema = z.strictObject({
+  fieldMeta: z.enum(FIELD_META_ARRANGEMENTS).optional(),
+  fieldFlags: z.enum(FIELD_FLAG_STYLES).optional(),
+  queryLagMs: z.number().int().min(0).max(600_000).optional(),
 });
 
 const redeliverSchema = z.strictObject({ deliveryIndex: z.number().int().min(0) });
@@ -136,6 +143,8 @@ async function route(state: EmulatorState, method: string, path: string, url: UR
     const store = state.reset(body);
     return { lists: [...store.lists.values()].map((l) => ({ appID: l.appID, listID: l.listID, count: l.count })), users: store.users.length, timeZone: store.zone.name };
   }
+  if (is('GET', 'settings')) return state.settings;
+  if (is('PUT', 'settings')) return state.updateSettings(parse(settingsSchema, jsonBody(text), 'settings'));
   if (is('GET', 'faults')) return state.faults.settings;
   if (is('PUT', 'faults')) return state.faults.update(jsonBody(text), Date.now());
   if (is('GET', 'requests')) {
@@ -169,7 +178,7 @@ async function route(state: EmulatorState, method: string, path: string, url: UR
       const now = state.now();
       const createdNaive = body.Created === undefined ? now.naive : timestamp(state, body.Created, 'Created');
       const createdMs = body.Created === undefined ? now.ms : state.store.zone.msFromNaive(createdNaive);
-      const id = createItem(list, data, { userId: userOrDefault(state, body.UserID), createdMs, createdNaive });
+      const id = createItem(list, data, { userId: userOrDefault(state, body.UserID), createdMs, createdNaive, lag: state.lag });
       return { ListDataID: id, RowVersion: 1 };
     }
     if (c === 'items' && d !== undefined && seg.length === 5) {
@@ -179,12 +188,12 @@ async function route(state: EmulatorState, method: string, path: string, url: UR
         const body = parse(editSchema, jsonBody(text), 'edit');
         const data = validateWriteData(list, body.Data ?? {});
         const modifiedNaive = body.Modified === undefined ? state.now().naive : timestamp(state, body.Modified, 'Modified');
-        const opts = { userId: userOrDefault(state, body.UserID), modifiedNaive, ...(body.RowVersion === undefined ? {} : { expectedVersion: body.RowVersion }) };
+        const opts = { userId: userOrDefault(state, body.UserID), modifiedNaive, lag: state.lag, ...(body.RowVersion === undefined ? {} : { expectedVersion: body.RowVersion }) };
         const version = updateItem(list, slot, data, opts);
         return { ListDataID: d, RowVersion: version };
       }
       if (method === 'DELETE') {
-        list.remove(slot);
+        deleteItem(list, slot, { lag: state.lag });
         return { ListDataID: d, deleted: true };
       }
     }
@@ -238,6 +247,7 @@ async function route(state: EmulatorState, method: string, path: string, url: UR
 
 export const ADMIN_ROUTES = [
   'POST /_admin/reset {sample?, items?, seedNumber?, seed?, timeZone?, apiKeys?, referenceDate?}',
+  'GET|PUT /_admin/settings {fieldMeta?: exported|swapped|type-only|control-only, fieldFlags?: boolean|number|string, queryLagMs?}',
   'GET|PUT /_admin/faults',
   'GET /_admin/requests?since=<seq>',
   'DELETE /_admin/requests',

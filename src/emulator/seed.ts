@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
+import { FIELD_FLAG_STYLES, FIELD_META_ARRANGEMENTS } from './field-meta.js';
 import { FIELD_TYPE_PAIRS, SYSTEM_FIELD_NAMES } from './field-types.js';
 import { PlatformZone } from './platform-time.js';
 import { formatZodIssues } from './validation.js';
@@ -76,6 +77,14 @@ const listSchema = z
 export const seedFileSchema = z
   .strictObject({
     $schema: z.string().optional(),
+    referenceDate: z
+      .string()
+      .regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date "YYYY-MM-DD"')
+      .refine((d) => Number.isFinite(Date.parse(`${d}T00:00:00Z`)) && new Date(`${d}T00:00:00Z`).toISOString().startsWith(d), 'must be a real calendar date')
+      .optional(),
+    fieldMeta: z.enum(FIELD_META_ARRANGEMENTS).optional(),
+    fieldFlags: z.enum(FIELD_FLAG_STYLES).optional(),
+    queryLagMs: z.number().int().min(0).max(600_000).optional(),
     timeZone: z.string().refine((tz) => PlatformZone.isValid(tz), 'must be an IANA time zone such as "UTC" or "Europe/Berlin"').optional(),
     seedNumber: z.number().int().optional(),
     apiKeys: z.array(z.string().min(1, 'an API key must not be empty')).min(1).optional(),
