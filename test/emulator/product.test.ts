@@ -60,7 +60,7 @@ describe('--reference-date / referenceDate', () => {
       startEmulator({ port: 0, items: 200, referenceDate: '2026-01-16', rateLimit: false }),
     ]);
     try {
-      const [a, b, c] = await Promise.all([byOption, bySeed, otherDay].map((e) => e.admin.exportList('demo', 'orders')));
+      const [a, b, c] = await Promise.all([byOption.admin.exportList('demo', 'orders'), bySeed.admin.exportList('demo', 'orders'), otherDay.admin.exportList('demo', 'orders')]);
       expect(JSON.stringify(b.items)).toBe(JSON.stringify(a.items));
       expect(JSON.stringify(c.items)).not.toBe(JSON.stringify(a.items));
       expect(a.items.every((i) => String(i['Created']) < '2026-01-15')).toBe(true);
