@@ -100,6 +100,11 @@ export class EmulatorAdminClient {
     return this.call('PUT', '/faults', patch);
   }
 
+  /** Turns every fault off (defaults restored). */
+  clearFaults(): Promise<FaultSettings> {
+    return this.call('DELETE', '/faults');
+  }
+
   requests(since = 0): Promise<RequestLogEntry[]> {
     return this.call('GET', `/requests?since=${since}`);
   }
@@ -144,6 +149,11 @@ export class EmulatorAdminClient {
   /** Starts (or with null stops) simulated activity. */
   setActivity(activity: ActivitySettings | null): Promise<ActivityState> {
     return this.call('PUT', '/activity', activity);
+  }
+
+  /** Stops simulated activity (same as `setActivity(null)`). */
+  stopActivity(): Promise<ActivityState> {
+    return this.call('DELETE', '/activity');
   }
 
   activity(): Promise<ActivityState> {

@@ -61,6 +61,20 @@ const fireSchema = z.strictObject({
   event: z.record(z.string(), z.unknown()).optional(),
 });
 
+/** Every fault setting back to its default (the fault seed stays). */
+const CLEAR_FAULTS = {
+  latencyMs: null,
+  jitterMs: null,
+  errorRate: null,
+  timeoutRate: null,
+  timeoutMs: null,
+  dropRate: null,
+  malformedRate: null,
+  rateLimitStorm: null,
+  emptyPages: null,
+  faultPaths: null,
+};
+
 const settingsSchema = z.strictObject({
   fieldMeta: z.enum(FIELD_META_ARRANGEMENTS).optional(),
   fieldFlags: z.enum(FIELD_FLAG_STYLES).optional(),
@@ -147,6 +161,7 @@ async function route(state: EmulatorState, method: string, path: string, url: UR
   if (is('PUT', 'settings')) return state.updateSettings(parse(settingsSchema, jsonBody(text), 'settings'));
   if (is('GET', 'faults')) return state.faults.settings;
   if (is('PUT', 'faults')) return state.faults.update(jsonBody(text), Date.now());
+  if (is('DELETE', 'faults')) return state.faults.update(CLEAR_FAULTS, Date.now());
   if (is('GET', 'requests')) {
     const since = url.searchParams.get('since');
     const n = since === null ? 0 : Number(since);
@@ -198,6 +213,10 @@ async function route(state: EmulatorState, method: string, path: string, url: UR
       }
     }
   }
+  if (is('DELETE', 'activity')) {
+    state.activity.stop();
+    return { settings: state.activity.current, totals: state.activity.totals };
+  }
   if (is('GET', 'activity') || is('PUT', 'activity')) {
     if (method === 'PUT') {
       const body = jsonBody(text);
@@ -248,7 +267,8 @@ async function route(state: EmulatorState, method: string, path: string, url: UR
 export const ADMIN_ROUTES = [
   'POST /_admin/reset {sample?, items?, seedNumber?, seed?, timeZone?, apiKeys?, referenceDate?}',
   'GET|PUT /_admin/settings {fieldMeta?: exported|swapped|type-only|control-only, fieldFlags?: boolean|number|string, queryLagMs?}',
-  'GET|PUT /_admin/faults',
+  'GET|PUT /_admin/faults (PUT: partial, null restores a default)',
+  'DELETE /_admin/faults (all faults off)',
   'GET /_admin/requests?since=<seq>',
   'DELETE /_admin/requests',
   'GET /_admin/stats',
@@ -256,7 +276,8 @@ export const ADMIN_ROUTES = [
   'GET|POST /_admin/lists/{appID}/{listID}/fields',
   'POST /_admin/lists/{appID}/{listID}/items {Data, Created?, UserID?}',
   'GET|PATCH|DELETE /_admin/lists/{appID}/{listID}/items/{id} (PATCH: {Data, Modified?, UserID?, RowVersion?})',
-  'GET|PUT /_admin/activity',
+  'GET|PUT /_admin/activity (PUT null stops)',
+  'DELETE /_admin/activity (stops)',
   'GET /_admin/hooks',
   'POST /_admin/hooks/fire {subscriptionId?, event?}',
   'POST /_admin/hooks/redeliver {deliveryIndex}',

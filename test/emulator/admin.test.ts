@@ -110,6 +110,29 @@ describe('admin API', () => {
     await expect(emu.admin.reset({ seed: { lists: [{ appID: 'x', listID: 'y', fields: [{ FieldName: 'A', FieldType: 'Text', Type: 'wat' }] }] } })).rejects.toThrow(/lists\[0\]\.fields\[0\]\.FieldType/);
   });
 
+  it('DELETE /_admin/faults turns every fault off; DELETE /_admin/activity stops simulated users', async () => {
+    await emu.admin.setFaults({ errorRate: 1, latencyMs: 5, faultPaths: '/lists/qa/' });
+    expect((await call<Envelope>(emu, 'GET', '/lists/qa/things')).status).toBeGreaterThanOrEqual(500);
+    const cleared = await emu.admin.clearFaults();
+    expect(cleared).toMatchObject({ errorRate: 0, latencyMs: 0, faultPaths: null });
+    expect((await call<Envelope>(emu, 'GET', '/lists/qa/things')).json.Status).toBe(0);
+
+    await emu.admin.setActivity({ appID: 'qa', listID: 'many', editsPerSecond: 1000 });
+    const stopped = await emu.admin.stopActivity();
+    expect(stopped.settings).toBeNull();
+    const totals = stopped.totals;
+    const before = (await emu.admin.exportList('qa', 'many')).items.map((i) => i['RowVersion']);
+    // Nothing to wait for but time: a running activity would have made ~100 edits in these 120 ms.
+    await new Promise((r) => setTimeout(r, 120));
+    expect((await emu.admin.activity()).totals).toEqual(totals);
+    expect((await emu.admin.exportList('qa', 'many')).items.map((i) => i['RowVersion'])).toEqual(before);
+  });
+
+  it('GET /_admin lists the routes, the settings route included', async () => {
+    const root = (await (await fetch(`${emu.url}/_admin`)).json()) as { routes: string[] };
+    for (const r of ['GET|PUT /_admin/settings', 'DELETE /_admin/faults', 'DELETE /_admin/activity']) expect(root.routes.join('\n')).toContain(r);
+  });
+
   it('unknown admin routes are 404', async () => {
     const res = await fetch(`${emu.url}/_admin/nothing`);
     expect(res.status).toBe(404);
