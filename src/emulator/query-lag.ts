@@ -36,6 +36,8 @@ export class QueryLag {
   private readonly nowMs: () => number;
   private readonly pending = new WeakMap<ListData, Map<bigint, PendingWrite>>();
   private viewCounter = 0;
+  /** The last view built per list: pages of one query reuse it while nothing changes. */
+  private readonly views = new WeakMap<ListData, QueryView>();
 
   constructor(nowMs: () => number, lagMs = 0) {
     this.nowMs = nowMs;
@@ -89,6 +91,9 @@ export class QueryLag {
     const entries = this.pending.get(list);
     if (entries !== undefined) this.expire(entries);
     if (entries === undefined || entries.size === 0) return { order: list.order, epoch: `${list.mutation}` };
+    const epoch = `${list.mutation}/${this.viewCounter}`;
+    const last = this.views.get(list);
+    if (last !== undefined && last.epoch === epoch) return last;
     const replace = new Map<number, number | null>();
     const deletedGhosts: number[] = [];
     for (const p of entries.values()) {
@@ -106,7 +111,9 @@ export class QueryLag {
       if (shown !== null && shown !== undefined) order.push(shown);
     }
     while (g < deletedGhosts.length) order.push(deletedGhosts[g++] as number);
-    return { order, epoch: `${list.mutation}/${this.viewCounter}` };
+    const view = { order, epoch };
+    this.views.set(list, view);
+    return view;
   }
 
   /** Writes still hidden from queries, for the admin API. */
