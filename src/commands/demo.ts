@@ -10,7 +10,7 @@ import pg from 'pg';
 import { redactUrl, runtimeEnv } from '../config.js';
 import type { Output } from '../context.js';
 import { startEmbeddedDb, type EmbeddedDb } from '../embedded-db.js';
-import { startEmulator } from '../emulator/index.js';
+import { SAMPLE_FIELDS as F, startEmulator } from '../emulator/index.js';
 import { table } from '../format.js';
 import { coerceError } from '../errors.js';
 
@@ -108,10 +108,13 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
     io.out(`captured in listsync.outbox: ${JSON.stringify(outbox.rows)}`);
     await cli('PATCH with RowVersion = the base version, only the changed fields', 'push');
     const onPlatform = await emu.admin.getItem('demo', 'orders', edited!.id);
-    io.out(`on the platform now: Customer=${JSON.stringify(onPlatform.Customer)} Status=${JSON.stringify(onPlatform.Status)} Paid=${JSON.stringify(onPlatform.Paid)} RowVersion ${edited!.row_version} -> ${onPlatform.RowVersion}`);
+    const shown = (field: string): string => JSON.stringify(onPlatform[field]);
+    io.out(
+      `on the platform now: ${F.customer} (Customer)=${shown(F.customer)} ${F.status} (Status)=${shown(F.status)} ${F.paid} (Paid)=${shown(F.paid)} RowVersion ${edited!.row_version} -> ${onPlatform.RowVersion}`,
+    );
 
     step(6, 'A conflict: the same item edited on the platform and in the mirror before a push');
-    await emu.admin.editItem('demo', 'orders', contested!.id, { Data: { Customer: 'Changed on the platform' } });
+    await emu.admin.editItem('demo', 'orders', contested!.id, { Data: { [F.customer]: 'Changed on the platform' } });
     io.out(`someone edits item ${contested!.id} on the platform (Customer = "Changed on the platform")`);
     await pgClient.query(`update demo.orders set customer = 'Changed in SQL' where id = $1`, [contested!.id]);
     io.out(`and you edit the same item in SQL (Customer = "Changed in SQL")`);

@@ -1,11 +1,12 @@
 import { READ_ONLY_FIELDS } from './field-types.js';
-import { createItem, updateItem } from './items.js';
+import { createItem, deleteItem, updateItem } from './items.js';
 import { formatNaive } from './platform-time.js';
 import { Prng, deriveSeed } from './prng.js';
 import { genericRowFiller, valueGenerator } from './sample.js';
 import type { EmulatorStore, ListData, TextColumn, User } from './store.js';
 import type { WebhookHub } from './webhooks.js';
 import type { EmulatorClock } from './clock.js';
+import type { QueryLag } from './query-lag.js';
 
 /**
  * Simulated activity: another user editing, creating and deleting items of
@@ -38,6 +39,7 @@ export interface ActivityHost {
   store(): EmulatorStore;
   readonly clock: EmulatorClock;
   readonly hooks: WebhookHub;
+  readonly lag?: QueryLag;
 }
 
 const TICK_MS = 50;
@@ -128,7 +130,7 @@ export class ActivitySimulator {
       const col = this.prng.pick(editable) as TextColumn;
       data[col.meta.FieldName] = valueGenerator(col.meta, users)(list.slotCount, created, this.prng);
     }
-    updateItem(list, slot, data, { userId: this.actor(s), modifiedNaive: this.nowNaive().naive });
+    updateItem(list, slot, data, { userId: this.actor(s), modifiedNaive: this.nowNaive().naive, lag: this.host.lag });
     this.counts.edits++;
     this.event(s, 'TaskUpdated', (list.ids[slot] as bigint).toString());
   }
@@ -142,7 +144,7 @@ export class ActivitySimulator {
     list.dataColumns.forEach((c, i) => {
       data[c.meta.FieldName] = row[i] as string;
     });
-    const id = createItem(list, data, { userId: this.actor(s), createdMs: ms, createdNaive: naive });
+    const id = createItem(list, data, { userId: this.actor(s), createdMs: ms, createdNaive: naive, lag: this.host.lag });
     this.counts.creates++;
     this.event(s, 'TaskCreated', id);
   }
@@ -150,8 +152,7 @@ export class ActivitySimulator {
   private remove(list: ListData, s: ActivitySettings): void {
     if (list.count === 0) return;
     const slot = list.order[this.prng.int(list.count)] as number;
-    const id = (list.ids[slot] as bigint).toString();
-    list.remove(slot);
+    const id = deleteItem(list, slot, { lag: this.host.lag });
     this.counts.deletes++;
     this.event(s, 'TaskCancelled', id);
   }

@@ -1,5 +1,5 @@
 import type { ActivityCounts, ActivitySettings } from './activity.js';
-import type { ResetOptions } from './emulator-state.js';
+import type { ResetOptions, RuntimeSettings } from './emulator-state.js';
 import type { FaultSettings, FaultSettingsPatch } from './faults.js';
 import type { FieldMeta, FieldSpec } from './field-types.js';
 import type { EmulatorStats, RequestLogEntry } from './request-log.js';
@@ -81,6 +81,16 @@ export class EmulatorAdminClient {
     return this.call('POST', '/reset', body);
   }
 
+  /** The runtime settings: field metadata arrangement and flag style, query lag. */
+  settings(): Promise<RuntimeSettings> {
+    return this.call('GET', '/settings');
+  }
+
+  /** Changes the runtime settings given, e.g. `{fieldMeta: 'control-only'}` or `{queryLagMs: 0}`. */
+  setSettings(patch: Partial<RuntimeSettings>): Promise<RuntimeSettings> {
+    return this.call('PUT', '/settings', patch);
+  }
+
   faults(): Promise<FaultSettings> {
     return this.call('GET', '/faults');
   }
@@ -88,6 +98,11 @@ export class EmulatorAdminClient {
   /** Partial update; `null` restores a setting's default. */
   setFaults(patch: FaultSettingsPatch): Promise<FaultSettings> {
     return this.call('PUT', '/faults', patch);
+  }
+
+  /** Turns every fault off (defaults restored). */
+  clearFaults(): Promise<FaultSettings> {
+    return this.call('DELETE', '/faults');
   }
 
   requests(since = 0): Promise<RequestLogEntry[]> {
@@ -134,6 +149,11 @@ export class EmulatorAdminClient {
   /** Starts (or with null stops) simulated activity. */
   setActivity(activity: ActivitySettings | null): Promise<ActivityState> {
     return this.call('PUT', '/activity', activity);
+  }
+
+  /** Stops simulated activity (same as `setActivity(null)`). */
+  stopActivity(): Promise<ActivityState> {
+    return this.call('DELETE', '/activity');
   }
 
   activity(): Promise<ActivityState> {

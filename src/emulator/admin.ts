@@ -6,7 +6,8 @@ import type { EmulatorState, ResetOptions } from './emulator-state.js';
 import { FaultSettingsError } from './faults.js';
 import { type FieldSpec, userFieldMeta } from './field-types.js';
 import { readBody, sendJson } from './http-io.js';
-import { createItem, requireItem, updateItem, validateWriteData } from './items.js';
+import { FIELD_FLAG_STYLES, FIELD_META_ARRANGEMENTS } from './field-meta.js';
+import { createItem, deleteItem, requireItem, updateItem, validateWriteData } from './items.js';
 import { formatNaive } from './platform-time.js';
 import { SeedError, fieldSchema } from './seed.js';
 import type { ListData } from './store.js';
@@ -58,6 +59,26 @@ const editSchema = z.strictObject({
 const fireSchema = z.strictObject({
   subscriptionId: z.string().optional(),
   event: z.record(z.string(), z.unknown()).optional(),
+});
+
+/** Every fault setting back to its default (the fault seed stays). */
+const CLEAR_FAULTS = {
+  latencyMs: null,
+  jitterMs: null,
+  errorRate: null,
+  timeoutRate: null,
+  timeoutMs: null,
+  dropRate: null,
+  malformedRate: null,
+  rateLimitStorm: null,
+  emptyPages: null,
+  faultPaths: null,
+};
+
+const settingsSchema = z.strictObject({
+  fieldMeta: z.enum(FIELD_META_ARRANGEMENTS).optional(),
+  fieldFlags: z.enum(FIELD_FLAG_STYLES).optional(),
+  queryLagMs: z.number().int().min(0).max(600_000).optional(),
 });
 
 const redeliverSchema = z.strictObject({ deliveryIndex: z.number().int().min(0) });
@@ -136,8 +157,11 @@ async function route(state: EmulatorState, method: string, path: string, url: UR
     const store = state.reset(body);
     return { lists: [...store.lists.values()].map((l) => ({ appID: l.appID, listID: l.listID, count: l.count })), users: store.users.length, timeZone: store.zone.name };
   }
+  if (is('GET', 'settings')) return state.settings;
+  if (is('PUT', 'settings')) return state.updateSettings(parse(settingsSchema, jsonBody(text), 'settings'));
   if (is('GET', 'faults')) return state.faults.settings;
   if (is('PUT', 'faults')) return state.faults.update(jsonBody(text), Date.now());
+  if (is('DELETE', 'faults')) return state.faults.update(CLEAR_FAULTS, Date.now());
   if (is('GET', 'requests')) {
     const since = url.searchParams.get('since');
     const n = since === null ? 0 : Number(since);
@@ -169,7 +193,7 @@ async function route(state: EmulatorState, method: string, path: string, url: UR
       const now = state.now();
       const createdNaive = body.Created === undefined ? now.naive : timestamp(state, body.Created, 'Created');
       const createdMs = body.Created === undefined ? now.ms : state.store.zone.msFromNaive(createdNaive);
-      const id = createItem(list, data, { userId: userOrDefault(state, body.UserID), createdMs, createdNaive });
+      const id = createItem(list, data, { userId: userOrDefault(state, body.UserID), createdMs, createdNaive, lag: state.lag });
       return { ListDataID: id, RowVersion: 1 };
     }
     if (c === 'items' && d !== undefined && seg.length === 5) {
@@ -179,15 +203,19 @@ async function route(state: EmulatorState, method: string, path: string, url: UR
         const body = parse(editSchema, jsonBody(text), 'edit');
         const data = validateWriteData(list, body.Data ?? {});
         const modifiedNaive = body.Modified === undefined ? state.now().naive : timestamp(state, body.Modified, 'Modified');
-        const opts = { userId: userOrDefault(state, body.UserID), modifiedNaive, ...(body.RowVersion === undefined ? {} : { expectedVersion: body.RowVersion }) };
+        const opts = { userId: userOrDefault(state, body.UserID), modifiedNaive, lag: state.lag, ...(body.RowVersion === undefined ? {} : { expectedVersion: body.RowVersion }) };
         const version = updateItem(list, slot, data, opts);
         return { ListDataID: d, RowVersion: version };
       }
       if (method === 'DELETE') {
-        list.remove(slot);
+        deleteItem(list, slot, { lag: state.lag });
         return { ListDataID: d, deleted: true };
       }
     }
+  }
+  if (is('DELETE', 'activity')) {
+    state.activity.stop();
+    return { settings: state.activity.current, totals: state.activity.totals };
   }
   if (is('GET', 'activity') || is('PUT', 'activity')) {
     if (method === 'PUT') {
@@ -238,7 +266,9 @@ async function route(state: EmulatorState, method: string, path: string, url: UR
 
 export const ADMIN_ROUTES = [
   'POST /_admin/reset {sample?, items?, seedNumber?, seed?, timeZone?, apiKeys?, referenceDate?}',
-  'GET|PUT /_admin/faults',
+  'GET|PUT /_admin/settings {fieldMeta?: exported|swapped|type-only|control-only, fieldFlags?: boolean|number|string, queryLagMs?}',
+  'GET|PUT /_admin/faults (PUT: partial, null restores a default)',
+  'DELETE /_admin/faults (all faults off)',
   'GET /_admin/requests?since=<seq>',
   'DELETE /_admin/requests',
   'GET /_admin/stats',
@@ -246,7 +276,8 @@ export const ADMIN_ROUTES = [
   'GET|POST /_admin/lists/{appID}/{listID}/fields',
   'POST /_admin/lists/{appID}/{listID}/items {Data, Created?, UserID?}',
   'GET|PATCH|DELETE /_admin/lists/{appID}/{listID}/items/{id} (PATCH: {Data, Modified?, UserID?, RowVersion?})',
-  'GET|PUT /_admin/activity',
+  'GET|PUT /_admin/activity (PUT null stops)',
+  'DELETE /_admin/activity (stops)',
   'GET /_admin/hooks',
   'POST /_admin/hooks/fire {subscriptionId?, event?}',
   'POST /_admin/hooks/redeliver {deliveryIndex}',

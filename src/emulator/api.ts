@@ -1,8 +1,9 @@
 import { ApiError, STATUS, badRequest } from './api-error.js';
 import { envelopeJson } from './envelope.js';
 import type { EmulatorState } from './emulator-state.js';
+import { presentFields } from './field-meta.js';
 import { buildProjection, itemsJson } from './item-json.js';
-import { createItem, requireItem, updateItem, validateWriteData } from './items.js';
+import { createItem, deleteItem, requireItem, updateItem, validateWriteData } from './items.js';
 import { formatNaive } from './platform-time.js';
 import { parsePaging, parseQuery } from './query-engine.js';
 import type { ListData } from './store.js';
@@ -31,7 +32,7 @@ export interface RequestInput {
 export interface V1Route {
   /** e.g. `POST /v1/lists/{appID}/{listID}/items/query` */
   name: string;
-  /** Create and update: faults may hit before or after the change. */
+  /** Create, update and delete: faults may hit before or after the change. */
   mutation: boolean;
   handle(state: EmulatorState, input: RequestInput): ApiReply;
 }
@@ -98,7 +99,7 @@ function listDetails(state: EmulatorState, appID: string, listID: string): ApiRe
 }
 
 function listFields(state: EmulatorState, appID: string, listID: string): ApiReply {
-  const fields = requireList(state, appID, listID).fields();
+  const fields = presentFields(requireList(state, appID, listID).fields(), state.fieldMeta);
   return ok(JSON.stringify(fields), fields.length);
 }
 
@@ -106,7 +107,7 @@ function queryItems(state: EmulatorState, appID: string, listID: string, input: 
   const list = requireList(state, appID, listID);
   const q = parseQuery(parseBody(input.body), list);
   const projection = buildProjection(list, q.fields, state.idsAsNumbers);
-  const result = state.queries.run(list, q);
+  const result = state.queries.run(list, q, state.lag.view(list));
   if (input.faultsApply && state.faults.isEmptyPage(q.pageIndex)) {
     return { ...ok('[]', result.totalCount), pageIndex: q.pageIndex, fault: 'emptyPage' };
   }
@@ -118,7 +119,25 @@ function create(state: EmulatorState, appID: string, listID: string, input: Requ
   const body = objectBody(input.body);
   const data = validateWriteData(list, body['Data']);
   const { ms, naive } = state.now();
-  const id = createItem(list, data, { userId: state.store.apiUser.UserID, createdMs: ms, createdNaive: naive });
+  const id = createItem(list, data, { userId: state.store.apiUser.UserID, createdMs: ms, createdNaive: naive, lag: state.lag });
+  return ok(JSON.stringify(id));
+}
+
+/** One item by ID, as it is now (a lagging query index does not apply to reads by ID). */
+function readItem(state: EmulatorState, appID: string, listID: string, itemID: string): ApiReply {
+  const list = requireList(state, appID, listID);
+  const slot = requireItem(list, itemID);
+  const json = itemsJson(buildProjection(list, undefined, state.idsAsNumbers), [slot]);
+  return ok(json.slice(1, -1));
+}
+
+/** Deletes an item (no tombstone) and tells `workflow/tasks` subscribers, as a delete by another user would. */
+function removeItem(state: EmulatorState, appID: string, listID: string, itemID: string): ApiReply {
+  const list = requireList(state, appID, listID);
+  const id = deleteItem(list, requireItem(list, itemID), { lag: state.lag });
+  const { ms, naive } = state.now();
+  const event = state.hooks.taskEvent({ Event: 'TaskCancelled' }, { nowMs: ms, created: formatNaive(naive), assignee: state.store.apiUser.UserID, listDataId: id });
+  void state.hooks.fire(event, { resource: 'workflow/tasks' });
   return ok(JSON.stringify(id));
 }
 
@@ -131,7 +150,7 @@ function update(state: EmulatorState, appID: string, listID: string, itemID: str
   }
   const data = validateWriteData(list, body['Data']);
   const slot = requireItem(list, itemID);
-  updateItem(list, slot, data, { userId: state.store.apiUser.UserID, modifiedNaive: state.now().naive, expectedVersion: rv });
+  updateItem(list, slot, data, { userId: state.store.apiUser.UserID, modifiedNaive: state.now().naive, expectedVersion: rv, lag: state.lag });
   return ok(JSON.stringify(itemID));
 }
 
@@ -180,6 +199,16 @@ const ROUTES: Array<{ method: string; re: RegExp; make: Matcher }> = [
     method: 'POST',
     re: /^\/v1\/lists\/([^/]+)\/([^/]+)\/items\/?$/,
     make: ([a, l]) => ({ name: `POST ${LIST}/items`, mutation: true, handle: (s, i) => create(s, a as string, l as string, i) }),
+  },
+  {
+    method: 'GET',
+    re: /^\/v1\/lists\/([^/]+)\/([^/]+)\/items\/([^/]+)\/?$/,
+    make: ([a, l, id]) => ({ name: `GET ${LIST}/items/{itemID}`, mutation: false, handle: (s) => readItem(s, a as string, l as string, id as string) }),
+  },
+  {
+    method: 'DELETE',
+    re: /^\/v1\/lists\/([^/]+)\/([^/]+)\/items\/([^/]+)\/?$/,
+    make: ([a, l, id]) => ({ name: `DELETE ${LIST}/items/{itemID}`, mutation: true, handle: (s) => removeItem(s, a as string, l as string, id as string) }),
   },
   {
     method: 'PATCH',

@@ -1,3 +1,4 @@
+import type { FieldFlagStyle, FieldMetaArrangement } from './field-meta.js';
 import { type FieldSpec, userFieldMeta } from './field-types.js';
 import { snowflakeId, userIdFor } from './ids.js';
 import { PlatformZone } from './platform-time.js';
@@ -136,6 +137,33 @@ function buildSeedList(def: SeedList, index: number, store: EmulatorStore, seedN
   }
   list.finishBulk();
   return list;
+}
+
+/** The seed keys that set the emulator rather than its data. */
+export interface SeedSettings {
+  referenceDate?: string;
+  fieldMeta?: FieldMetaArrangement;
+  fieldFlags?: FieldFlagStyle;
+  queryLagMs?: number;
+}
+
+/** Reads a seed's settings keys (validating the seed). */
+export function seedSettingsOf(seed: SeedFile | undefined): SeedSettings {
+  if (seed === undefined) return {};
+  const s = parseSeedFile(seed);
+  const out: SeedSettings = {};
+  if (s.referenceDate !== undefined) out.referenceDate = s.referenceDate;
+  if (s.fieldMeta !== undefined) out.fieldMeta = s.fieldMeta;
+  if (s.fieldFlags !== undefined) out.fieldFlags = s.fieldFlags;
+  if (s.queryLagMs !== undefined) out.queryLagMs = s.queryLagMs;
+  return out;
+}
+
+/** The instant of a `YYYY-MM-DD` reference date: its start in UTC. */
+export function referenceMsOf(date: string): number {
+  const ms = Date.parse(`${date}T00:00:00Z`);
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(date) || !Number.isFinite(ms)) throw new RangeError(`referenceDate: expected YYYY-MM-DD (got ${JSON.stringify(date)})`);
+  return ms;
 }
 
 /** Creates the store. Throws SeedError (bad seed) or RangeError (bad time zone). */

@@ -1,7 +1,8 @@
 import { type Command, InvalidArgumentError } from 'commander';
 import type { ActivitySettings } from './activity.js';
 import type { FaultSettingsPatch } from './faults.js';
-import { type EmulatorOptions, type RunningEmulator, startEmulator } from './index.js';
+import { FIELD_META_ARRANGEMENTS, type FieldMetaArrangement, isFieldMetaArrangement } from './field-meta.js';
+import { type EmulatorOptions, type EmulatorSummary, type RunningEmulator, startEmulator } from './index.js';
 import { PlatformZone } from './platform-time.js';
 import { SeedError } from './seed.js';
 
@@ -44,6 +45,17 @@ function positive(v: string): number {
   const n = Number(v);
   if (v.trim() === '' || !Number.isFinite(n) || n <= 0) throw invalid('expected a number of requests per second > 0');
   return n;
+}
+
+function fieldMeta(v: string): FieldMetaArrangement {
+  if (!isFieldMetaArrangement(v)) throw invalid(`expected one of ${FIELD_META_ARRANGEMENTS.join(', ')}`);
+  return v;
+}
+
+function calendarDay(v: string): string {
+  const ms = Date.parse(`${v}T00:00:00Z`);
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(v) || !Number.isFinite(ms) || !new Date(ms).toISOString().startsWith(v)) throw invalid('expected a date YYYY-MM-DD, e.g. 2026-01-15');
+  return v;
 }
 
 /** Parses `appID/listID:edits=5,creates=1,deletes=1[,hooks=1][,user=<id>][,seed=<n>]`. */
@@ -102,6 +114,9 @@ interface RawOptions {
   rateLimit?: number | boolean;
   idsAsNumbers?: boolean;
   activity?: ActivitySettings;
+  fieldMeta?: FieldMetaArrangement;
+  queryLag?: number;
+  referenceDate?: string;
 }
 
 /** The startEmulator options a command line asks for. */
@@ -121,6 +136,9 @@ export function emulatorOptionsFromCli(o: RawOptions): EmulatorOptions {
   if (o.rateLimit === false) opts.rateLimit = false;
   else if (typeof o.rateLimit === 'number') opts.rateLimit = { burst: Math.max(1, Math.round(o.rateLimit)), perSecond: o.rateLimit };
   if (o.activity !== undefined) opts.activity = o.activity;
+  if (o.fieldMeta !== undefined) opts.fieldMeta = o.fieldMeta;
+  if (o.queryLag !== undefined) opts.queryLagMs = o.queryLag;
+  if (o.referenceDate !== undefined) opts.referenceDate = o.referenceDate;
   return opts;
 }
 
@@ -163,6 +181,9 @@ export function registerEmulatorCommand(program: Command, deps: EmulatorCommandD
     .option('--no-rate-limit', 'turn the rate limit off')
     .option('--ids-as-numbers', 'write ListDataID as a bare JSON number (tests lossless parsing)')
     .option('--activity <spec>', 'simulate another user, e.g. demo/orders:edits=5,creates=1,deletes=1,hooks=1', parseActivitySpec)
+    .option('--field-meta <shape>', `how GET .../fields names storage kind and control: ${FIELD_META_ARRANGEMENTS.join('|')} (default exported; control-only is the likeliest real shape)`, fieldMeta)
+    .option('--query-lag <ms>', 'a write shows in items/query only this many ms later (reads by ID show it at once)', wholeNumber(0, 600_000))
+    .option('--reference-date <YYYY-MM-DD>', 'day the generated data is anchored to (default today, UTC): same day, same data', calendarDay)
     .action(async (raw: RawOptions, cmd: Command) => {
       const output = cmd.configureOutput();
       const out = (s: string): void => (output.writeOut ?? ((x: string) => process.stdout.write(x)))(`${s}\n`);
@@ -177,15 +198,37 @@ export function registerEmulatorCommand(program: Command, deps: EmulatorCommandD
         return;
       }
       const opts = emulatorOptionsFromCli(raw);
-      const list = opts.sample ? 'demo/orders' : '{appID}/{listID}';
+      const summary = emu.summary();
+      const first = summary.lists[0];
+      const list = first === undefined ? '{appID}/{listID}' : `${encodeURIComponent(first.appID)}/${encodeURIComponent(first.listID)}`;
       out('listsync emulator listening');
       out(`  API base URL  ${emu.baseUrl}`);
       out(`  API key       ${emu.apiKey}   (send it in the "apiKey" header)`);
-      out(`  admin API     ${emu.url}/_admin`);
+      out(`  admin API     ${emu.url}/_admin   (health: ${emu.url}/healthz)`);
+      for (const line of bannerDetails(summary)) out(line);
       out(`  try: curl -s -X POST -H 'apiKey: ${emu.apiKey}' -H 'Content-Type: application/json' -d '{"PageSize":2}' ${emu.baseUrl}/lists/${list}/items/query`);
+      if (opts.sample === false && summary.lists.length === 0) out('  (no lists: the seed defines none and --sample was not given)');
       out('Press Ctrl+C to stop.');
       const signal = await waitForStop(emu);
       out(`${signal}: stopping the emulator`);
       await emu.close();
     });
+}
+
+/** The banner's description of what is served: time zone, reference date, settings, lists. */
+export function bannerDetails(summary: EmulatorSummary): string[] {
+  const { settings } = summary;
+  const lines = [
+    `  time zone     ${summary.timeZone}   (Created/Modified and date-times are in this zone, without offset)`,
+    `  data as of    ${summary.referenceDate}   (pin with --reference-date)`,
+    `  field meta    ${settings.fieldMeta}${settings.fieldFlags === 'boolean' ? '' : `, flags as ${settings.fieldFlags}s`}   query lag ${settings.queryLagMs} ms`,
+    `  users         ${summary.users}`,
+    `  lists         ${summary.lists.length === 0 ? 'none' : String(summary.lists.length)}`,
+  ];
+  const width = Math.max(0, ...summary.lists.map((l) => `${l.appID}/${l.listID}`.length));
+  for (const l of summary.lists) {
+    const items = `${l.count} ${l.count === 1 ? 'item' : 'items'}`;
+    lines.push(`    ${`${l.appID}/${l.listID}`.padEnd(width)}  appID=${l.appID} listID=${l.listID}  ${items}  "${l.title}"`);
+  }
+  return lines;
 }

@@ -1,8 +1,11 @@
 import { ActivitySimulator } from './activity.js';
-import { type StoreOptions, buildStore } from './build-store.js';
+import { type StoreOptions, buildStore, referenceMsOf, seedSettingsOf } from './build-store.js';
+import type { SeedFile } from './seed.js';
 import { EmulatorClock } from './clock.js';
 import { FaultInjector, type FaultSettingsPatch } from './faults.js';
+import { DEFAULT_FIELD_META_SHAPE, type FieldMetaShape } from './field-meta.js';
 import { QueryEngine } from './query-engine.js';
+import { QueryLag } from './query-lag.js';
 import { type RateLimitSettings, TokenBucketLimiter } from './rate-limiter.js';
 import { RequestLog } from './request-log.js';
 import type { EmulatorStore } from './store.js';
@@ -26,6 +29,17 @@ export interface StateInit {
   rateLimitClock: (() => number) | undefined;
   faults: FaultSettingsPatch | undefined;
   now: (() => Date) | undefined;
+  /** How `GET .../fields` is served (default `exported`, boolean flags). */
+  fieldMeta?: Partial<FieldMetaShape>;
+  /** Delay before a write shows in queries (default 0). */
+  queryLagMs?: number;
+}
+
+/** Settings that can change while the emulator runs (`GET|PUT /_admin/settings`). */
+export interface RuntimeSettings {
+  fieldMeta: FieldMetaShape['arrangement'];
+  fieldFlags: FieldMetaShape['flags'];
+  queryLagMs: number;
 }
 
 export class EmulatorState {
@@ -39,6 +53,8 @@ export class EmulatorState {
   readonly hooks = new WebhookHub();
   readonly activity: ActivitySimulator;
   readonly timers = new TimerSet();
+  readonly lag: QueryLag;
+  fieldMeta: FieldMetaShape;
   private readonly initial: ResetOptions;
   private readonly initialReferenceMs: number;
 
@@ -48,9 +64,23 @@ export class EmulatorState {
     this.store = buildStore({ ...init.store, referenceMs: init.referenceMs });
     this.idsAsNumbers = init.idsAsNumbers;
     this.clock = new EmulatorClock(init.now);
+    this.lag = new QueryLag(() => this.clock.nowMs(), init.queryLagMs ?? 0);
+    this.fieldMeta = { ...DEFAULT_FIELD_META_SHAPE, ...stripUndefined(init.fieldMeta ?? {}) };
     this.limiter = init.rateLimit === false ? null : new TokenBucketLimiter(init.rateLimit, init.rateLimitClock);
     this.faults = new FaultInjector(init.faults, Date.now());
-    this.activity = new ActivitySimulator({ store: () => this.store, clock: this.clock, hooks: this.hooks });
+    this.activity = new ActivitySimulator({ store: () => this.store, clock: this.clock, hooks: this.hooks, lag: this.lag });
+  }
+
+  get settings(): RuntimeSettings {
+    return { fieldMeta: this.fieldMeta.arrangement, fieldFlags: this.fieldMeta.flags, queryLagMs: this.lag.lagMs };
+  }
+
+  /** Changes the runtime settings given (validated by the caller). */
+  updateSettings(patch: Partial<RuntimeSettings>): RuntimeSettings {
+    if (patch.queryLagMs !== undefined) this.lag.lagMs = patch.queryLagMs;
+    if (patch.fieldMeta !== undefined) this.fieldMeta = { ...this.fieldMeta, arrangement: patch.fieldMeta };
+    if (patch.fieldFlags !== undefined) this.fieldMeta = { ...this.fieldMeta, flags: patch.fieldFlags };
+    return this.settings;
   }
 
   /**
@@ -58,7 +88,8 @@ export class EmulatorState {
    * body's options apply; the current API keys and time zone stay unless the
    * body (or its seed) gives new ones, and the reference date stays unless
    * given. Subscriptions, deliveries and activity are dropped; faults, the
-   * clock and the request log are kept.
+   * clock, the request log and the runtime settings (field metadata shape,
+   * query lag) are kept unless the body's seed sets them.
    */
   reset(opts: ResetOptions): EmulatorStore {
     let base: ResetOptions;
@@ -71,10 +102,19 @@ export class EmulatorState {
         timeZone: opts.timeZone ?? (seed['timeZone'] === undefined ? this.store.zone.name : undefined),
       };
     }
+    // The start options' seed settings are already in force (or overridden by start options).
+    const fromSeed = base === this.initial ? {} : seedSettingsOf(base.seed as SeedFile | undefined);
     const ref = base.referenceDate;
-    const referenceMs = ref === undefined ? this.initialReferenceMs : new Date(ref).getTime();
+    let referenceMs = this.initialReferenceMs;
+    if (ref !== undefined) referenceMs = new Date(ref).getTime();
+    else if (fromSeed.referenceDate !== undefined) referenceMs = referenceMsOf(fromSeed.referenceDate);
     if (!Number.isFinite(referenceMs)) throw new RangeError(`referenceDate: not a date (${String(ref)})`);
     const store = buildStore({ ...stripUndefined(base), referenceMs });
+    this.updateSettings({
+      ...(fromSeed.fieldMeta === undefined ? {} : { fieldMeta: fromSeed.fieldMeta }),
+      ...(fromSeed.fieldFlags === undefined ? {} : { fieldFlags: fromSeed.fieldFlags }),
+      ...(fromSeed.queryLagMs === undefined ? {} : { queryLagMs: fromSeed.queryLagMs }),
+    });
     this.activity.stop();
     this.store = store;
     this.queries.clear();

@@ -29,10 +29,15 @@ export const FIELD_TYPE_PAIRS = [
   'Text/lookup',
   'Text/hyperlink',
   'Text/flowstatus',
+  'Text/select',
+  'Text/richtext',
   'Datetime/datepicker',
   'Bit/switch',
   'Bigint/input_number',
   'Decimal/input_number',
+  'Decimal/currency',
+  'Decimal/percent',
+  'File/file-upload',
   'File/upload',
 ] as const;
 

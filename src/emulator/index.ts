@@ -2,7 +2,9 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { ActivitySettings } from './activity.js';
 import { EmulatorAdminClient } from './admin-client.js';
-import { EmulatorState } from './emulator-state.js';
+import { referenceMsOf, seedSettingsOf } from './build-store.js';
+import { EmulatorState, type RuntimeSettings } from './emulator-state.js';
+import type { FieldFlagStyle, FieldMetaArrangement } from './field-meta.js';
 import type { FaultSettingsPatch } from './faults.js';
 import { DEFAULT_RATE_LIMIT, type RateLimitSettings } from './rate-limiter.js';
 import { type SeedFile, loadSeedFile } from './seed.js';
@@ -41,8 +43,27 @@ export interface EmulatorOptions {
   activity?: ActivitySettings | null;
   /** Clock for new changes (default: real time). */
   now?: () => Date;
-  /** Instant generated data is anchored to (default: start of today UTC per `now`). */
-  referenceDate?: Date;
+  /**
+   * Instant generated data is anchored to: a Date, or a day `YYYY-MM-DD`
+   * (its start in UTC). Default: the seed's `referenceDate`, else the start of
+   * today UTC per `now`. Pin it to keep generated data the same day to day.
+   */
+  referenceDate?: Date | string;
+  /** How `GET .../fields` arranges storage kind and control (default: the seed's, else `exported`). */
+  fieldMeta?: FieldMetaArrangement;
+  /** How the field flags (IsIndex...) are written (default: the seed's, else booleans). */
+  fieldFlags?: FieldFlagStyle;
+  /** A write shows in `items/query` only this many ms later (default: the seed's, else 0). */
+  queryLagMs?: number;
+}
+
+/** What the emulator holds: for the start banner and health views. */
+export interface EmulatorSummary {
+  timeZone: string;
+  referenceDate: string;
+  lists: Array<{ appID: string; listID: string; title: string; count: number }>;
+  users: number;
+  settings: RuntimeSettings;
 }
 
 export interface RunningEmulator {
@@ -53,11 +74,30 @@ export interface RunningEmulator {
   /** The first API key. */
   apiKey: string;
   admin: EmulatorAdminClient;
+  summary(): EmulatorSummary;
   close(): Promise<void>;
 }
 
 function startOfUtcDay(d: Date): Date {
   return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate()));
+}
+
+function referenceInstant(given: Date | string | undefined, now: () => Date): number {
+  if (given === undefined) return startOfUtcDay(now()).getTime();
+  const ms = typeof given === 'string' ? referenceMsOf(given) : given.getTime();
+  if (!Number.isFinite(ms)) throw new RangeError(`referenceDate: not a date (${String(given)})`);
+  return ms;
+}
+
+function summarize(state: EmulatorState): EmulatorSummary {
+  const store = state.store;
+  return {
+    timeZone: store.zone.name,
+    referenceDate: new Date(store.referenceMs).toISOString().slice(0, 10),
+    lists: [...store.lists.values()].map((l) => ({ appID: l.appID, listID: l.listID, title: l.title, count: l.count })),
+    users: store.users.length,
+    settings: state.settings,
+  };
 }
 
 function urlHost(host: string): string {
@@ -69,7 +109,8 @@ function urlHost(host: string): string {
 export async function startEmulator(opts: EmulatorOptions = {}): Promise<RunningEmulator> {
   const seed = opts.seed ?? (opts.seedFile === undefined ? undefined : await loadSeedFile(opts.seedFile));
   const now = opts.now ?? (() => new Date());
-  const reference = opts.referenceDate ?? startOfUtcDay(now());
+  const fromSeed = seedSettingsOf(seed);
+  const referenceMs = referenceInstant(opts.referenceDate ?? fromSeed.referenceDate, now);
   const state = new EmulatorState({
     store: {
       ...(opts.sample === undefined ? {} : { sample: opts.sample }),
@@ -79,12 +120,14 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Running
       ...(opts.timeZone === undefined ? {} : { timeZone: opts.timeZone }),
       ...(opts.apiKeys === undefined ? {} : { apiKeys: opts.apiKeys }),
     },
-    referenceMs: reference.getTime(),
+    referenceMs,
     idsAsNumbers: opts.idsAsNumbers ?? false,
     rateLimit: opts.rateLimit ?? DEFAULT_RATE_LIMIT,
     rateLimitClock: opts.rateLimitClock,
     faults: opts.faults,
     now: opts.now,
+    fieldMeta: { arrangement: opts.fieldMeta ?? fromSeed.fieldMeta, flags: opts.fieldFlags ?? fromSeed.fieldFlags },
+    queryLagMs: opts.queryLagMs ?? fromSeed.queryLagMs,
   });
   if (opts.activity) state.activity.start(opts.activity);
 
@@ -111,6 +154,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Running
     baseUrl: `${url}/v1`,
     apiKey: state.store.apiKeys[0] as string,
     admin: new EmulatorAdminClient(url),
+    summary: () => summarize(state),
     close(): Promise<void> {
       closing ??= new Promise<void>((resolve) => {
         state.close();
@@ -126,7 +170,9 @@ export { EmulatorAdminClient, EmulatorAdminError } from './admin-client.js';
 export type { ActivityState, ClockState, ExportedList, ResetResult } from './admin-client.js';
 export type { ActivityCounts, ActivitySettings } from './activity.js';
 export { DEFAULT_API_KEY, DEFAULT_TIME_ZONE } from './build-store.js';
-export type { ResetOptions } from './emulator-state.js';
+export type { ResetOptions, RuntimeSettings } from './emulator-state.js';
+export { FIELD_FLAG_STYLES, FIELD_META_ARRANGEMENTS } from './field-meta.js';
+export type { FieldFlagStyle, FieldMetaArrangement } from './field-meta.js';
 export { DEFAULT_FAULTS } from './faults.js';
 export type { FaultSettings, FaultSettingsPatch } from './faults.js';
 export type { FieldMeta, FieldSpec } from './field-types.js';
@@ -134,7 +180,7 @@ export { OPERATORS } from './query-engine.js';
 export { DEFAULT_RATE_LIMIT } from './rate-limiter.js';
 export type { RateLimitSettings } from './rate-limiter.js';
 export type { EmulatorStats, RequestLogEntry } from './request-log.js';
-export { SAMPLE_APP_ID, SAMPLE_LIST_ID, SAMPLE_STATUSES, SAMPLE_TAGS } from './sample.js';
+export { SAMPLE_APP_ID, SAMPLE_FIELDS, SAMPLE_LIST_ID, SAMPLE_STATUSES, SAMPLE_TAGS } from './sample.js';
 export { SeedError, loadSeedFile, parseSeedFile } from './seed.js';
 export type { SeedFile } from './seed.js';
 export type { ItemRecord, User } from './store.js';

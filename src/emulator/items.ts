@@ -1,12 +1,15 @@
 import { ApiError, STATUS, badRequest } from './api-error.js';
 import { READ_ONLY_FIELDS } from './field-types.js';
 import { snowflakeId } from './ids.js';
+import type { QueryLag } from './query-lag.js';
 import type { ListData, TextColumn } from './store.js';
 
 /**
  * Item writes shared by the /v1 API, the admin API and simulated activity:
  * validation of `Data`, creation with a fresh ListDataID, version-checked
  * updates, deletes. Values that do not fit a field's type are stored as given.
+ * Every write tells the query lag (when given) so queries can keep showing
+ * the item's earlier state for a while.
  */
 
 export type WriteData = Record<string, string>;
@@ -42,16 +45,18 @@ export interface CreateOptions {
   createdMs: number;
   /** Created in platform naive seconds. */
   createdNaive: number;
+  lag?: QueryLag;
 }
 
 /** Creates an item; returns its ListDataID. */
 export function createItem(list: ListData, data: WriteData, opts: CreateOptions): string {
   const values = list.dataColumns.map((col) => data[col.meta.FieldName] ?? col.meta.DefaultValue);
   const id = newItemId(list, opts.createdMs);
-  list.insertRow(
+  const slot = list.insertRow(
     { id, version: 1, created: opts.createdNaive, modified: opts.createdNaive, createdBy: opts.userId, modifiedBy: opts.userId },
     values,
   );
+  opts.lag?.created(list, slot);
   return id.toString();
 }
 
@@ -67,6 +72,7 @@ export interface UpdateOptions {
   modifiedNaive: number;
   /** The caller's RowVersion; 0 overwrites; undefined skips the check. */
   expectedVersion?: number;
+  lag?: QueryLag;
 }
 
 /** Applies a change: checks RowVersion, writes the given fields, bumps RowVersion, sets Modified/ModifiedBy. */
@@ -75,9 +81,18 @@ export function updateItem(list: ListData, slot: number, data: WriteData, opts: 
   if (opts.expectedVersion !== undefined && opts.expectedVersion !== 0 && opts.expectedVersion !== current) {
     throw new ApiError(STATUS.conflict, 'RowVersion mismatch');
   }
+  opts.lag?.beforeChange(list, slot);
   for (const [name, value] of Object.entries(data)) {
     list.setValue(slot, list.column(name) as TextColumn, value);
   }
   list.touchRow(slot, opts.modifiedNaive, opts.userId);
   return list.versions[slot] as number;
+}
+
+/** Deletes the item in `slot` (no tombstone); returns its ListDataID. */
+export function deleteItem(list: ListData, slot: number, opts: { lag?: QueryLag } = {}): string {
+  const id = (list.ids[slot] as bigint).toString();
+  opts.lag?.beforeDelete(list, slot);
+  list.remove(slot);
+  return id;
 }

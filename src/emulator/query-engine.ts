@@ -1,6 +1,7 @@
 import { ApiError, STATUS, badRequest } from './api-error.js';
 import { SECONDS_PER_DAY, formatNaive, parseDay } from './platform-time.js';
 import { radixSortSlots } from './radix-sort.js';
+import type { QueryView } from './query-lag.js';
 import type { ListData, TextColumn } from './store.js';
 
 /**
@@ -504,7 +505,7 @@ function sortSlots(list: ListData, slots: Int32Array, sorts: SortNode[]): Int32A
 
 interface CacheEntry {
   list: ListData;
-  mutation: number;
+  epoch: string;
   slots: Int32Array;
 }
 
@@ -528,17 +529,20 @@ export class QueryEngine {
     this.cache.clear();
   }
 
-  /** All matching slots, sorted (ties by ListDataID ascending). */
-  matches(list: ListData, q: Pick<ParsedQuery, 'filters' | 'sorts' | 'cacheKey'>): { slots: Int32Array; cached: boolean } {
+  /**
+   * All matching slots, sorted (ties by ListDataID ascending). `view` is what
+   * the query sees (default: the live items; a lagging index shows others).
+   */
+  matches(list: ListData, q: Pick<ParsedQuery, 'filters' | 'sorts' | 'cacheKey'>, view: QueryView = liveView(list)): { slots: Int32Array; cached: boolean } {
     const key = `${list.key}\u0001${q.cacheKey}`;
     const hit = this.cache.get(key);
-    if (hit && hit.list === list && hit.mutation === list.mutation) {
+    if (hit && hit.list === list && hit.epoch === view.epoch) {
       this.cache.delete(key);
       this.cache.set(key, hit);
       return { slots: hit.slots, cached: true };
     }
     const pred = compileFilters(list, q.filters);
-    const order = list.order;
+    const order = view.order;
     let slots: Int32Array;
     if (pred === null) {
       slots = new Int32Array(order);
@@ -553,7 +557,7 @@ export class QueryEngine {
     }
     if (q.sorts.length > 0) slots = sortSlots(list, slots, q.sorts);
     this.cache.delete(key);
-    this.cache.set(key, { list, mutation: list.mutation, slots });
+    this.cache.set(key, { list, epoch: view.epoch, slots });
     while (this.cache.size > this.maxEntries) {
       const oldest = this.cache.keys().next().value as string;
       this.cache.delete(oldest);
@@ -561,9 +565,13 @@ export class QueryEngine {
     return { slots, cached: false };
   }
 
-  run(list: ListData, q: ParsedQuery): QueryResult {
-    const { slots, cached } = this.matches(list, q);
+  run(list: ListData, q: ParsedQuery, view?: QueryView): QueryResult {
+    const { slots, cached } = this.matches(list, q, view);
     const start = Math.min(slots.length, (q.pageIndex - 1) * q.pageSize);
     return { totalCount: slots.length, slots: slots.subarray(start, start + q.pageSize), cached };
   }
+}
+
+function liveView(list: ListData): QueryView {
+  return { order: list.order, epoch: `${list.mutation}` };
 }

@@ -55,23 +55,49 @@ export function generateUsers(count: number, seedNumber: number): User[] {
   return users;
 }
 
-/** The field definitions of the sample `orders` list (system fields are added automatically). */
+/**
+ * The field definitions of the sample `orders` list (system fields are added
+ * automatically). Fields are stored as the platform stores them: numbered
+ * storage slots (`Text1`, `Bigint1`, `Datetime1`, `Bit1`, `File1`) whose
+ * human name is the DisplayName.
+ */
 export function sampleFieldSpecs(): FieldSpec[] {
   return [
-    { FieldName: 'OrderNo', DisplayName: 'Order No.', FieldType: 'Text', Type: 'input', IsIndex: true, IsUnique: true },
-    { FieldName: 'Customer', DisplayName: 'Customer', FieldType: 'Text', Type: 'input' },
-    { FieldName: 'Status', DisplayName: 'Status', FieldType: 'Text', Type: 'radio', IsIndex: true, Rules: { Options: [...SAMPLE_STATUSES] } },
-    { FieldName: 'Notes', DisplayName: 'Notes', FieldType: 'Text', Type: 'textarea' },
-    { FieldName: 'Quantity', DisplayName: 'Quantity', FieldType: 'Bigint', Type: 'input_number' },
-    { FieldName: 'Amount', DisplayName: 'Amount', FieldType: 'Decimal', Type: 'input_number', Rules: { Precision: 2 } },
-    { FieldName: 'OrderDate', DisplayName: 'Order date', FieldType: 'Datetime', Type: 'datepicker', Rules: { DateFormat: DATE_FORMAT } },
-    { FieldName: 'ShippedAt', DisplayName: 'Shipped at', FieldType: 'Datetime', Type: 'datepicker', Rules: { DateFormat: DATE_TIME_FORMAT } },
-    { FieldName: 'Paid', DisplayName: 'Paid', FieldType: 'Bit', Type: 'switch' },
-    { FieldName: 'Tags', DisplayName: 'Tags', FieldType: 'Text', Type: 'checkbox', Rules: { Options: [...SAMPLE_TAGS] } },
-    { FieldName: 'Owner', DisplayName: 'Owner', FieldType: 'Text', Type: 'lookup', Rules: { LookupType: 'user' } },
-    { FieldName: 'Website', DisplayName: 'Website', FieldType: 'Text', Type: 'hyperlink' },
+    { FieldName: 'Text1', DisplayName: 'Order No.', FieldType: 'Text', Type: 'input', IsIndex: true, IsUnique: true },
+    { FieldName: 'Text2', DisplayName: 'Customer', FieldType: 'Text', Type: 'input' },
+    { FieldName: 'Text3', DisplayName: 'Status', FieldType: 'Text', Type: 'radio', IsIndex: true, Rules: { Options: [...SAMPLE_STATUSES] } },
+    { FieldName: 'Text4', DisplayName: 'Notes', FieldType: 'Text', Type: 'textarea' },
+    { FieldName: 'Bigint1', DisplayName: 'Quantity', FieldType: 'Bigint', Type: 'input_number' },
+    { FieldName: 'Decimal1', DisplayName: 'Amount', FieldType: 'Decimal', Type: 'input_number', Rules: { Precision: 2 } },
+    { FieldName: 'Datetime1', DisplayName: 'Order date', FieldType: 'Datetime', Type: 'datepicker', Rules: { DateFormat: DATE_FORMAT } },
+    { FieldName: 'Datetime2', DisplayName: 'Shipped at', FieldType: 'Datetime', Type: 'datepicker', Rules: { DateFormat: DATE_TIME_FORMAT } },
+    { FieldName: 'Bit1', DisplayName: 'Paid', FieldType: 'Bit', Type: 'switch' },
+    { FieldName: 'Text5', DisplayName: 'Tags', FieldType: 'Text', Type: 'checkbox', Rules: { Options: [...SAMPLE_TAGS] } },
+    { FieldName: 'Text6', DisplayName: 'Owner', FieldType: 'Text', Type: 'lookup', Rules: { LookupType: 'user' } },
+    { FieldName: 'Text7', DisplayName: 'Website', FieldType: 'Text', Type: 'hyperlink' },
+    { FieldName: 'File1', DisplayName: 'Attachment', FieldType: 'File', Type: 'file-upload' },
   ];
 }
+
+/**
+ * The sample list's storage slot per meaning, so code that edits the sample
+ * (demo, tests, benchmarks) names fields by what they hold.
+ */
+export const SAMPLE_FIELDS = {
+  orderNo: 'Text1',
+  customer: 'Text2',
+  status: 'Text3',
+  notes: 'Text4',
+  quantity: 'Bigint1',
+  amount: 'Decimal1',
+  orderDate: 'Datetime1',
+  shippedAt: 'Datetime2',
+  paid: 'Bit1',
+  tags: 'Text5',
+  owner: 'Text6',
+  website: 'Text7',
+  attachment: 'File1',
+} as const;
 
 const CUSTOMERS = [
   'Acme GmbH', 'Globex Ltd', 'Initech', 'Umbrella Trading', 'Stark Supplies', 'Wayne Logistics', 'Hooli', 'Vandelay Imports',
@@ -88,6 +114,19 @@ const NOTES = [
   'Repeat of last month\'s order.', 'Needs customs paperwork.', 'Discount agreed by phone (5 %).',
   'Contact: "Jo" at reception, ext. 42', 'Leave with the neighbour if nobody is home.', 'Ünïcödé check: Grüße, 東京, emoji 📦',
 ];
+
+const ATTACHMENT_NAMES = ['invoice', 'delivery-note', 'quote', 'packing-list', 'photo'];
+const ATTACHMENT_EXTENSIONS = ['pdf', 'pdf', 'png', 'xlsx'];
+
+/** An attachment value: a JSON-encoded array of `{id, name, fileSize}` objects (one or two). */
+function attachmentValue(orderNo: string, prng: Prng): string {
+  const count = 1 + prng.int(2);
+  const files = Array.from({ length: count }, (_, k) => {
+    const name = `${prng.pick(ATTACHMENT_NAMES)}-${orderNo}${k === 0 ? '' : `-${k + 1}`}.${prng.pick(ATTACHMENT_EXTENSIONS)}`;
+    return { id: `att-${orderNo}-${k + 1}`, name, fileSize: 1024 + prng.int(2_000_000) };
+  });
+  return JSON.stringify(files);
+}
 
 const SMALL_INTS = Array.from({ length: 1001 }, (_, i) => String(i));
 
@@ -167,6 +206,8 @@ export function buildSampleList(ctx: GenerateContext, items: number, seedNumber:
   for (const spec of sampleFieldSpecs()) list.addField(userFieldMeta(SAMPLE_APP_ID, SAMPLE_LIST_ID, spec));
   const refNaive = zone.naiveFromMs(referenceMs);
   const userIds = users.map((u) => u.UserID);
+  // Attachments draw from their own sequence, so the other values stay those of earlier versions.
+  const attachments = new Prng(deriveSeed(seedNumber, SAMPLE_APP_ID, SAMPLE_LIST_ID, 'attachments'));
   const fill: RowFiller = (i, createdNaive, prng, out) => {
     const orderNo = `SO-${String(i + 1).padStart(6, '0')}`;
     const customer = CUSTOMERS[prng.int(CUSTOMERS.length)] as (typeof CUSTOMERS)[number];
@@ -188,6 +229,7 @@ export function buildSampleList(ctx: GenerateContext, items: number, seedNumber:
     out[10] = prng.next() < 0.4 ? '' : (TAG_COMBOS[prng.int(TAG_COMBOS.length)] as string);
     out[11] = userIds[prng.int(userIds.length)] as string;
     out[12] = customer.website;
+    out[13] = attachments.next() < 0.25 ? attachmentValue(orderNo, attachments) : '';
   };
   generateItems(list, items, new Prng(deriveSeed(seedNumber, SAMPLE_APP_ID, SAMPLE_LIST_ID)), ctx, fill);
   list.finishBulk();
@@ -241,8 +283,17 @@ export function valueGenerator(meta: FieldMeta, users: readonly User[]): (index:
       return (_i, _c, prng) => SMALL_INTS[prng.int(1001)] as string;
     case 'Decimal/input_number':
       return (_i, _c, prng) => (prng.int(1_000_000) / 100).toFixed(2);
+    case 'Text/select':
+      return (_i, _c, prng) => prng.pick(optionsOf(meta));
+    case 'Text/richtext':
+      return (i, _c, prng) => `<p>${prng.pick(WORDS)} <b>${label}</b> ${i + 1}</p>`;
+    case 'Decimal/currency':
+      return (_i, _c, prng) => (prng.int(10_000_000) / 100).toFixed(2);
+    case 'Decimal/percent':
+      return (_i, _c, prng) => (prng.int(10_001) / 100).toFixed(2);
+    case 'File/file-upload':
     case 'File/upload':
-      return (i, _c, prng) => (prng.next() < 0.7 ? '' : JSON.stringify([`${prng.pick(WORDS)}-${i + 1}.pdf`]));
+      return (i, _c, prng) => (prng.next() < 0.7 ? '' : attachmentValue(String(i + 1), prng));
     default:
       return (i) => `${label} ${i + 1}`;
   }

@@ -4,12 +4,13 @@ import { type ApiReply, errorReply, matchV1Route } from './api.js';
 import { ApiError, STATUS } from './api-error.js';
 import { envelopeJson } from './envelope.js';
 import type { EmulatorState } from './emulator-state.js';
-import { readBody, sendText } from './http-io.js';
+import { readBody, sendJson, sendText } from './http-io.js';
 import { type RequestLogEntry, truncateBody } from './request-log.js';
 
 /**
  * The HTTP front: /_admin goes to the admin API; /v1 requests are logged, then
- * authenticated, rate-limited, exposed to faults and latency, and handled.
+ * authenticated, rate-limited, exposed to faults and latency, and handled;
+ * GET /healthz answers 200 {"status":"ok"} without an API key (for probes).
  */
 
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -150,6 +151,10 @@ export function createRequestListener(state: EmulatorState): RequestListener {
       return;
     }
     const path = url.pathname;
+    if (path === '/healthz' && (req.method === 'GET' || req.method === 'HEAD')) {
+      sendJson(res, 200, { status: 'ok' });
+      return;
+    }
     const task =
       path === '/_admin' || path.startsWith('/_admin/')
         ? handleAdmin(state, req, res, url)

@@ -280,6 +280,26 @@ export class ListData {
     this.mutation++;
   }
 
+  /**
+   * Copies an item into a new slot that is not part of the list (not in
+   * `order`, not alive): what a lagging query index still shows. Returns the
+   * copy's slot.
+   */
+  copyToGhost(slot: number): number {
+    if (this.slotCount === this.capacity) this.grow(this.slotCount + 1);
+    const ghost = this.slotCount++;
+    this.ids[ghost] = this.ids[slot] as bigint;
+    this.versions[ghost] = this.versions[slot] as number;
+    this.created[ghost] = this.created[slot] as number;
+    this.modified[ghost] = this.modified[slot] as number;
+    this.alive[ghost] = 0;
+    for (const col of this.columnsByName.values()) {
+      col.values[ghost] = col.values[slot] ?? '';
+      if (col.key) col.key[ghost] = col.key[slot] as number;
+    }
+    return ghost;
+  }
+
   remove(slot: number): void {
     const id = this.ids[slot] as bigint;
     const pos = this.lowerBound(id);

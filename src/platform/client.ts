@@ -18,6 +18,9 @@
  *   attempt that was in fact applied fails with a RowVersion mismatch. Such a
  *   failure carries `maybeApplied: true` (and `retries > 0`), so the caller
  *   can re-read the item instead of reporting a conflict;
+ * - `deleteItem` (DELETE) is retried the same way: deleting an absent item
+ *   answers "not found", so a retry of an attempt that was in fact applied
+ *   throws NotFoundError with `maybeApplied: true`;
  * - validation, auth, not-found and conflict answers are never retried.
  *
  * Success is HTTP 2xx with envelope Status 0; anything else becomes a typed
@@ -117,12 +120,13 @@ export interface HookSubscription {
 /**
  * How a request may be repeated: `read` always (GET and read-only POSTs),
  * `create` only when it surely did not arrive or was refused with 429,
- * `update` (version-checked) on transport errors and 5xx too.
+ * `update` (version-checked) and `delete` (a repeat finds nothing to delete)
+ * on transport errors and 5xx too.
  */
-export type Repeat = 'read' | 'create' | 'update';
+export type Repeat = 'read' | 'create' | 'update' | 'delete';
 
 interface Call {
-  method: 'GET' | 'POST' | 'PATCH';
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   endpoint: string;
   /** Path relative to the base URL, segments encoded, no leading slash. */
   path: string;
@@ -250,7 +254,7 @@ export class PlatformClient {
    * echo of our own earlier attempt.
    */
   async updateItem(appID: string, listID: string, itemID: string, rowVersion: number, data: Record<string, string>, signal?: AbortSignal): Promise<void> {
-    const path = `${listPath(appID, listID)}/items/${encodeURIComponent(itemID)}`;
+    const path = itemPath(appID, listID, itemID);
     if (!Number.isInteger(rowVersion) || rowVersion < 0) {
       throw new ValidationError(`PATCH /${path} refused before sending: RowVersion must be a non-negative integer (got ${String(rowVersion)})`, { method: 'PATCH', path: `/${path}` });
     }
@@ -287,6 +291,25 @@ export class PlatformClient {
       if (listID === undefined) throw unexpected('GET', `/${path}`, `a list has no ID (looked for ${LIST_ID_KEYS.join(', ')})`);
       return { appID: stringField(o, LIST_APP_KEYS) ?? appId, listID, title: stringField(o, TITLE_KEYS) ?? listID, description: stringField(o, ['Description']) ?? '' };
     });
+  }
+
+  /** One item by its ID, as it is now. An unknown item throws NotFoundError. */
+  async getItem(appID: string, listID: string, itemID: string, signal?: AbortSignal): Promise<Item> {
+    const path = itemPath(appID, listID, itemID);
+    const env = await this.request({ method: 'GET', endpoint: 'items/{itemID}', path, repeat: 'read', signal });
+    const data = Array.isArray(env.Data) && env.Data.length === 1 ? (env.Data[0] as unknown) : env.Data;
+    return asObject(data, 'GET', `/${path}`) as Item;
+  }
+
+  /**
+   * Deletes an item. Retried on transport errors and 5xx (deleting twice is
+   * harmless). An absent item throws NotFoundError; when `maybeApplied` is
+   * set on it, an earlier attempt of this call may have deleted the item
+   * although its answer was lost.
+   */
+  async deleteItem(appID: string, listID: string, itemID: string, signal?: AbortSignal): Promise<void> {
+    const path = itemPath(appID, listID, itemID);
+    await this.request({ method: 'DELETE', endpoint: 'items/{itemID}', path, repeat: 'delete', signal });
   }
 
   async searchUsers(
@@ -342,7 +365,7 @@ export class PlatformClient {
    * Any other endpoint: sends one request through the same queue, limiter and
    * retry loop and returns the envelope. `repeat` says how it may be retried.
    */
-  async call(method: 'GET' | 'POST' | 'PATCH', path: string, options: { body?: unknown; repeat: Repeat; endpoint?: string; signal?: AbortSignal }): Promise<Envelope> {
+  async call(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, options: { body?: unknown; repeat: Repeat; endpoint?: string; signal?: AbortSignal }): Promise<Envelope> {
     const clean = path.replace(/^\/+/, '').split('?')[0]!;
     return this.request({ method, path: clean, endpoint: options.endpoint ?? clean, body: options.body, repeat: options.repeat, signal: options.signal });
   }
@@ -511,6 +534,10 @@ export class PlatformClient {
 
 function listPath(appID: string, listID: string): string {
   return `lists/${encodeURIComponent(appID)}/${encodeURIComponent(listID)}`;
+}
+
+function itemPath(appID: string, listID: string, itemID: string): string {
+  return `${listPath(appID, listID)}/items/${encodeURIComponent(itemID)}`;
 }
 
 function toEnvelope(value: unknown): Envelope | undefined {

@@ -20,7 +20,7 @@ describe('admin API', () => {
   it('export returns every current item with every field, sorted by ListDataID, equal to what the API serves', async () => {
     const exported = await emu.admin.exportList('demo', 'orders');
     expect(exported.count).toBe(200);
-    expect(exported.fields.map((f) => f.FieldName)).toContain('OrderNo');
+    expect(exported.fields.map((f) => f.FieldName)).toContain('Text1');
     expect(exported.items).toEqual(await allItems('demo/orders'));
     const ids = exported.items.map((i) => BigInt(String(i['ListDataID'])));
     expect([...ids].sort((a, b) => (a < b ? -1 : 1))).toEqual(ids);
@@ -108,6 +108,29 @@ describe('admin API', () => {
     const back = await emu.admin.reset();
     expect(back.lists.map((l) => `${l.appID}/${l.listID}:${l.count}`)).toEqual(['demo/orders:200', 'qa/things:6', 'qa/many:45']);
     await expect(emu.admin.reset({ seed: { lists: [{ appID: 'x', listID: 'y', fields: [{ FieldName: 'A', FieldType: 'Text', Type: 'wat' }] }] } })).rejects.toThrow(/lists\[0\]\.fields\[0\]\.FieldType/);
+  });
+
+  it('DELETE /_admin/faults turns every fault off; DELETE /_admin/activity stops simulated users', async () => {
+    await emu.admin.setFaults({ errorRate: 1, latencyMs: 5, faultPaths: '/lists/qa/' });
+    expect((await call<Envelope>(emu, 'GET', '/lists/qa/things')).status).toBeGreaterThanOrEqual(500);
+    const cleared = await emu.admin.clearFaults();
+    expect(cleared).toMatchObject({ errorRate: 0, latencyMs: 0, faultPaths: null });
+    expect((await call<Envelope>(emu, 'GET', '/lists/qa/things')).json.Status).toBe(0);
+
+    await emu.admin.setActivity({ appID: 'qa', listID: 'many', editsPerSecond: 1000 });
+    const stopped = await emu.admin.stopActivity();
+    expect(stopped.settings).toBeNull();
+    const totals = stopped.totals;
+    const before = (await emu.admin.exportList('qa', 'many')).items.map((i) => i['RowVersion']);
+    // Nothing to wait for but time: a running activity would have made ~100 edits in these 120 ms.
+    await new Promise((r) => setTimeout(r, 120));
+    expect((await emu.admin.activity()).totals).toEqual(totals);
+    expect((await emu.admin.exportList('qa', 'many')).items.map((i) => i['RowVersion'])).toEqual(before);
+  });
+
+  it('GET /_admin lists the routes, the settings route included', async () => {
+    const root = (await (await fetch(`${emu.url}/_admin`)).json()) as { routes: string[] };
+    for (const r of ['GET|PUT /_admin/settings', 'DELETE /_admin/faults', 'DELETE /_admin/activity']) expect(root.routes.join('\n')).toContain(r);
   });
 
   it('unknown admin routes are 404', async () => {

@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningEmulator, startEmulator } from '../../src/emulator/index.js';
+import { type RunningEmulator, SAMPLE_FIELDS as F, startEmulator } from '../../src/emulator/index.js';
 import { type Envelope, type Item, QA_SEED, call, query } from './helpers.js';
+
+const isAttachmentList = (v: unknown): boolean =>
+  Array.isArray(v) && v.length > 0 && v.every((a: Record<string, unknown>) => typeof a['id'] === 'string' && typeof a['name'] === 'string' && typeof a['fileSize'] === 'number');
 
 let emu: RunningEmulator;
 let sample: RunningEmulator;
@@ -84,13 +87,29 @@ describe('fields metadata', () => {
     expect(byName.get('Title')).toMatchObject({ FieldType: 'Text', Type: 'input', IsSystem: true, IsIndex: true });
     expect(byName.get('Created')).toMatchObject({ FieldType: 'Datetime', Type: 'datepicker', IsIndex: true, Rules: { DateFormat: 'yyyy-MM-dd HH:mm:ss' } });
     expect(byName.get('CreatedBy')).toMatchObject({ FieldType: 'Text', Type: 'lookup', IsSystem: true });
-    expect(byName.get('OrderDate')).toMatchObject({ FieldType: 'Datetime', Rules: { DateFormat: 'yyyy-MM-dd' }, IsSystem: false });
-    expect(byName.get('ShippedAt')).toMatchObject({ Rules: { DateFormat: 'yyyy-MM-dd HH:mm:ss' } });
-    expect(byName.get('Tags')).toMatchObject({ FieldType: 'Text', Type: 'checkbox' });
-    expect(byName.get('Paid')).toMatchObject({ FieldType: 'Bit', Type: 'switch' });
-    expect(byName.get('Amount')).toMatchObject({ FieldType: 'Decimal', Type: 'input_number' });
-    expect(byName.get('Status')).toMatchObject({ IsIndex: true });
-    expect(byName.get('Customer')).toMatchObject({ IsIndex: false });
+    expect(byName.get('Datetime1')).toMatchObject({ FieldType: 'Datetime', Rules: { DateFormat: 'yyyy-MM-dd' }, IsSystem: false });
+    expect(byName.get('Datetime2')).toMatchObject({ Rules: { DateFormat: 'yyyy-MM-dd HH:mm:ss' } });
+    expect(byName.get('Text5')).toMatchObject({ FieldType: 'Text', Type: 'checkbox' });
+    expect(byName.get('Bit1')).toMatchObject({ FieldType: 'Bit', Type: 'switch' });
+    expect(byName.get('Decimal1')).toMatchObject({ FieldType: 'Decimal', Type: 'input_number' });
+    expect(byName.get('Text3')).toMatchObject({ IsIndex: true });
+    expect(byName.get('Text2')).toMatchObject({ IsIndex: false });
+    expect(byName.get('File1')).toMatchObject({ DisplayName: 'Attachment', FieldType: 'File', Type: 'file-upload' });
+    expect(r.json.Data.filter((f) => f['IsSystem'] === false).map((f) => [f['FieldName'], f['DisplayName']])).toEqual([
+      ['Text1', 'Order No.'],
+      ['Text2', 'Customer'],
+      ['Text3', 'Status'],
+      ['Text4', 'Notes'],
+      ['Bigint1', 'Quantity'],
+      ['Decimal1', 'Amount'],
+      ['Datetime1', 'Order date'],
+      ['Datetime2', 'Shipped at'],
+      ['Bit1', 'Paid'],
+      ['Text5', 'Tags'],
+      ['Text6', 'Owner'],
+      ['Text7', 'Website'],
+      ['File1', 'Attachment'],
+    ]);
   });
 });
 
@@ -99,7 +118,7 @@ describe('the built-in sample', () => {
     const r = await query(sample, 'demo/orders', { PageSize: 1000 });
     expect(r.json.TotalCount).toBe(300);
     const items = r.json.Data;
-    const statuses = new Set(items.map((i) => i['Status']));
+    const statuses = new Set(items.map((i) => i[F.status]));
     expect([...statuses].every((s) => ['New', 'Paid', 'Shipped', 'Cancelled'].includes(String(s)))).toBe(true);
     const problems: string[] = [];
     const check = (ok: boolean, what: string, i: Item): void => {
@@ -107,20 +126,24 @@ describe('the built-in sample', () => {
     };
     const dateTime = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/;
     for (const i of items) {
-      check(/^SO-\d{6}$/.test(String(i['OrderNo'])), 'OrderNo', i);
-      check(/^\d{4}-\d{2}-\d{2}$/.test(String(i['OrderDate'])), 'OrderDate', i);
-      check(i['Status'] === 'Shipped' ? dateTime.test(String(i['ShippedAt'])) : i['ShippedAt'] === '', 'ShippedAt', i);
-      check(i['Paid'] === '0' || i['Paid'] === '1', 'Paid', i);
-      check(/^\d+\.\d{2}$/.test(String(i['Amount'])), 'Amount', i);
-      check(/^\d+$/.test(String(i['Quantity'])), 'Quantity', i);
-      check(i['Tags'] === '' || Array.isArray(JSON.parse(String(i['Tags']))), 'Tags', i);
-      check(/^\d{19}$/.test(String(i['Owner'])), 'Owner', i);
+      check(/^SO-\d{6}$/.test(String(i[F.orderNo])), 'Order No.', i);
+      check(/^\d{4}-\d{2}-\d{2}$/.test(String(i[F.orderDate])), 'Order date', i);
+      check(i[F.status] === 'Shipped' ? dateTime.test(String(i[F.shippedAt])) : i[F.shippedAt] === '', 'Shipped at', i);
+      check(i[F.paid] === '0' || i[F.paid] === '1', 'Paid', i);
+      check(/^\d+\.\d{2}$/.test(String(i[F.amount])), 'Amount', i);
+      check(/^\d+$/.test(String(i[F.quantity])), 'Quantity', i);
+      check(i[F.tags] === '' || Array.isArray(JSON.parse(String(i[F.tags]))), 'Tags', i);
+      check(/^\d{19}$/.test(String(i[F.owner])), 'Owner', i);
+      check(i[F.attachment] === '' || isAttachmentList(JSON.parse(String(i[F.attachment]))), 'Attachment', i);
       check(String(i['Modified']) >= String(i['Created']), 'Modified >= Created', i);
       check(/^\d{19}$/.test(String(i['ListDataID'])), 'ListDataID', i);
     }
     expect(problems.slice(0, 3)).toEqual([]);
-    expect(items.some((i) => i['Notes'] === '')).toBe(true);
-    expect(items.some((i) => i['Notes'] !== '')).toBe(true);
+    expect(items.some((i) => i[F.notes] === '')).toBe(true);
+    expect(items.some((i) => i[F.notes] !== '')).toBe(true);
+    const withFiles = items.filter((i) => i[F.attachment] !== '').length;
+    expect(withFiles).toBeGreaterThan(0);
+    expect(withFiles).toBeLessThan(items.length);
   });
 
   it('IDs grow with Created', async () => {

@@ -28,6 +28,24 @@ describe('listsync emulator (command line)', () => {
     expect(text).toMatch(/\/_admin/);
     expect(text).toContain('test: stopping');
     expect(seen).toMatchObject({ Status: 0, Data: { ItemCount: 25 } });
+    expect(text).toMatch(/time zone {5}Europe\/Berlin/);
+    expect(text).toMatch(/demo\/orders {2}appID=demo listID=orders {2}25 items {2}"Orders"/);
+    expect(text).toMatch(/field meta {4}exported {3}query lag 0 ms/);
+  });
+
+  it('applies --field-meta, --query-lag and --reference-date, and the banner says so', async () => {
+    let fields: Envelope<Array<Record<string, unknown>>> | undefined;
+    const { p, out } = program(async (emu) => {
+      fields = (await call<Envelope<Array<Record<string, unknown>>>>(emu, 'GET', '/lists/demo/orders/fields')).json;
+      return 'test';
+    });
+    await p.parseAsync(['node', 'listsync', 'emulator', '--port', '0', '--items', '3', '--no-rate-limit', '--field-meta', 'control-only', '--query-lag', '1500', '--reference-date', '2026-01-15']);
+    const text = out.join('');
+    expect(text).toMatch(/field meta {4}control-only {3}query lag 1500 ms/);
+    expect(text).toMatch(/data as of {4}2026-01-15/);
+    expect(text).toMatch(/time zone {5}UTC/);
+    expect(fields!.Data.find((f) => f['FieldName'] === 'Text3')).toEqual(expect.objectContaining({ DisplayName: 'Status', Type: 'radio' }));
+    expect(fields!.Data.every((f) => !('FieldType' in f))).toBe(true);
   });
 
   it('rejects invalid option values with exit code 2 and a clear message', async () => {
@@ -38,6 +56,9 @@ describe('listsync emulator (command line)', () => {
       [['--activity', 'demo-orders'], /appID\/listID/],
       [['--activity', 'demo/orders:edits=-1'], /edits/],
       [['--rate-limit', '0'], /per second/],
+      [['--field-meta', 'sideways'], /exported, swapped, type-only, control-only/],
+      [['--query-lag', '-5'], /whole number/],
+      [['--reference-date', '2026-02-30'], /YYYY-MM-DD/],
     ];
     for (const [args, message] of cases) {
       const { p, err } = program(async () => 'never');

@@ -3,7 +3,7 @@
  * several requests in flight, typed operations and errors, no apiKey in logs.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningEmulator, startEmulator } from '../../src/emulator/index.js';
+import { type RunningEmulator, SAMPLE_FIELDS as F, startEmulator } from '../../src/emulator/index.js';
 import { PlatformClient, type RequestEvent } from '../../src/platform/client.js';
 import { AuthError, ConflictError, NotFoundError, ValidationError } from '../../src/platform/errors.js';
 import { query, where } from '../../src/platform/query.js';
@@ -30,7 +30,7 @@ describe('PlatformClient over HTTP (emulator, 200 ms latency, 10 requests/s)', (
       await emu.admin.clearRequests();
       const ids = new Set<string>();
       const indexes: number[] = [];
-      for await (const page of client.pages('demo', 'orders', query().select('Title', 'Status', 'Modified').orderBy('Created').build(), { pageSize: 1000 })) {
+      for await (const page of client.pages('demo', 'orders', query().select('Title', F.status, 'Modified').orderBy('Created').build(), { pageSize: 1000 })) {
         indexes.push(page.index);
         expect(page.pageCount).toBe(50);
         expect(page.totalCount).toBe(50_000);
@@ -94,14 +94,14 @@ describe('PlatformClient over HTTP (emulator, 200 ms latency, 10 requests/s)', (
       const list = await client.getList('demo', 'orders');
       expect(list).toMatchObject({ AppID: 'demo', ListID: 'orders' });
       const fields = await client.getFields('demo', 'orders');
-      expect(fields.map((f) => f.FieldName)).toEqual(expect.arrayContaining(['ListDataID', 'Title', 'Status', 'Modified']));
+      expect(fields.map((f) => f.FieldName)).toEqual(expect.arrayContaining(['ListDataID', 'Title', F.status, 'Modified']));
 
-      const shipped = await client.queryItems('demo', 'orders', query().where('Status').eq('Shipped').orderBy('Modified', 'desc').pageSize(5).build());
+      const shipped = await client.queryItems('demo', 'orders', query().where(F.status).eq('Shipped').orderBy('Modified', 'desc').pageSize(5).build());
       expect(shipped.items).toHaveLength(5);
       expect(shipped.totalCount).toBeGreaterThan(5);
-      expect(shipped.items.every((i) => i.Status === 'Shipped')).toBe(true);
+      expect(shipped.items.every((i) => i[F.status] === 'Shipped')).toBe(true);
 
-      const id = await client.createItem('demo', 'orders', { Title: 'Created by test', OrderNo: 'T-1', Status: 'New' });
+      const id = await client.createItem('demo', 'orders', { Title: 'Created by test', [F.orderNo]: 'T-1', [F.status]: 'New' });
       expect(id).toMatch(/^\d{19}$/);
       const byId = await client.queryItems('demo', 'orders', query().where('ListDataID').in([id]).build());
       expect(byId.items).toHaveLength(1);
@@ -112,6 +112,16 @@ describe('PlatformClient over HTTP (emulator, 200 ms latency, 10 requests/s)', (
       expect(stale).toBeInstanceOf(ConflictError);
       expect(stale).toMatchObject({ status: 40900, retries: 0, maybeApplied: false, method: 'PATCH' });
       await client.updateItem('demo', 'orders', id, 0, { Title: 'Forced' });
+
+      const one = await client.getItem('demo', 'orders', id);
+      expect(one).toMatchObject({ ListDataID: id, Title: 'Forced', RowVersion: 3, [F.orderNo]: 'T-1' });
+      await client.deleteItem('demo', 'orders', id);
+      const gone = await client.getItem('demo', 'orders', id).catch((e: unknown) => e);
+      expect(gone).toBeInstanceOf(NotFoundError);
+      expect(gone).toMatchObject({ method: 'GET', status: 40400, retries: 0 });
+      const again = await client.deleteItem('demo', 'orders', id).catch((e: unknown) => e);
+      expect(again).toBeInstanceOf(NotFoundError);
+      expect(again).toMatchObject({ method: 'DELETE', status: 40400, retries: 0, maybeApplied: false });
 
       const users = await client.searchUsers({ pageIndex: 1, pageSize: 3 });
       expect(users.items).toHaveLength(3);
@@ -130,9 +140,9 @@ describe('PlatformClient over HTTP (emulator, 200 ms latency, 10 requests/s)', (
   it('platform refusals become typed errors naming method, path, HTTP status, Status and Message', async () => {
     const client = new PlatformClient({ config: configFor(emu), logger });
     try {
-      const notIndexed = await client.queryItems('demo', 'orders', { Filters: [where('Notes').eq('x')], PageSize: 1 }).catch((e: unknown) => e);
+      const notIndexed = await client.queryItems('demo', 'orders', { Filters: [where(F.notes).eq('x')], PageSize: 1 }).catch((e: unknown) => e);
       expect(notIndexed).toBeInstanceOf(ValidationError);
-      expect((notIndexed as Error).message).toMatch(/^POST \/lists\/demo\/orders\/items\/query failed: HTTP 200, Status 40001 ".*Notes.*"$/);
+      expect((notIndexed as Error).message).toMatch(/^POST \/lists\/demo\/orders\/items\/query failed: HTTP 200, Status 40001 ".*Text4.*"$/);
       expect(notIndexed).toMatchObject({ retries: 0, status: 40001 });
 
       await expect(client.getList('demo', 'nope')).rejects.toThrow(NotFoundError);

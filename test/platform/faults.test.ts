@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type RunningEmulator, startEmulator } from '../../src/emulator/index.js';
 import { PlatformClient, type RequestEvent } from '../../src/platform/client.js';
-import { ConflictError, RateLimitError, TransportError } from '../../src/platform/errors.js';
+import { ConflictError, NotFoundError, RateLimitError, TransportError } from '../../src/platform/errors.js';
 import { configFor, distinctiveKey, everythingShown, memoryLogger } from './support.js';
 
 const KEY = distinctiveKey('faults');
@@ -151,6 +151,60 @@ describe('PlatformClient under faults', () => {
       expect(err).toBeInstanceOf(ConflictError);
       expect(err).toMatchObject({ status: 40900, retries: 1, maybeApplied: true, method: 'PATCH' });
       expect((await emu.admin.requests()).filter((r) => r.method === 'PATCH')).toHaveLength(2);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('deleteItem is retried after a dropped connection; finding nothing to delete then is a NotFoundError that says maybeApplied', async () => {
+    const client0 = new PlatformClient({ config: configFor(emu), logger });
+    const id = await client0.createItem('demo', 'orders', { Title: 'to delete' });
+    await client0.close();
+    await emu.admin.setFaults({ dropRate: 1, faultPaths: `items/${id}$` });
+    let deleted: Promise<unknown> | undefined;
+    const client = new PlatformClient({
+      config: configFor(emu),
+      logger,
+      random: () => 0.99,
+      onRequest: (e) => {
+        if (e.outcome === 'retry' && !deleted) {
+          // The first attempt was cut off; whether or not it was applied, the item is gone before the retry.
+          deleted = emu.admin.setFaults({ dropRate: 0 }).then(() => emu.admin.deleteItem('demo', 'orders', id).catch(() => undefined));
+        }
+      },
+    });
+    try {
+      const err = await client.deleteItem('demo', 'orders', id).catch((e: unknown) => e);
+      await deleted;
+      expect(err).toBeInstanceOf(NotFoundError);
+      expect(err).toMatchObject({ status: 40400, retries: 1, maybeApplied: true, method: 'DELETE' });
+      expect((await emu.admin.requests()).filter((r) => r.method === 'DELETE')).toHaveLength(2);
+      const read = await client.getItem('demo', 'orders', id).catch((e: unknown) => e);
+      expect(read).toBeInstanceOf(NotFoundError);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('getItem is retried through a 5xx and reads an ID sent as a bare JSON number without losing digits', async () => {
+    const client0 = new PlatformClient({ config: configFor(emu), logger });
+    const id = await client0.createItem('demo', 'orders', { Title: 'to read' });
+    await client0.close();
+    await emu.admin.setFaults({ errorRate: 1, faultPaths: `items/${id}$` });
+    let healed: Promise<unknown> | undefined;
+    const client = new PlatformClient({
+      config: configFor(emu),
+      logger,
+      random: () => 0.99,
+      onRequest: (e) => {
+        if (e.outcome === 'retry' && !healed) healed = emu.admin.setFaults({ errorRate: 0 });
+      },
+    });
+    try {
+      const item = await client.getItem('demo', 'orders', id);
+      await healed;
+      expect(item).toMatchObject({ ListDataID: id, Title: 'to read', RowVersion: 1 });
+      expect(client.stats().retries).toBe(1);
     } finally {
       await client.close();
     }

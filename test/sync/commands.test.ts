@@ -23,12 +23,12 @@ describe('check, discover, backfill, users, status (CLI against the emulator)', 
     expect(ok.stdout).toContain('ok   platform orders');
     expect(ok.code).toBe(0);
 
-    const bad = JSON.parse(JSON.stringify({ ...w.config, lists: [{ name: 'orders', appID: 'demo', listID: 'orders', cursorField: 'Notes' }] })) as Record<string, Record<string, unknown>>;
+    const bad = JSON.parse(JSON.stringify({ ...w.config, lists: [{ name: 'orders', appID: 'demo', listID: 'orders', cursorField: 'Text4' }] })) as Record<string, Record<string, unknown>>;
     delete bad.platform!.apiKey;
     writeFileSync(join(w.cwd, 'notes.json'), JSON.stringify({ platform: bad.platform, database: { url: w.t.url }, lists: bad.lists }));
     const r = await runCli(['--config', 'notes.json', 'check'], { env, cwd: w.cwd });
     expect(r.code).toBe(2);
-    expect(r.stdout).toContain('lists[0].cursorField "Notes" is not indexed on the platform');
+    expect(r.stdout).toContain('lists[0].cursorField "Text4" is not indexed on the platform');
     expect(r.stdout).toMatch(/Indexed fields: .*Modified/);
   });
 
@@ -42,9 +42,9 @@ describe('check, discover, backfill, users, status (CLI against the emulator)', 
   it('discover prints fields, display names, storage kinds, controls, columns, where their types came from, and whether indexed', async () => {
     const r = await cli('discover');
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/OrderDate\s+Order date\s+Datetime\s+datepicker\s+order_date\s+date\s+FieldType\s+no/);
-    expect(r.stdout).toMatch(/ShippedAt\s+Shipped at\s+Datetime\s+datepicker\s+shipped_at\s+timestamptz/);
-    expect(r.stdout).toMatch(/Tags\s+Tags\s+Text\s+checkbox\s+tags\s+text\[\]/);
+    expect(r.stdout).toMatch(/Datetime1\s+Order date\s+Datetime\s+datepicker\s+order_date\s+date\s+FieldType\s+no/);
+    expect(r.stdout).toMatch(/Datetime2\s+Shipped at\s+Datetime\s+datepicker\s+shipped_at\s+timestamptz/);
+    expect(r.stdout).toMatch(/Text5\s+Tags\s+Text\s+checkbox\s+tags\s+text\[\]/);
     expect(r.stdout).toMatch(/Modified\s+.*\s+modified_at\s+timestamptz\s+\S+\s+yes\s+cursor/);
     expect(r.stdout).toMatch(/ListDataID\s+.*\s+id\s+text\s+\S+\s+yes\s+id/);
   });

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { DateTime } from 'luxon';
 import { afterEach, describe, expect, it } from 'vitest';
+import { SAMPLE_FIELDS as F } from '../../src/emulator/index.js';
 import { pullList } from '../../src/sync/pull.js';
 import { readState } from '../../src/sync/state.js';
 import { BIN, childEnv, runCli } from '../helpers/cli.js';
@@ -101,7 +102,7 @@ describe('pull', () => {
 
     now = at('2026-03-10 23:59:30');
     const id = String((await w.emu.admin.exportList('demo', 'orders')).items[5]!.ListDataID);
-    const version = await w.emu.admin.editItem('demo', 'orders', id, { Data: { Customer: 'Edited before midnight' } });
+    const version = await w.emu.admin.editItem('demo', 'orders', id, { Data: { [F.customer]: 'Edited before midnight' } });
     expect((await w.emu.admin.getItem('demo', 'orders', id)).Modified).toBe('2026-03-10 23:59:30');
 
     now = at('2026-03-11 00:00:30');
@@ -167,15 +168,15 @@ describe('pull', () => {
   it('a value that does not convert is NULL in its column, whole in _raw, and counted', async () => {
     w = await startWorld({ emulator: { items: 50 } });
     const id = String((await w.emu.admin.exportList('demo', 'orders')).items[0]!.ListDataID);
-    await w.emu.admin.editItem('demo', 'orders', id, { Data: { Quantity: 'about seven', OrderDate: '2026-02-31' } });
+    await w.emu.admin.editItem('demo', 'orders', id, { Data: { [F.quantity]: 'about seven', [F.orderDate]: '2026-02-31' } });
     const r = await pullList(w.deps(), w.config.lists[0]!);
     expect(r.status).toBe('succeeded');
     expect(r.counters.rows_failed).toBe(2);
     const row = (await w.t.db('mirror.orders').where({ id }).first()) as { quantity: unknown; order_date: unknown; _raw: Record<string, unknown> };
     expect(row.quantity).toBeNull();
     expect(row.order_date).toBeNull();
-    expect(row._raw.Quantity).toBe('about seven');
-    expect(row._raw.OrderDate).toBe('2026-02-31');
+    expect(row._raw[F.quantity]).toBe('about seven');
+    expect(row._raw[F.orderDate]).toBe('2026-02-31');
     expect(((await runs(w))[0]!).status).toBe('succeeded');
   });
 

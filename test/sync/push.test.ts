@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { SAMPLE_FIELDS as F } from '../../src/emulator/index.js';
 import { pullList } from '../../src/sync/pull.js';
 import { pushList } from '../../src/sync/push.js';
 import { runCli } from '../helpers/cli.js';
@@ -35,16 +36,16 @@ describe('push', () => {
     for (const id of ids) {
       const item = platform.get(id)!;
       const row = local.get(id)!;
-      expect(item.Customer).toBe(row.customer);
-      expect(item.Quantity).toBe(String(row.quantity));
-      expect(item.Paid).toBe(row.paid ? '1' : '0');
+      expect(item[F.customer]).toBe(row.customer);
+      expect(item[F.quantity]).toBe(String(row.quantity));
+      expect(item[F.paid]).toBe(row.paid ? '1' : '0');
       expect(Number(item.RowVersion)).toBe(before.get(id)! + 1);
     }
     const untouched = [...before.keys()].filter((id) => !ids.includes(id));
     expect(untouched.every((id) => Number(platform.get(id)!.RowVersion) === before.get(id))).toBe(true);
     // Only the changed fields were sent, with the base version.
     const patch = JSON.parse((await patchesOf(w))[0]!.body!) as { RowVersion: number; Data: Record<string, string> };
-    expect(Object.keys(patch.Data).sort()).toEqual(['Customer', 'Paid', 'Quantity']);
+    expect(Object.keys(patch.Data).sort()).toEqual([F.customer, F.paid, F.quantity].sort());
     // The mirror holds the new versions; the outbox is empty.
     const mirrorVersions = new Map(((await w.t.db('mirror.orders').whereIn('id', ids).select('id', 'row_version')) as Row[]).map((x) => [x.id, Number(x.row_version)]));
     expect(ids.every((id) => mirrorVersions.get(id) === before.get(id)! + 1)).toBe(true);
@@ -60,7 +61,7 @@ describe('push', () => {
     const id = String((await w.t.db('mirror.orders').orderBy('id').first('id')).id);
     const original = String((await w.emu.admin.getItem('demo', 'orders', id)).Customer);
     await w.t.db('mirror.orders').where({ id }).update({ customer: 'Local Co' });
-    await w.emu.admin.editItem('demo', 'orders', id, { Data: { Customer: 'Remote Ltd' } });
+    await w.emu.admin.editItem('demo', 'orders', id, { Data: { [F.customer]: 'Remote Ltd' } });
     const r = await pushList(w.deps(), list);
     expect(r.conflicts).toBe(1);
     expect((await w.emu.admin.getItem('demo', 'orders', id)).Customer).toBe('Remote Ltd');
@@ -78,12 +79,12 @@ describe('push', () => {
     await pullList(w.deps(), list);
     const id = String((await w.t.db('mirror.orders').orderBy('id').first('id')).id);
     await w.t.db('mirror.orders').where({ id }).update({ customer: 'Local Co' });
-    await w.emu.admin.editItem('demo', 'orders', id, { Data: { Customer: 'Remote Ltd', Notes: 'remote note' } });
+    await w.emu.admin.editItem('demo', 'orders', id, { Data: { [F.customer]: 'Remote Ltd', [F.notes]: 'remote note' } });
     const r = await pushList(w.deps(), list);
     expect(r.conflicts).toBe(1);
     const item = await w.emu.admin.getItem('demo', 'orders', id);
-    expect(item.Customer).toBe('Local Co');
-    expect(item.Notes).toBe('remote note'); // only the local change's fields were overwritten
+    expect(item[F.customer]).toBe('Local Co');
+    expect(item[F.notes]).toBe('remote note'); // only the local change's fields were overwritten
     const row = (await w.t.db('mirror.orders').where({ id }).first()) as Row;
     expect(row.customer).toBe('Local Co');
     expect(Number(row.row_version)).toBe(Number(item.RowVersion));
@@ -98,7 +99,7 @@ describe('push', () => {
     const id = String((await w.t.db('mirror.orders').orderBy('id').first('id')).id);
     const original = String((await w.emu.admin.getItem('demo', 'orders', id)).Customer);
     await w.t.db('mirror.orders').where({ id }).update({ customer: 'Local Co' });
-    await w.emu.admin.editItem('demo', 'orders', id, { Data: { Customer: 'Remote Ltd' } });
+    await w.emu.admin.editItem('demo', 'orders', id, { Data: { [F.customer]: 'Remote Ltd' } });
     await w.emu.admin.clearRequests();
 
     const push1 = await runCli(['--config', w.configFile, 'push'], { env });
@@ -135,7 +136,7 @@ describe('push', () => {
     await pullList(w.deps(), list);
     const id = String((await w.t.db('mirror.orders').orderBy('id').first('id')).id);
     await w.t.db('mirror.orders').where({ id }).update({ customer: 'Local Co' });
-    await w.emu.admin.editItem('demo', 'orders', id, { Data: { Customer: 'Remote Ltd' } });
+    await w.emu.admin.editItem('demo', 'orders', id, { Data: { [F.customer]: 'Remote Ltd' } });
     const r = await pullList(w.deps(), list);
     expect(r.counters.changes_conflicted).toBe(1);
     expect((await w.t.db('mirror.orders').where({ id }).first('customer')).customer).toBe('Remote Ltd');
@@ -156,7 +157,7 @@ describe('push', () => {
     expect(rows[0]!.id).toMatch(/^\d{19}$/);
     expect(Number(rows[0]!.row_version)).toBe(1);
     const item = await w.emu.admin.getItem('demo', 'orders', rows[0]!.id);
-    expect(item).toMatchObject({ Title: 'New from SQL', Customer: 'Insert Co', Quantity: '3', Paid: '1', Tags: '["b","a"]' });
+    expect(item).toMatchObject({ Title: 'New from SQL', [F.customer]: 'Insert Co', [F.quantity]: '3', [F.paid]: '1', [F.tags]: '["b","a"]' });
 
     const count = await w.t.db('mirror.orders').count('* as n').first();
     await expect(w.t.db('mirror.orders').where({ id: rows[0]!.id }).delete()).rejects.toThrow(/deletes are not supported by the platform interface/);
@@ -189,7 +190,7 @@ describe('push', () => {
         const moved = Number(item.RowVersion) - before.get(id)!;
         expect(moved, `item ${id} version moved`).toBeLessThanOrEqual(1);
         if (moved === 1) {
-          expect(item.Notes).toBe(`fault run ${id}`);
+          expect(item[F.notes]).toBe(`fault run ${id}`);
           expect(open.has(id)).toBe(false);
           applied++;
         } else {
@@ -232,14 +233,14 @@ describe('push', () => {
     expect(r.applied).toBe(1);
     const item = await w.emu.admin.getItem('demo', 'orders', id);
     expect(item).toMatchObject({
-      Notes: '',
-      Quantity: '12345678901234567',
-      Amount: '0.000001',
-      OrderDate: '2026-02-28',
-      ShippedAt: '2026-03-02 00:05:09',
-      Paid: '0',
-      Tags: JSON.stringify(values.tags),
-      Owner: '1234567890123456789',
+      [F.notes]: '',
+      [F.quantity]: '12345678901234567',
+      [F.amount]: '0.000001',
+      [F.orderDate]: '2026-02-28',
+      [F.shippedAt]: '2026-03-02 00:05:09',
+      [F.paid]: '0',
+      [F.tags]: JSON.stringify(values.tags),
+      [F.owner]: '1234567890123456789',
     });
     // Pulled back through a fresh full read: identical to what was written.
     await w.t.db.transaction(async (trx) => {
