@@ -59,17 +59,17 @@ describe('push', () => {
     const list = w.config.lists[0]!;
     await pullList(w.deps(), list);
     const id = String((await w.t.db('mirror.orders').orderBy('id').first('id')).id);
-    const original = String((await w.emu.admin.getItem('demo', 'orders', id)).Customer);
+    const original = String((await w.emu.admin.getItem('demo', 'orders', id))[F.customer]);
     await w.t.db('mirror.orders').where({ id }).update({ customer: 'Local Co' });
     await w.emu.admin.editItem('demo', 'orders', id, { Data: { [F.customer]: 'Remote Ltd' } });
     const r = await pushList(w.deps(), list);
     expect(r.conflicts).toBe(1);
-    expect((await w.emu.admin.getItem('demo', 'orders', id)).Customer).toBe('Remote Ltd');
+    expect((await w.emu.admin.getItem('demo', 'orders', id))[F.customer]).toBe('Remote Ltd');
     expect((await w.t.db('mirror.orders').where({ id }).first('customer')).customer).toBe('Remote Ltd');
     const c = (await w.t.db('listsync.conflicts').first()) as { status: string; resolution: string; local: Record<string, unknown>; remote: Record<string, unknown>; base: Record<string, unknown> };
     expect(c).toMatchObject({ status: 'resolved', resolution: 'remote-wins', local: { customer: 'Local Co' } });
-    expect(c.remote.Customer).toBe('Remote Ltd');
-    expect(c.base.Customer).toBe(original);
+    expect(c.remote[F.customer]).toBe('Remote Ltd');
+    expect(c.base[F.customer]).toBe(original);
     expect(await openOutbox(w).count('* as n').first()).toEqual({ n: 0 });
   });
 
@@ -97,7 +97,7 @@ describe('push', () => {
     const env = { PLATFORM_API_KEY: w.emu.apiKey };
     await pullList(w.deps(), list);
     const id = String((await w.t.db('mirror.orders').orderBy('id').first('id')).id);
-    const original = String((await w.emu.admin.getItem('demo', 'orders', id)).Customer);
+    const original = String((await w.emu.admin.getItem('demo', 'orders', id))[F.customer]);
     await w.t.db('mirror.orders').where({ id }).update({ customer: 'Local Co' });
     await w.emu.admin.editItem('demo', 'orders', id, { Data: { [F.customer]: 'Remote Ltd' } });
     await w.emu.admin.clearRequests();
@@ -108,7 +108,7 @@ describe('push', () => {
     expect(second.stdout).toContain('0 applied');
     const patches = (await patchesOf(w)).filter((p) => p.path.endsWith(id));
     expect(patches).toHaveLength(1); // the first attempt, refused for its version; nothing since
-    expect((await w.emu.admin.getItem('demo', 'orders', id)).Customer).toBe('Remote Ltd');
+    expect((await w.emu.admin.getItem('demo', 'orders', id))[F.customer]).toBe('Remote Ltd');
     expect((await w.t.db('mirror.orders').where({ id }).first('customer')).customer).toBe('Local Co');
 
     // A pull does not overwrite the held row either.
@@ -118,7 +118,7 @@ describe('push', () => {
     const listed = await runCli(['--config', w.configFile, 'conflicts'], { env });
     const cid = /^(\d+)\s+orders\s+\d+/m.exec(listed.stdout)![1]!;
     const shown = await runCli(['--config', w.configFile, 'conflicts', 'show', cid], { env });
-    expect(shown.stdout).toMatch(new RegExp(`Customer\\s+customer\\s+${original}\\s+Local Co\\s+Remote Ltd`));
+    expect(shown.stdout).toMatch(new RegExp(`${F.customer}\\s+customer\\s+${original}\\s+Local Co\\s+Remote Ltd`));
     const status = await runCli(['--config', w.configFile, 'status'], { env });
     expect(status.stdout).toMatch(/orders\s.*\s1\s+\S+\s+-?\s*$/m);
 
@@ -126,7 +126,7 @@ describe('push', () => {
     expect(resolved.code).toBe(0);
     const push3 = await runCli(['--config', w.configFile, 'push'], { env });
     expect(push3.stdout).toContain('1 applied');
-    expect((await w.emu.admin.getItem('demo', 'orders', id)).Customer).toBe('Local Co');
+    expect((await w.emu.admin.getItem('demo', 'orders', id))[F.customer]).toBe('Local Co');
     expect((await runCli(['--config', w.configFile, 'conflicts', 'resolve', cid, '--keep', 'remote'], { env })).code).toBe(2);
   });
 
