@@ -12,7 +12,8 @@ import type { FieldMeta } from './field-types.js';
  * - `swapped`: the reverse (`FieldType` = control, `Type` = storage kind).
  * - `type-only`: `Type` = storage kind, no `FieldType` key, integer `FieldID`.
  * - `control-only`: `Type` = control, no `FieldType` key: the likeliest shape
- *   of the real REST answer.
+ *   of the real REST answer. Like the connector definition's field list, it
+ *   does not list `RowVersion` (items still carry it).
  *
  * The flags (IsSort, IsIndex, IsSystem, IsUnique) are booleans unless
  * `fieldFlags` asks for numbers (1/0) or strings ("true"/"false").
@@ -88,5 +89,6 @@ export function presentField(meta: FieldMeta, shape: FieldMetaShape): Record<str
 }
 
 export function presentFields(fields: readonly FieldMeta[], shape: FieldMetaShape): Array<Record<string, unknown>> {
-  return fields.map((f) => presentField(f, shape));
+  const listed = shape.arrangement === 'control-only' ? fields.filter((f) => f.FieldName !== 'RowVersion') : fields;
+  return listed.map((f) => presentField(f, shape));
 }

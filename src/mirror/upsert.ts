@@ -16,7 +16,9 @@
  * row or a local edit.
  *
  * - A row whose `row_version` equals the stored one is not rewritten, unless
- *   it was soft-deleted: then it is undeleted.
+ *   it was soft-deleted: then it is undeleted. Versions never go backwards: an
+ *   older version than the stored one (a query that lags behind a write, a
+ *   delayed event) is counted unchanged and not written.
  * - An item without a version is rewritten only when its `_raw` differs.
  * - A row with an open local change (outbox status pending/sending/conflict)
  *   is left alone and returned in `skippedPending`; the caller decides about
@@ -154,7 +156,7 @@ async function upsertBatch(trx: Knex.Transaction, mapping: TableMapping, sql: St
       result.skippedPending.push({ id: r.id, remoteVersion: r.version, baseVersion: st.base_version, item: r.item });
     } else if (!st.present) {
       fresh.push(r);
-    } else if (st.deleted || r.version === null || st.row_version !== r.version) {
+    } else if (st.deleted || r.version === null || st.row_version === null || r.version > st.row_version) {
       changed.push(r);
       if (st.deleted) undeleting++;
     } else {
@@ -284,7 +286,8 @@ on conflict (${q(F.id)}) do nothing`;
 update ${t} as t set ${sets.join(', ')}
   from ${unnest}
  where t.${q(F.id)} = s.id
-   and (t.${q(F.rowVersion)} is distinct from s.row_version
+   and ((t.${q(F.rowVersion)} is null and s.row_version is not null)
+        or s.row_version > t.${q(F.rowVersion)}
         or t.${q(F.deletedAt)} is not null
         or (s.row_version is null and t.${q(F.raw)} is distinct from s.raw::jsonb))
    and ${openChange(`t.${q(F.id)}`)} is null`;
