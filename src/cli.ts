@@ -20,6 +20,7 @@ import { runDemo } from './commands/demo.js';
 import { registerEmulatorCommand } from './emulator/command.js';
 import { appLogger, createClient, type AppContext } from './context.js';
 import { pullUsers } from './sync/users.js';
+import { scrubSecrets } from './secrets.js';
 
 export function buildProgram(io: Output, setCode: (code: number) => void): Command {
   const program = new Command('listsync')
@@ -244,8 +245,7 @@ export async function main(argv: readonly string[], io: Output = stdio): Promise
       return 2;
     }
     const e = coerceError(err);
-    if (e instanceof ConfigError || e instanceof UsageError) io.err(`listsync: ${e.message}`);
-    else io.err(`listsync: ${e.message}`);
+    io.err(`listsync: ${scrubSecrets(e.message)}`);
     return exitCodeFor(e);
   }
 }

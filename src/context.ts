@@ -5,6 +5,7 @@
 import { type Config, loadConfig, readEnvironment, secretsOf } from './config.js';
 import { createDb, ping, type Knex } from './db.js';
 import { createLogger, type Logger } from './logger.js';
+import { scrubSecrets } from './secrets.js';
 import { PlatformClient, type PlatformClientOptions } from './platform/client.js';
 import { SharedBudget, budgetAccount } from './platform/shared-budget.js';
 
@@ -14,11 +15,14 @@ export interface Output {
   isTTY: boolean;
 }
 
+/** The terminal; every line is scrubbed of the secrets the config resolved. */
 export const stdio: Output = {
-  out: (t) => void process.stdout.write(t.endsWith('\n') ? t : `${t}\n`),
-  err: (t) => void process.stderr.write(t.endsWith('\n') ? t : `${t}\n`),
+  out: (t) => void process.stdout.write(line(scrubSecrets(t))),
+  err: (t) => void process.stderr.write(line(scrubSecrets(t))),
   isTTY: Boolean(process.stdout.isTTY),
 };
+
+const line = (t: string): string => (t.endsWith('\n') ? t : `${t}\n`);
 
 export interface GlobalOptions {
   config?: string;

@@ -4,6 +4,7 @@
  * shows up inside a message or an error).
  */
 import { pino, type Logger, type LoggerOptions, type DestinationStream } from 'pino';
+import { scrubSecrets } from './secrets.js';
 
 export type { Logger };
 
@@ -49,17 +50,8 @@ export function createLogger(settings: LoggerSettings = {}): Logger {
   return pino(options, scrubbing);
 }
 
-/** Replaces every occurrence of a secret (raw or URL-encoded) with [redacted]. */
-export function scrubSecrets(text: string, secrets: readonly string[]): string {
-  let out = text;
-  for (const s of secrets) {
-    if (s.length < 4) continue;
-    for (const form of new Set([s, encodeURIComponent(s), JSON.stringify(s).slice(1, -1)])) {
-      if (out.includes(form)) out = out.split(form).join('[redacted]');
-    }
-  }
-  return out;
-}
+/** Replaces every occurrence of a secret (raw, URL-encoded or JSON-escaped) with [redacted]. */
+export { scrubSecrets };
 
 /** A logger that drops everything (tests, library use). */
 export function silentLogger(): Logger {
