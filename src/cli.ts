@@ -3,7 +3,7 @@
  * 1 a run failed, 2 bad usage or config.
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { ConfigError, UsageError, exitCodeFor, coerceError } from './errors.js';
+import { UsageError, exitCodeFor, coerceError } from './errors.js';
 import { type GlobalOptions, type Output, loadAppConfig, openContext, stdio } from './context.js';
 import { runInit } from './commands/init.js';
 import { runMigrate } from './commands/migrate.js';
