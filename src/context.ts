@@ -57,7 +57,7 @@ export function appLogger(config: Config, opts: GlobalOptions): Logger {
 export async function openContext(opts: GlobalOptions, io: Output = stdio): Promise<AppContext> {
   const config = loadAppConfig(opts);
   const logger = appLogger(config, opts);
-  const db = createDb({ url: config.database.url, poolMax: config.database.poolMax });
+  const db = createDb({ url: config.database.url, poolMax: config.database.poolMax, logger });
   try {
     await ping(db, config.database.url);
   } catch (err) {
