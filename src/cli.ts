@@ -21,12 +21,14 @@ import { registerEmulatorCommand } from './emulator/command.js';
 import { appLogger, createClient, type AppContext } from './context.js';
 import { pullUsers } from './sync/users.js';
 import { scrubSecrets } from './secrets.js';
+import { LOG_FORMATS } from './log-format.js';
 
 export function buildProgram(io: Output, setCode: (code: number) => void): Command {
   const program = new Command('listsync')
     .description('Keeps a PostgreSQL mirror of the platform\'s lists fresh, and writes edits back version-checked.')
     .option('-c, --config <path>', 'config file (default: $LISTSYNC_CONFIG or ./listsync.config.json)')
     .addOption(new Option('--log-level <level>', 'log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']))
+    .addOption(new Option('--log-format <format>', 'log lines as JSON or one short line each (default: pretty on a terminal, else json)').choices([...LOG_FORMATS]))
     .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) })
     .showHelpAfterError('(run "listsync --help" for usage)')
     .exitOverride();

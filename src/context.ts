@@ -6,6 +6,7 @@ import { type Config, loadConfig, readEnvironment, secretsOf } from './config.js
 import { createDb, ping, type Knex } from './db.js';
 import { createLogger, type Logger } from './logger.js';
 import { scrubSecrets } from './secrets.js';
+import { resolveLogFormat } from './log-format.js';
 import { PlatformClient, type PlatformClientOptions } from './platform/client.js';
 import { SharedBudget, budgetAccount } from './platform/shared-budget.js';
 
@@ -27,6 +28,8 @@ const line = (t: string): string => (t.endsWith('\n') ? t : `${t}\n`);
 export interface GlobalOptions {
   config?: string;
   logLevel?: string;
+  /** json | pretty; default pretty on a terminal, else json (also LISTSYNC_LOG_FORMAT). */
+  logFormat?: string;
 }
 
 export interface AppContext {
@@ -50,7 +53,8 @@ export function loadAppConfig(opts: GlobalOptions): Config {
 }
 
 export function appLogger(config: Config, opts: GlobalOptions): Logger {
-  return createLogger({ level: opts.logLevel ?? config.log.level, secrets: secretsOf(config) });
+  const format = resolveLogFormat(opts.logFormat ?? process.env.LISTSYNC_LOG_FORMAT);
+  return createLogger({ level: opts.logLevel ?? config.log.level, secrets: secretsOf(config), format });
 }
 
 /** Loads config, opens the database (checked reachable) and a logger. */

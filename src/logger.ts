@@ -5,6 +5,7 @@
  */
 import { pino, type Logger, type LoggerOptions, type DestinationStream } from 'pino';
 import { scrubSecrets } from './secrets.js';
+import { prettyDestination, type LogFormat } from './log-format.js';
 
 export type { Logger };
 
@@ -14,6 +15,8 @@ export interface LoggerSettings {
   secrets?: readonly string[];
   destination?: DestinationStream;
   name?: string;
+  /** `pretty`: one short human line per entry (for terminals). Default `json`. */
+  format?: LogFormat;
 }
 
 const REDACT_PATHS = [
@@ -40,8 +43,9 @@ export function createLogger(settings: LoggerSettings = {}): Logger {
     timestamp: pino.stdTimeFunctions.isoTime,
     formatters: { level: (label) => ({ level: label }) },
   };
-  if (secrets.length === 0) return pino(options, settings.destination ?? pino.destination(2));
-  const dest = settings.destination ?? pino.destination(2);
+  const raw = settings.destination ?? pino.destination(2);
+  const dest = settings.format === 'pretty' ? prettyDestination(raw, Boolean(process.stderr.isTTY) && !settings.destination) : raw;
+  if (secrets.length === 0) return pino(options, dest);
   const scrubbing: DestinationStream = {
     write(line: string) {
       dest.write(scrubSecrets(line, secrets));

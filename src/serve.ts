@@ -92,9 +92,10 @@ export async function startServe(opts: ServeOptions): Promise<RunningServe> {
   }
 
   async function execute(job: JobDefinition, list?: ListConfig): Promise<unknown> {
+    // The job binds list, job and runId to its own lines; this logger is for the outcome only.
     const log = logger.child({ job: job.name, ...(list ? { list: list.name } : {}) });
     try {
-      return await job.run({ db, client, config, logger: log, signal: abort.signal, list });
+      return await job.run({ db, client, config, logger, signal: abort.signal, list });
     } catch (err) {
       if (err instanceof LockedError) {
         log.info(`skipped: ${err.message}`);
