@@ -53,7 +53,7 @@ export function loadAppConfig(opts: GlobalOptions): Config {
 }
 
 export function appLogger(config: Config, opts: GlobalOptions): Logger {
-  const format = resolveLogFormat(opts.logFormat ?? process.env.LISTSYNC_LOG_FORMAT);
+  const format = resolveLogFormat(opts.logFormat ?? readEnvironment().LISTSYNC_LOG_FORMAT);
   return createLogger({ level: opts.logLevel ?? config.log.level, secrets: secretsOf(config), format });
 }
 

@@ -3,7 +3,7 @@ import { SingleBar, Presets } from 'cli-progress';
 import { DateTime } from 'luxon';
 import type { ListConfig } from '../config.js';
 import type { AppContext } from '../context.js';
-import { UsageError } from '../errors.js';
+import { UsageError, exitCodeFor } from '../errors.js';
 import { pullList, type PageProgress, type PullMode, type PullResult } from '../sync/pull.js';
 
 export function selectLists(ctx: Pick<AppContext, 'config'>, name?: string): readonly ListConfig[] {
@@ -76,7 +76,7 @@ export async function runPulls(ctx: AppContext, lists: readonly ListConfig[], mo
       reporter?.stop();
       if (err instanceof UsageError) throw err;
       ctx.io.err(`${list.name}: ${mode.kind === 'incremental' ? 'pull' : 'backfill'} failed: ${(err as Error).message}`);
-      code = 1;
+      code = Math.max(code, exitCodeFor(err));
     }
   }
   return code;

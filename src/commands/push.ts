@@ -1,7 +1,7 @@
 /** `listsync push`, `listsync sync` and `listsync conflicts`: the CLI side of write-back. */
 import type { ListConfig } from '../config.js';
 import type { AppContext } from '../context.js';
-import { UsageError } from '../errors.js';
+import { UsageError, exitCodeFor } from '../errors.js';
 import { table } from '../format.js';
 import { withLock } from '../sync/lock.js';
 import { conflictFields, getConflict, listConflicts, resolveConflict } from '../sync/conflicts.js';
@@ -30,7 +30,7 @@ export async function runPushes(ctx: AppContext, lists: readonly ListConfig[], o
     } catch (err) {
       if (err instanceof UsageError) throw err;
       ctx.io.err(`${list.name}: push failed: ${(err as Error).message}`);
-      code = 1;
+      code = Math.max(code, exitCodeFor(err));
     }
   }
   return code;

@@ -46,9 +46,9 @@ describe('a run that fails at its first request is recorded', () => {
     return file;
   };
 
-  it('a revoked key: pull exits 1, the run is failed with the reason, status says so', async () => {
+  it('a revoked key: pull exits 2 (the key is wrong), the run is failed with the reason, status says so', async () => {
     const r = await runCli(['--config', configWith('revoked.json', () => undefined), 'pull'], { env: { PLATFORM_API_KEY: 'REVOKED-KEY-0000' }, cwd: w.cwd });
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(2);
     const run = await lastRun();
     expect(run).toMatchObject({ job: 'pull', status: 'failed' });
     expect(run.error).toMatch(/fields failed: HTTP 401/);
@@ -78,9 +78,9 @@ describe('a run that fails at its first request is recorded', () => {
     const revoked = configWith('revoked2.json', () => undefined);
     // reconcile needs a mirror table: one good pull first.
     expect((await runCli(['--config', revoked, 'pull'], { env: { PLATFORM_API_KEY: w.emu.apiKey }, cwd: w.cwd })).code).toBe(0);
-    expect((await runCli(['--config', revoked, 'reconcile'], { env: { PLATFORM_API_KEY: 'REVOKED-KEY-0000' }, cwd: w.cwd })).code).toBe(1);
+    expect((await runCli(['--config', revoked, 'reconcile'], { env: { PLATFORM_API_KEY: 'REVOKED-KEY-0000' }, cwd: w.cwd })).code).toBe(2);
     expect(await lastRun()).toMatchObject({ job: 'reconcile', status: 'failed', error: expect.stringMatching(/HTTP 401/) as string });
-    expect((await runCli(['--config', revoked, 'users'], { env: { PLATFORM_API_KEY: 'REVOKED-KEY-0000' }, cwd: w.cwd })).code).toBe(1);
+    expect((await runCli(['--config', revoked, 'users'], { env: { PLATFORM_API_KEY: 'REVOKED-KEY-0000' }, cwd: w.cwd })).code).toBe(2);
     expect(await lastRun()).toMatchObject({ job: 'users', status: 'failed', error: expect.stringMatching(/HTTP 401/) as string });
   });
 
