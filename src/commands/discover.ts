@@ -2,6 +2,7 @@
 import type { ListConfig } from '../config.js';
 import type { AppContext } from '../context.js';
 import { table } from '../format.js';
+import { describeDuplicates } from './mirror-tables.js';
 import { assignColumnNames, columnKindFor, columnSqlType, FIXED_COLUMNS } from '../mirror/index.js';
 
 export async function runDiscover(ctx: Pick<AppContext, 'client'>, lists: readonly ListConfig[]): Promise<string> {
@@ -18,6 +19,8 @@ export async function runDiscover(ctx: Pick<AppContext, 'client'>, lists: readon
     const role = (name: string) =>
       [name === list.cursorField && 'cursor', name === list.sortField && 'sort', name === list.idField && 'id', name === list.versionField && 'version'].filter(Boolean).join(',');
     out.push(`${list.name} (${list.appID}/${list.listID}): ${fields.length} fields -> table ${list.table ?? list.name}`);
+    const duplicates = describeDuplicates(fields, `${list.appID}/${list.listID}`);
+    if (duplicates) out.push(`WARNING: ${duplicates}`);
     out.push(
       table(
         ['field', 'platform type', 'column', 'column type', 'indexed', 'role'],
