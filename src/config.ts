@@ -274,7 +274,8 @@ function keysAt(schema: z.ZodType, path: readonly PropertyKey[]): string[] {
 
 /** Secret values of an unvalidated config: every string under a secret key, and a database URL's password. */
 function secretValuesIn(value: unknown, key = ''): string[] {
-  if (typeof value === 'string') return SECRET_KEYS.has(key) ? [value, passwordOf(value) ?? ''].filter(Boolean) : [];
+  // A URL's secret is its password; the rest of it (host, database) is what messages must name.
+  if (typeof value === 'string') return !SECRET_KEYS.has(key) ? [] : /^[a-z][a-z0-9+.-]*:\/\//i.test(value) ? [passwordOf(value) ?? ''].filter(Boolean) : [value];
   if (Array.isArray(value)) return value.flatMap((v) => secretValuesIn(v));
   if (isObject(value)) return Object.entries(value).flatMap(([k, v]) => secretValuesIn(v, k));
   return [];

@@ -11,6 +11,7 @@ import { dirname, join } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
 import { redactUrl } from './config.js';
+import { PlatformError } from './platform/errors.js';
 
 export type { Knex };
 
@@ -48,6 +49,8 @@ const CONNECTION_ERROR_MESSAGE = /Connection terminated|not queryable|Timeout ac
 
 /** True when err (or a cause of it) says the database connection failed, not a statement. */
 export function isConnectionError(err: unknown): boolean {
+  // The platform client's errors carry transport codes too (ETIMEDOUT...): they are not the database's.
+  if (err instanceof PlatformError) return false;
   for (let e: unknown = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
     const code = (e as { code?: unknown }).code;
     if (typeof code === 'string' && (CONNECTION_ERROR_CODES.has(code) || code.startsWith('08'))) return true;

@@ -57,6 +57,13 @@ describe('config errors keep secrets out', () => {
     expectNoSecret(whole);
   });
 
+  it('a database URL registers only its password as a secret: host and database stay printable', async () => {
+    const { knownSecrets } = await import('../src/secrets.js');
+    parseConfig({ ...base, database: { url: 'postgres://reporter:Only-The-Pw@db.example.com:5432/reporting' } });
+    expect(knownSecrets()).toContain('Only-The-Pw');
+    expect(knownSecrets().some((s) => s.includes('db.example.com'))).toBe(false);
+  });
+
   it('a secret is masked in every form: raw, URL-encoded and JSON-escaped', () => {
     const text = `raw ${PASSWORD} url ${encodeURIComponent(PASSWORD)} json ${JSON.stringify(PASSWORD)}`;
     const out = scrub(text, [PASSWORD]);
