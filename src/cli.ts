@@ -3,7 +3,7 @@
  * 1 a run failed, 2 bad usage or config.
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { ConfigError, UsageError, exitCodeFor, coerceError } from './errors.js';
+import { UsageError, exitCodeFor, coerceError } from './errors.js';
 import { type GlobalOptions, type Output, loadAppConfig, openContext, stdio } from './context.js';
 import { createInterface } from 'node:readline/promises';
 import { assertConfigWritable, pickLists, runInit } from './commands/init.js';
@@ -24,12 +24,16 @@ import { appLogger, createClient, type AppContext } from './context.js';
 import { pullUsers } from './sync/users.js';
 import { createDb } from './db.js';
 import { readRegistry } from './mirror/registry.js';
+import { scrubSecrets } from './secrets.js';
+import { LOG_FORMATS } from './log-format.js';
+import { plural } from './format.js';
 
 export function buildProgram(io: Output, setCode: (code: number) => void): Command {
   const program = new Command('listsync')
     .description('Keeps a PostgreSQL mirror of the platform\'s lists fresh, and writes edits back version-checked.')
     .option('-c, --config <path>', 'config file (default: $LISTSYNC_CONFIG or ./listsync.config.json)')
     .addOption(new Option('--log-level <level>', 'log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']))
+    .addOption(new Option('--log-format <format>', 'log lines as JSON or one short line each (default: pretty on a terminal, else json)').choices([...LOG_FORMATS]))
     .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) })
     .showHelpAfterError('(run "listsync --help" for usage)')
     .exitOverride();
@@ -185,7 +189,7 @@ export function buildProgram(io: Output, setCode: (code: number) => void): Comma
     .action(() =>
       withContext(async (ctx) => {
         const r = await pullUsers({ db: ctx.db, client: ctx.client, config: ctx.config, logger: ctx.logger });
-        io.out(`users: ${r.counters.pages} pages; inserted ${r.counters.rows_inserted}, updated ${r.counters.rows_updated}, unchanged ${r.counters.rows_unchanged}`);
+        io.out(`users: ${plural(r.counters.pages, 'page')}; inserted ${r.counters.rows_inserted}, updated ${r.counters.rows_updated}, unchanged ${r.counters.rows_unchanged}`);
       }),
     );
 
@@ -201,7 +205,7 @@ export function buildProgram(io: Output, setCode: (code: number) => void): Comma
     .command('subscribe')
     .description('create a webhook subscription on the platform (POST /hooks) with a secret callback URL served by "listsync serve"')
     .requiredOption('--channel <name>', 'channel name; the platform sends it back as the Channel header')
-    .requiredOption('--type <n>', 'event type code (integer); sent back as the Type header')
+    .requiredOption('--type <n>', 'event type code: an integer the platform defines for the event kind (it publishes no list; ask its admin). Sent back as the Type header, which every callback must match')
     .option('--resource <resource>', 'subscribed resource', DEFAULT_HOOK_RESOURCE)
     .option('--callback-url <url>', 'public base URL the platform reaches serve at (default serve.publicUrl); /hooks/<token> is appended')
     .action((opts: { channel: string; type: string; resource: string; callbackUrl?: string }) => {
@@ -237,7 +241,8 @@ export function buildProgram(io: Output, setCode: (code: number) => void): Comma
       if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('a positive whole number');
       return n;
     }, 5000)
-    .action((opts: { items: number }) => runDemo({ io, items: opts.items }).then(setCode));
+    .option('--keep', 'keep the emulator and the database running after the tour (until Ctrl-C), and print how to use them', false)
+    .action((opts: { items: number; keep: boolean }) => runDemo({ io, items: opts.items, keep: opts.keep }).then(setCode));
 
   registerEmulatorCommand(program);
   return program;
@@ -292,8 +297,7 @@ export async function main(argv: readonly string[], io: Output = stdio): Promise
       return 2;
     }
     const e = coerceError(err);
-    if (e instanceof ConfigError || e instanceof UsageError) io.err(`listsync: ${e.message}`);
-    else io.err(`listsync: ${e.message}`);
+    io.err(`listsync: ${scrubSecrets(e.message)}`);
     return exitCodeFor(e);
   }
 }

@@ -16,6 +16,10 @@ import { validate as validateCron } from 'node-cron';
 import { z } from 'zod';
 import { ConfigError } from './errors.js';
 import { RESERVED_COLUMNS } from './mirror/naming.js';
+import { passwordOf, registerSecrets, scrubSecrets } from './secrets.js';
+
+/** listsync's own schema (runs, outbox, state...); never a mirror schema. Same as db.ts OWN_SCHEMA. */
+const OWN_SCHEMA = 'listsync';
 
 export const DEFAULT_CONFIG_FILE = 'listsync.config.json';
 
@@ -34,12 +38,17 @@ const columnName = z
   .regex(/^[\p{Ll}\p{Lo}_][\p{Ll}\p{Lo}\p{N}_]*$/u, 'use lower-case letters, digits and _ (starting with a letter or _)')
   .refine((s) => Buffer.byteLength(s, 'utf8') <= 63, 'is longer than 63 bytes; Postgres would truncate it')
   .refine((s) => !RESERVED_COLUMNS.includes(s), { message: `is one of the columns every mirror table has (${RESERVED_COLUMNS.join(', ')}); choose another name` });
+/** The platform's API lives under a version segment: `.../v1`. */
+const VERSION_SEGMENT = /\/v\d+$/;
 
 const platformSchema = z
   .object({
     baseUrl: z
       .url({ protocol: /^https?$/, message: 'must be an http(s) URL ending with the version segment, e.g. https://api.example.com/v1' })
-      .transform((s) => s.replace(/\/+$/, '')),
+      .transform((s) => s.replace(/\/+$/, ''))
+      .refine((s) => VERSION_SEGMENT.test(new URL(s).pathname), {
+        message: 'has no version segment: the API lives under /v1 (e.g. https://api.example.com/v1); add it to the end of platform.baseUrl',
+      }),
     apiKey: z.string().min(1, 'is empty: set PLATFORM_API_KEY or platform.apiKey'),
     timeZone: timeZone.default('UTC'),
     requestsPerSecond: z.number().positive().max(1000).default(10),
@@ -101,7 +110,9 @@ const configSchema = z
     database: z
       .object({
         url: z.string().min(1, 'is empty: set DATABASE_URL or database.url'),
-        schema: identifier.default('mirror'),
+        schema: identifier
+          .refine((s) => s !== OWN_SCHEMA, { message: `"${OWN_SCHEMA}" holds listsync's own tables (runs, outbox, state); pick another schema for the mirror tables, e.g. "mirror"` })
+          .default('mirror'),
         poolMax: positiveInt.max(100).default(10),
         /** Pages a pull writes at once. 2 overlaps conversion with writing when PostgreSQL has cores of its own. */
         pageWriters: positiveInt.max(4).default(1),
@@ -186,11 +197,14 @@ export function loadConfig(options: LoadOptions = {}): Config {
       '(file)',
     );
   }
+  registerSecrets([env.PLATFORM_API_KEY, passwordOf(env.DATABASE_URL)]);
   let raw: unknown;
   try {
     raw = JSON.parse(readFileSync(path, 'utf8'));
   } catch (err) {
-    throw new ConfigError(`${path} is not valid JSON: ${(err as Error).message}. Fix the file (JSON allows no comments or trailing commas).`, '(file)', { cause: err });
+    // V8 quotes a piece of the text, which may hold a secret: keep only the position.
+    const reason = (err as Error).message.replace(/,?\s*"[^]*" is not valid JSON/, ' (not valid JSON)');
+    throw new ConfigError(`${path} is not valid JSON: ${reason}. Fix the file (JSON allows no comments or trailing commas).`, '(file)');
   }
   return parseConfig(raw, env, path);
 }
@@ -201,15 +215,96 @@ export function parseConfig(raw: unknown, env: Readonly<Record<string, string | 
     throw new ConfigError(`${source} must hold a JSON object with "platform", "database" and "lists".`, '(root)');
   }
   const withEnv = applyEnvironment(interpolate(raw, env, []), env);
+  const secrets = [...secretValuesIn(withEnv), env.PLATFORM_API_KEY, passwordOf(env.DATABASE_URL)].filter((s): s is string => typeof s === 'string' && s.length >= 4);
+  registerSecrets(secrets);
   const result = configSchema.safeParse(withEnv);
   if (!result.success) {
     const issue = result.error.issues[0]!;
+    if (issue.code === 'unrecognized_keys') {
+      const key = formatPath(issue.path);
+      throw new ConfigError(scrubSecrets(unknownKeyMessage(key, issue.keys, keysAt(configSchema, issue.path), source), secrets), key);
+    }
     const key = formatPath(issue.path);
     const value = valueAt(withEnv, issue.path);
     const shown = value === undefined ? 'missing' : `got ${describeValue(value, isSecretPath(issue.path))}`;
-    throw new ConfigError(`Config key ${key}: ${issue.message} (${shown}) in ${source}.${hintFor(key)}`, key);
+    throw new ConfigError(scrubSecrets(`Config key ${key}: ${issue.message} (${shown}) in ${source}.${hintFor(key)}`, secrets), key);
   }
   return deepFreeze(result.data) as Config;
+}
+
+/** `Config key platform: unknown key "requestPerSecond" — did you mean "requestsPerSecond"? Valid keys: ...` */
+function unknownKeyMessage(key: string, unknown: readonly string[], valid: readonly string[], source: string): string {
+  const parts = unknown.map((k) => {
+    const near = closest(k, valid);
+    return `unknown key ${JSON.stringify(k)}${near ? ` (did you mean ${JSON.stringify(near)}?)` : ''}`;
+  });
+  const where = key === '(root)' ? 'the top level' : key;
+  return `Config key ${key}: ${parts.join(', ')} in ${source}. Valid keys of ${where}: ${valid.join(', ')}.`;
+}
+
+/** The valid key most like `word` (case-insensitive edit distance at most a third of its length, at least 2). */
+function closest(word: string, candidates: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Math.max(2, Math.floor(word.length / 3)) + 1;
+  for (const c of candidates) {
+    const d = editDistance(word.toLowerCase(), c.toLowerCase());
+    if (d < bestDistance) [best, bestDistance] = [c, d];
+  }
+  return best;
+}
+
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i];
+    for (let j = 1; j <= b.length; j++) cur[j] = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    prev = cur;
+  }
+  return prev[b.length]!;
+}
+
+interface SchemaDef {
+  type: string;
+  innerType?: z.ZodType;
+  in?: z.ZodType;
+  out?: z.ZodType;
+  element?: z.ZodType;
+  shape?: Record<string, z.ZodType>;
+}
+const defOf = (s: z.ZodType | undefined): SchemaDef | undefined => (s as unknown as { _zod?: { def: SchemaDef } } | undefined)?._zod?.def;
+
+/** The keys the object schema at `path` accepts (through defaults, optionals, preprocessing and arrays). */
+function keysAt(schema: z.ZodType, path: readonly PropertyKey[]): string[] {
+  let cur: z.ZodType | undefined = schema;
+  for (const step of [...path, undefined]) {
+    for (let def = defOf(cur); def; def = defOf(cur)) {
+      if (def.innerType) cur = def.innerType;
+      else if (def.type === 'pipe') cur = defOf(def.out)?.type === 'transform' ? def.in : def.out;
+      else break;
+    }
+    const def = defOf(cur);
+    if (step === undefined) return def?.type === 'object' && def.shape ? Object.keys(def.shape) : [];
+    if (typeof step === 'number') cur = def?.type === 'array' ? def.element : undefined;
+    else cur = def?.type === 'object' ? def.shape?.[String(step)] : undefined;
+  }
+  return [];
+}
+
+/** Secret values of an unvalidated config: every string under a secret key, and a database URL's password. */
+function secretValuesIn(value: unknown, key = ''): string[] {
+  // A URL's secret is its password; the rest of it (host, database) is what messages must name.
+  if (typeof value === 'string') return !SECRET_KEYS.has(key) ? [] : /^[a-z][a-z0-9+.-]*:\/\//i.test(value) ? [passwordOf(value) ?? ''].filter(Boolean) : [value];
+  if (Array.isArray(value)) return value.flatMap((v) => secretValuesIn(v));
+  if (isObject(value)) return Object.entries(value).flatMap(([k, v]) => secretValuesIn(v, k));
+  return [];
+}
+
+/** A copy with the values of secret keys masked (database URLs keep everything but the password). */
+function maskSecretKeys(value: unknown, key = ''): unknown {
+  if (typeof value === 'string' && SECRET_KEYS.has(key)) return /^postgres(ql)?:\/\//.test(value) ? redactUrl(value) : '***';
+  if (Array.isArray(value)) return value.map((v) => maskSecretKeys(v));
+  if (isObject(value)) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, maskSecretKeys(v, k)]));
+  return value;
 }
 
 /** Environment from `.env` (if present) overlaid by the real environment. */
@@ -249,14 +344,7 @@ export function redactUrl(url: string): string {
 
 /** Every secret value in the config, for log and error redaction. */
 export function secretsOf(config: Config): string[] {
-  const out = [config.platform.apiKey];
-  try {
-    const pw = new URL(config.database.url).password;
-    if (pw) out.push(decodeURIComponent(pw));
-  } catch {
-    /* not a URL: nothing to extract */
-  }
-  return out.filter((s) => s.length >= 4);
+  return [config.platform.apiKey, passwordOf(config.database.url) ?? ''].filter((s) => s.length >= 4);
 }
 
 export function listByName(config: Config, name: string): ListConfig | undefined {
@@ -328,7 +416,7 @@ function describeValue(value: unknown, secret: boolean): string {
     if (/^postgres(ql)?:\/\//.test(value)) return JSON.stringify(redactUrl(value));
     return value.length === 0 ? '""' : `"${'*'.repeat(Math.min(value.length, 8))}" (hidden)`;
   }
-  const s = JSON.stringify(value);
+  const s = JSON.stringify(maskSecretKeys(value));
   return s === undefined ? String(value) : s.length > 80 ? `${s.slice(0, 77)}...` : s;
 }
 

@@ -5,6 +5,8 @@
 import { type Config, loadConfig, readEnvironment, secretsOf } from './config.js';
 import { createDb, ping, type Knex } from './db.js';
 import { createLogger, type Logger } from './logger.js';
+import { scrubSecrets } from './secrets.js';
+import { resolveLogFormat } from './log-format.js';
 import { PlatformClient, type PlatformClientOptions } from './platform/client.js';
 import { SharedBudget, budgetAccount } from './platform/shared-budget.js';
 
@@ -14,15 +16,20 @@ export interface Output {
   isTTY: boolean;
 }
 
+/** The terminal; every line is scrubbed of the secrets the config resolved. */
 export const stdio: Output = {
-  out: (t) => void process.stdout.write(t.endsWith('\n') ? t : `${t}\n`),
-  err: (t) => void process.stderr.write(t.endsWith('\n') ? t : `${t}\n`),
+  out: (t) => void process.stdout.write(line(scrubSecrets(t))),
+  err: (t) => void process.stderr.write(line(scrubSecrets(t))),
   isTTY: Boolean(process.stdout.isTTY),
 };
+
+const line = (t: string): string => (t.endsWith('\n') ? t : `${t}\n`);
 
 export interface GlobalOptions {
   config?: string;
   logLevel?: string;
+  /** json | pretty; default pretty on a terminal, else json (also LISTSYNC_LOG_FORMAT). */
+  logFormat?: string;
 }
 
 export interface AppContext {
@@ -46,14 +53,15 @@ export function loadAppConfig(opts: GlobalOptions): Config {
 }
 
 export function appLogger(config: Config, opts: GlobalOptions): Logger {
-  return createLogger({ level: opts.logLevel ?? config.log.level, secrets: secretsOf(config) });
+  const format = resolveLogFormat(opts.logFormat ?? readEnvironment().LISTSYNC_LOG_FORMAT);
+  return createLogger({ level: opts.logLevel ?? config.log.level, secrets: secretsOf(config), format });
 }
 
 /** Loads config, opens the database (checked reachable) and a logger. */
 export async function openContext(opts: GlobalOptions, io: Output = stdio): Promise<AppContext> {
   const config = loadAppConfig(opts);
   const logger = appLogger(config, opts);
-  const db = createDb({ url: config.database.url, poolMax: config.database.poolMax });
+  const db = createDb({ url: config.database.url, poolMax: config.database.poolMax, logger });
   try {
     await ping(db, config.database.url);
   } catch (err) {

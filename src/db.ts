@@ -11,6 +11,7 @@ import { dirname, join } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
 import { redactUrl } from './config.js';
+import { PlatformError } from './platform/errors.js';
 
 export type { Knex };
 
@@ -26,15 +27,43 @@ export interface DbOptions {
   url: string;
   poolMax?: number;
   applicationName?: string;
+  /** Where knex's own warnings go (at debug level); by default nowhere. They never reach the terminal directly. */
+  logger?: { debug(obj: object, msg: string): void };
 }
 
 export function createDb(options: DbOptions): Knex {
+  // knex prints warnings such as "Acquire connection error" with a stack to stdout unless given a logger.
+  const toLogger = (level: string) => (message: unknown) => options.logger?.debug({ knex: level }, typeof message === 'string' ? message : JSON.stringify(message));
   return knexFactory({
     client: 'pg',
     connection: { connectionString: options.url, application_name: options.applicationName ?? 'listsync' },
     pool: { min: 0, max: options.poolMax ?? 10 },
     acquireConnectionTimeout: 30_000,
+    log: { warn: toLogger('warn'), error: toLogger('error'), deprecate: toLogger('deprecate'), debug: toLogger('debug') },
   });
+}
+
+/** Connection-level failures: the server went away, refused, or could not be reached in time. */
+const CONNECTION_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57P02', '57P03']);
+const CONNECTION_ERROR_MESSAGE = /Connection terminated|not queryable|Timeout acquiring a connection|connect ECONNREFUSED|server closed the connection|terminating connection/i;
+
+/** True when err (or a cause of it) says the database connection failed, not a statement. */
+export function isConnectionError(err: unknown): boolean {
+  // The platform client's errors carry transport codes too (ETIMEDOUT...): they are not the database's.
+  if (err instanceof PlatformError) return false;
+  for (let e: unknown = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && (CONNECTION_ERROR_CODES.has(code) || code.startsWith('08'))) return true;
+    if (e instanceof Error && CONNECTION_ERROR_MESSAGE.test(e.message)) return true;
+  }
+  return false;
+}
+
+/** A connection failure reworded to name the (redacted) database; any other error as it is. */
+export function explainDatabaseError(err: unknown, url: string): unknown {
+  if (!isConnectionError(err) || (err instanceof Error && err.message.startsWith('The database at '))) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  return new Error(`The database at ${redactUrl(url)} failed: ${message}. Check that PostgreSQL is running and reachable; the run can be repeated.`, { cause: err });
 }
 
 /** Resolves when the database answers; the error names the (redacted) URL. */

@@ -4,13 +4,14 @@
  * OS user when started by root. A server orphaned by a killed run is stopped
  * and its data directory cleaned before a new one starts.
  */
-import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 
 export interface EmbeddedDb {
-  /** postgres://postgres:postgres@127.0.0.1:PORT/postgres */
+  /** postgres://postgres:<password>@127.0.0.1:PORT/postgres (the password is random per data directory) */
   url: string;
   port: number;
   dir: string;
@@ -86,6 +87,7 @@ export async function startEmbeddedDb(options: EmbeddedDbOptions): Promise<Embed
   chmodSync(dataDir, 0o750);
   stopOrphan(dataDir);
   const initialised = existsSync(join(dataDir, 'PG_VERSION'));
+  const password = embeddedPassword(dataDir, initialised);
   const recent: string[] = [];
   const log = (line: string) => {
     recent.push(line);
@@ -96,7 +98,7 @@ export async function startEmbeddedDb(options: EmbeddedDbOptions): Promise<Embed
     databaseDir: dataDir,
     port,
     user: 'postgres',
-    password: 'postgres',
+    password,
     authMethod: 'password',
     persistent: options.persistent,
     createPostgresUser: process.getuid?.() === 0,
@@ -111,9 +113,25 @@ export async function startEmbeddedDb(options: EmbeddedDbOptions): Promise<Embed
     throw new Error(`embedded PostgreSQL in ${dataDir} did not start: ${fatal.trim()}`, { cause: err });
   }
   return {
-    url: `postgres://postgres:postgres@127.0.0.1:${port}/postgres`,
+    url: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`,
     port,
     dir: dataDir,
     stop: () => server.stop(),
   };
+}
+
+/**
+ * The superuser password of an embedded server: random per data directory,
+ * kept beside it (mode 0600) so a persistent server keeps it. A directory made
+ * before passwords were kept there uses the old fixed one. A random password
+ * is also one the secret scrubbing can mask without masking the word
+ * "postgres" in every message.
+ */
+function embeddedPassword(dataDir: string, initialised: boolean): string {
+  const file = `${dataDir}.password`;
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  if (initialised) return 'postgres';
+  const password = randomBytes(18).toString('base64url');
+  writeFileSync(file, password, { mode: 0o600 });
+  return password;
 }

@@ -2,6 +2,7 @@
  * The few error classes listsync raises, and the one place that coerces `unknown`.
  * Every error keeps its cause; messages say what was wrong and what to do.
  */
+import { AuthError } from './platform/errors.js';
 
 /** Bad configuration: exit code 2. */
 export class ConfigError extends Error {
@@ -42,9 +43,16 @@ export function coerceError(err: unknown): Error {
   }
 }
 
-/** Exit code for an error that ends a command: 2 for usage/config, 1 for a failed run. */
+/**
+ * Exit code for an error that ends a command: 2 when what the user gave is
+ * wrong (usage, config, an API key the platform refuses), 1 when something
+ * failed at run time (database or platform unreachable, a run failed).
+ */
 export function exitCodeFor(err: unknown): 1 | 2 {
-  return err instanceof ConfigError || err instanceof UsageError ? 2 : 1;
+  for (let e: unknown = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    if (e instanceof ConfigError || e instanceof UsageError || e instanceof AuthError) return 2;
+  }
+  return 1;
 }
 
 /** Postgres error codes we branch on. */

@@ -11,9 +11,19 @@ export function table(headers: readonly string[], rows: readonly (readonly unkno
   return [line(headers), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)].join('\n');
 }
 
+/** `2026-01-02 03:04:05Z`: the one way the CLI prints a moment. */
+export function timestamp(d: Date): string {
+  return d.toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
+}
+
+/** `1 page`, `3 pages`. */
+export function plural(n: number, word: string, many = `${word}s`): string {
+  return `${n} ${n === 1 ? word : many}`;
+}
+
 function cell(v: unknown): string {
   if (v === null || v === undefined) return '-';
-  if (v instanceof Date) return v.toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
+  if (v instanceof Date) return timestamp(v);
   if (typeof v === 'object') return JSON.stringify(v);
   return String(v);
 }

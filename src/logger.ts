@@ -4,6 +4,8 @@
  * shows up inside a message or an error).
  */
 import { pino, type Logger, type LoggerOptions, type DestinationStream } from 'pino';
+import { scrubSecrets } from './secrets.js';
+import { prettyDestination, type LogFormat } from './log-format.js';
 
 export type { Logger };
 
@@ -13,6 +15,8 @@ export interface LoggerSettings {
   secrets?: readonly string[];
   destination?: DestinationStream;
   name?: string;
+  /** `pretty`: one short human line per entry (for terminals). Default `json`. */
+  format?: LogFormat;
 }
 
 const REDACT_PATHS = [
@@ -39,8 +43,9 @@ export function createLogger(settings: LoggerSettings = {}): Logger {
     timestamp: pino.stdTimeFunctions.isoTime,
     formatters: { level: (label) => ({ level: label }) },
   };
-  if (secrets.length === 0) return pino(options, settings.destination ?? pino.destination(2));
-  const dest = settings.destination ?? pino.destination(2);
+  const raw = settings.destination ?? pino.destination(2);
+  const dest = settings.format === 'pretty' ? prettyDestination(raw, Boolean(process.stderr.isTTY) && !settings.destination) : raw;
+  if (secrets.length === 0) return pino(options, dest);
   const scrubbing: DestinationStream = {
     write(line: string) {
       dest.write(scrubSecrets(line, secrets));
@@ -49,17 +54,8 @@ export function createLogger(settings: LoggerSettings = {}): Logger {
   return pino(options, scrubbing);
 }
 
-/** Replaces every occurrence of a secret (raw or URL-encoded) with [redacted]. */
-export function scrubSecrets(text: string, secrets: readonly string[]): string {
-  let out = text;
-  for (const s of secrets) {
-    if (s.length < 4) continue;
-    for (const form of new Set([s, encodeURIComponent(s), JSON.stringify(s).slice(1, -1)])) {
-      if (out.includes(form)) out = out.split(form).join('[redacted]');
-    }
-  }
-  return out;
-}
+/** Replaces every occurrence of a secret (raw, URL-encoded or JSON-escaped) with [redacted]. */
+export { scrubSecrets };
 
 /** A logger that drops everything (tests, library use). */
 export function silentLogger(): Logger {

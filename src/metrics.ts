@@ -56,7 +56,11 @@ export function createMetrics(options: MetricsOptions): Metrics {
   const { db, config } = options;
   const now = options.now ?? (() => new Date());
   const registry = new Registry();
-  if (options.defaultMetrics !== false) collectDefaultMetrics({ register: registry, prefix: 'listsync_' });
+  if (options.defaultMetrics !== false) {
+    collectDefaultMetrics({ register: registry, prefix: 'listsync_' });
+    // prom-client names some gauges *_total (active handles, requests, resources), which promtool rejects: drop them.
+    for (const m of registry.getMetricsAsArray()) if (m instanceof Gauge && m.name.endsWith('_total')) registry.removeSingleMetric(m.name);
+  }
 
   // ---- in process -------------------------------------------------------
   const requests = new Counter({

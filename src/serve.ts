@@ -46,22 +46,32 @@ export interface RunningServe {
 }
 
 /** Elects one replica per scheduled fire: the first to insert the fire's key into listsync.leases runs it. */
-export function postgresRunCoordinator(db: Knex, holder = HOLDER): RunCoordinator {
+export function postgresRunCoordinator(db: Knex, holder = HOLDER, logger?: Logger): RunCoordinator {
   let lastCleanup = 0;
   return {
     async shouldRun(key: string, ttlMs: number): Promise<boolean> {
-      if (Date.now() - lastCleanup > 3_600_000) {
-        lastCleanup = Date.now();
-        await db('listsync.leases').where('name', 'like', 'fire:%').where('expires_at', '<', db.raw("now() - interval '1 day'")).delete();
+      try {
+        return await claimFire(key, ttlMs);
+      } catch (err) {
+        // The database is gone (restarting?): skip this fire; the next one asks again and runs once it is back.
+        logger?.warn({ err, fire: key }, 'cannot reach the database to elect this scheduled run; skipped, the next fire tries again');
+        return false;
       }
-      const rows = await db('listsync.leases')
-        .insert({ name: `fire:${key}`, holder, expires_at: db.raw('now() + make_interval(secs => ?)', [Math.max(ttlMs, 60_000) / 1000]) })
-        .onConflict('name')
-        .ignore()
-        .returning('name');
-      return rows.length === 1;
     },
   };
+
+  async function claimFire(key: string, ttlMs: number): Promise<boolean> {
+    if (Date.now() - lastCleanup > 3_600_000) {
+      lastCleanup = Date.now();
+      await db('listsync.leases').where('name', 'like', 'fire:%').where('expires_at', '<', db.raw("now() - interval '1 day'")).delete();
+    }
+    const rows = await db('listsync.leases')
+      .insert({ name: `fire:${key}`, holder, expires_at: db.raw('now() + make_interval(secs => ?)', [Math.max(ttlMs, 60_000) / 1000]) })
+      .onConflict('name')
+      .ignore()
+      .returning('name');
+    return rows.length === 1;
+  }
 }
 
 export async function startServe(opts: ServeOptions): Promise<RunningServe> {
@@ -82,9 +92,10 @@ export async function startServe(opts: ServeOptions): Promise<RunningServe> {
   }
 
   async function execute(job: JobDefinition, list?: ListConfig): Promise<unknown> {
+    // The job binds list, job and runId to its own lines; this logger is for the outcome only.
     const log = logger.child({ job: job.name, ...(list ? { list: list.name } : {}) });
     try {
-      return await job.run({ db, client, config, logger: log, signal: abort.signal, list });
+      return await job.run({ db, client, config, logger, signal: abort.signal, list });
     } catch (err) {
       if (err instanceof LockedError) {
         log.info(`skipped: ${err.message}`);
@@ -111,27 +122,6 @@ export async function startServe(opts: ServeOptions): Promise<RunningServe> {
     );
     runningPulls.set(list.name, p);
     return p;
-  }
-
-  if (opts.schedule !== false) {
-    const coordinator = postgresRunCoordinator(db);
-    for (const job of jobs) {
-      const targets: (ListConfig | undefined)[] = job.perList ? [...config.lists] : [undefined];
-      for (const list of targets) {
-        const expr = job.scheduleOf(config, list);
-        if (!expr) continue;
-        const name = list ? `${job.name}:${list.name}` : job.name;
-        const task = cron.schedule(expr, () => (job.name === 'pull' && list ? runPull(list) : track(execute(job, list))), {
-          name,
-          noOverlap: true,
-          timezone: config.platform.timeZone,
-          distributed: true,
-          runCoordinator: coordinator,
-        });
-        tasks.push(task);
-        logger.info({ job: job.name, list: list?.name, schedule: expr, next: task.getNextRun()?.toISOString() }, `scheduled ${name}`);
-      }
-    }
   }
 
   const routes: Record<string, RouteHandler> = {
@@ -181,10 +171,34 @@ export async function startServe(opts: ServeOptions): Promise<RunningServe> {
   });
   const port = opts.port ?? config.serve.port;
   const host = opts.host ?? config.serve.host;
+  // Listen before scheduling anything: a process that cannot serve must end, not sync on in the background.
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    server.once('error', (err: NodeJS.ErrnoException) => reject(listenError(err, host, port)));
     server.listen(port, host, () => resolve());
   });
+  if (opts.schedule !== false) {
+    const coordinator = postgresRunCoordinator(db, HOLDER, logger);
+    for (const job of jobs) {
+      const targets: (ListConfig | undefined)[] = job.perList ? [...config.lists] : [undefined];
+      for (const list of targets) {
+        const expr = job.scheduleOf(config, list);
+        if (!expr) continue;
+        const name = list ? `${job.name}:${list.name}` : job.name;
+        const task = cron.schedule(expr, () => (job.name === 'pull' && list ? runPull(list) : track(execute(job, list))), {
+          name,
+          noOverlap: true,
+          timezone: config.platform.timeZone,
+          distributed: true,
+          runCoordinator: coordinator,
+        });
+        tasks.push(task);
+        logger.info({ job: job.name, list: list?.name, schedule: expr, next: task.getNextRun()?.toISOString() }, `scheduled ${name}`);
+      }
+    }
+    if (tasks.length === 0) logger.warn('no jobs scheduled; add lists[].schedule (e.g. "*/10 * * * *") or users.schedule to the config');
+  }
+
+
   const addr = server.address();
   const boundPort = typeof addr === 'object' && addr ? addr.port : port;
   const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${boundPort}`;
@@ -225,6 +239,11 @@ export async function startServe(opts: ServeOptions): Promise<RunningServe> {
       return closing;
     },
   };
+}
+
+function listenError(err: NodeJS.ErrnoException, host: string, port: number): Error {
+  const why = err.code === 'EADDRINUSE' ? 'the port is in use by another process' : err.code === 'EACCES' ? 'permission denied' : err.message;
+  return new Error(`serve cannot listen on ${host}:${port}: ${why} (${err.code ?? 'error'}). Stop the other process, or set serve.port / --port.`, { cause: err });
 }
 
 export function json(res: ServerResponse, status: number, body: unknown): void {

@@ -8,6 +8,7 @@ import { redactUrl } from '../config.js';
 import { createDb, pendingMigrations, ping } from '../db.js';
 import type { PlatformClient } from '../platform/client.js';
 import { AuthError, NotFoundError } from '../platform/errors.js';
+import { describeDuplicates, mirrorTableFindings } from './mirror-tables.js';
 
 export interface Finding {
   check: string;
@@ -31,6 +32,7 @@ export async function runCheck(config: Config, platformCheck?: PlatformCheck): P
         ? { check: 'migrations', ok: true, message: 'up to date' }
         : { check: 'migrations', ok: false, severity: 2, message: `${pending.length} pending (${pending.join(', ')}): run "listsync migrate"` },
     );
+    if (pending.length === 0) findings.push(...(await mirrorTableFindings(db, config)));
   } catch (err) {
     findings.push({ check: 'database', ok: false, severity: 1, message: (err as Error).message });
   } finally {
@@ -93,6 +95,8 @@ export function platformCheck(makeClient: () => PlatformClient): PlatformCheck {
           if (!f) problems.push(`lists[${i}].${key} "${name}" is not a field of ${list.appID}/${list.listID}`);
           else if (!f.IsIndex) problems.push(`lists[${i}].${key} "${name}" is not indexed on the platform (filters and sorts need indexed fields)`);
         }
+        const duplicates = describeDuplicates(fields, `${list.appID}/${list.listID}`);
+        if (duplicates) problems.push(duplicates);
         const version = problems.length === 0 ? await versionFieldProblem(client, list, i) : undefined;
         if (version) problems.push(version);
         findings.push(

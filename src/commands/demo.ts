@@ -4,7 +4,7 @@
  * the real commands end to end — migrate, check, discover, pull, users, a
  * reporting query, push and a staged conflict, status — with a short tour.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
 import { redactUrl, runtimeEnv } from '../config.js';
@@ -22,6 +22,8 @@ export interface DemoOptions {
   /** Working directory for the config and the embedded database (default ./.listsync). */
   dir?: string;
   databaseUrl?: string;
+  /** Keep the emulator and the database running after the tour, until SIGINT/SIGTERM. */
+  keep?: boolean;
 }
 
 export async function runDemo(opts: DemoOptions): Promise<number> {
@@ -44,7 +46,8 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
       baseUrl = serverUrl;
       io.out(`using DATABASE_URL ${redactUrl(serverUrl)}`);
     } else {
-      io.out(`no DATABASE_URL: starting an embedded PostgreSQL in ${join(dir, 'pg')} (first start takes a few seconds)`);
+      const first = !existsSync(join(dir, 'pg', 'PG_VERSION'));
+      io.out(`no DATABASE_URL: starting an embedded PostgreSQL in ${join(dir, 'pg')}${first ? ' (the first start sets it up: a few seconds)' : ''}`);
       embedded = await startEmbeddedDb({ dir: join(dir, 'pg'), persistent: true });
       baseUrl = embedded.url;
     }
@@ -99,8 +102,11 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
     io.out(`rows: ${JSON.stringify(counts.rows[0])}`);
 
     step(5, 'Write-back: an edit made with SQL reaches the platform, version-checked');
-    const pick = await pgClient.query(`select id, customer, row_version from demo.orders where _deleted_at is null order by id limit 2`);
-    const [edited, contested] = pick.rows as { id: string; customer: string; row_version: string }[];
+    // An order not paid yet, so marking it paid is a visible change; and another one for the conflict.
+    const unpaid = await pgClient.query(`select id, customer, row_version from demo.orders where _deleted_at is null and paid is not true order by id limit 1`);
+    const edited = (unpaid.rows as { id: string; customer: string; row_version: string }[])[0];
+    const other = await pgClient.query(`select id from demo.orders where _deleted_at is null and id <> $1 order by id limit 1`, [edited!.id]);
+    const contested = (other.rows as { id: string }[])[0];
     const update = `update demo.orders set status = 'Paid', paid = true, customer = 'Acme (fixed in SQL)' where id = '${edited!.id}'`;
     io.out(`${update};`);
     await pgClient.query(update);
@@ -126,7 +132,13 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
     await cli('per list: last success, watermark, lag, rows, changes', 'status');
 
     step(7, 'Done');
-    io.out(`The emulator and database stop now. Try it yourself:\n  npx listsync emulator --sample        # in one terminal\n  npx listsync init && npx listsync check  # in another (PLATFORM_API_KEY=emulator-key)`);
+    if (opts.keep) {
+      io.out(keepInstructions(configPath, emu.baseUrl));
+      await untilSignal();
+      io.out('demo: stopping the emulator and the database');
+    } else {
+      io.out(tryItYourself());
+    }
     return 0;
   } catch (err) {
     io.err(`demo failed: ${coerceError(err).message}`);
@@ -136,6 +148,43 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
     await emu.close();
     await embedded?.stop();
   }
+}
+
+/** What to type to use the running demo: every command works as printed. */
+function keepInstructions(configPath: string, emulatorUrl: string): string {
+  return [
+    `The emulator (${emulatorUrl}) and the database keep running until you press Ctrl-C here.`,
+    'In another terminal, from this directory:',
+    `  export LISTSYNC_CONFIG=${configPath}`,
+    '  npm run listsync -- status       # or "listsync status" once installed (npm link, or npm install -g .)',
+    '  npm run listsync -- pull',
+    '  npm run listsync -- serve --port 8080',
+    'The config file holds the emulator\'s URL and key and the database URL; edit rows in schema "demo" and run push.',
+  ].join('\n');
+}
+
+function tryItYourself(): string {
+  return [
+    'The emulator and database stop now. To keep them running and try the commands yourself:',
+    '  npm run demo -- --keep',
+    'Or with your own PostgreSQL (from this clone; "listsync ..." once installed with npm link or npm install -g .):',
+    '  npm run listsync -- emulator --sample                  # one terminal: the platform at http://127.0.0.1:4010/v1',
+    '  npm run listsync -- init                               # another terminal: writes listsync.config.json',
+    '  export PLATFORM_API_KEY=emulator-key DATABASE_URL=postgres://USER:PASSWORD@127.0.0.1:5432/DB',
+    '  npm run listsync -- migrate && npm run listsync -- check',
+  ].join('\n');
+}
+
+function untilSignal(): Promise<void> {
+  return new Promise((resolve) => {
+    const stop = () => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolve();
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
 }
 
 /** (Re)creates the demo database on the server; falls back to the given database when not allowed. */

@@ -11,6 +11,7 @@ import { assignColumnNames, baseColumnName, columnSqlType, describeField, FIXED_
 import type { PlatformClient } from '../platform/client.js';
 import { AuthError, NotFoundError, PlatformError, RateLimitError, TransportError } from '../platform/errors.js';
 import type { FieldMeta, PlatformApplication, PlatformListRef } from '../platform/types.js';
+import { describeDuplicates } from './mirror-tables.js';
 
 /** The registry entry of a list, when a mirror exists for it (undefined otherwise or when the database is not reachable). */
 export type RegistryReader = (listName: string) => Promise<RegistryEntry | undefined>;
@@ -21,9 +22,9 @@ export async function runDiscover(ctx: Pick<AppContext, 'client'>, lists: readon
     const fields = await ctx.client.getFields(list.appID, list.listID);
     const registry = await readRegistry(list.name);
     out.push(`${list.name} (${list.appID}/${list.listID}): ${fields.length} fields -> table ${list.table ?? list.name}`);
+    const duplicates = describeDuplicates(fields, `${list.appID}/${list.listID}`);
+    if (duplicates) out.push(`WARNING: ${duplicates}`);
     out.push(table(['field', 'display name', 'storage', 'control', 'column', 'column type', 'type from', 'indexed', 'role', 'note'], describeRows(list, fields, registry)));
-    const duplicates = duplicateNames(fields);
-    if (duplicates.length) out.push(`warning: the platform lists ${duplicates.join(', ')} more than once; only the first of each is mirrored`);
     out.push('');
   }
   return out.join('\n');
@@ -58,12 +59,6 @@ function describeRows(list: ListConfig, fields: readonly FieldMeta[], registry: 
   });
 }
 
-function duplicateNames(fields: readonly FieldMeta[]): string[] {
-  const seen = new Set<string>();
-  const dup = new Set<string>();
-  for (const f of fields) (seen.has(f.FieldName) ? dup : seen).add(f.FieldName);
-  return [...dup];
-}
 
 // ---- discover --apps and init --discover: the account's applications and lists ----
 

@@ -3,7 +3,8 @@ import { SingleBar, Presets } from 'cli-progress';
 import { DateTime } from 'luxon';
 import type { ListConfig } from '../config.js';
 import type { AppContext } from '../context.js';
-import { UsageError } from '../errors.js';
+import { UsageError, exitCodeFor } from '../errors.js';
+import { plural } from '../format.js';
 import { pullList, type PageProgress, type PullMode, type PullResult } from '../sync/pull.js';
 
 export function selectLists(ctx: Pick<AppContext, 'config'>, name?: string): readonly ListConfig[] {
@@ -26,7 +27,7 @@ export function summary(r: PullResult): string {
   const c = r.counters;
   const window = r.windowFrom ? `from ${r.windowFrom}${r.windowTo ? ` to ${r.windowTo}` : ''}` : 'full load';
   return (
-    `${r.list}: ${r.status} (${window}${r.resumed ? ', resumed' : ''}) — ${c.pages} pages, ${c.requests} requests, ${c.retries} retries; ` +
+    `${r.list}: ${r.status} (${window}${r.resumed ? ', resumed' : ''}) — ${plural(c.pages, 'page')}, ${plural(c.requests, 'request')}, ${plural(c.retries, 'retry', 'retries')}; ` +
     `rows inserted ${c.rows_inserted}, updated ${c.rows_updated}, unchanged ${c.rows_unchanged}, failed values ${c.rows_failed}` +
     (c.rows_skipped_pending ? `, kept local ${c.rows_skipped_pending}` : '') +
     `; watermark ${r.watermark ?? '-'}${r.watermarkHeld ? ' (held: deletes seen while paging)' : ''}` +
@@ -76,7 +77,7 @@ export async function runPulls(ctx: AppContext, lists: readonly ListConfig[], mo
       reporter?.stop();
       if (err instanceof UsageError) throw err;
       ctx.io.err(`${list.name}: ${mode.kind === 'incremental' ? 'pull' : 'backfill'} failed: ${(err as Error).message}`);
-      code = 1;
+      code = Math.max(code, exitCodeFor(err));
     }
   }
   return code;

@@ -1,19 +1,30 @@
 /** `listsync push`, `listsync sync` and `listsync conflicts`: the CLI side of write-back. */
-import type { ListConfig } from '../config.js';
+import type { ConflictPolicy, ListConfig } from '../config.js';
 import type { AppContext } from '../context.js';
-import { UsageError } from '../errors.js';
-import { table } from '../format.js';
+import { UsageError, exitCodeFor } from '../errors.js';
+import { plural, table } from '../format.js';
 import { withLock } from '../sync/lock.js';
 import { conflictFields, getConflict, listConflicts, resolveConflict } from '../sync/conflicts.js';
 import { listLockName } from '../sync/exclusive.js';
 import { loadMappingOrExplain, pushList, rereadItems, type PushResult } from '../sync/push.js';
 import { Operator } from '../platform/types.js';
 
-export function pushSummary(r: PushResult): string {
+export function pushSummary(r: PushResult, policy?: ConflictPolicy): string {
   return (
     `${r.list}: push — ${r.applied} applied, ${r.created} created, ${r.conflicts} conflict(s), ${r.failed} failed, ${r.retrying} left pending with an error; ` +
-    `${r.counters.requests} requests, ${r.counters.retries} retries`
+    `${plural(r.counters.requests, 'request')}, ${plural(r.counters.retries, 'retry', 'retries')}` +
+    (r.conflicts && policy ? `\n  ${conflictOutcome(r.list, r.conflicts, policy)}` : '')
   );
+}
+
+/** What a conflict did to the local edit, and where to find it. */
+function conflictOutcome(list: string, n: number, policy: ConflictPolicy): string {
+  const items = n === 1 ? 'an item was' : `${n} items were`;
+  if (policy === 'remote-wins')
+    return `${items} changed on the platform since your edit: the platform's version is kept in the mirror (conflictPolicy remote-wins); your edit is saved with the conflict: "listsync conflicts --all --list ${list}" shows it, "conflicts resolve ID --keep local" sends it anyway.`;
+  if (policy === 'local-wins')
+    return `${items} changed on the platform since your edit: your edit was sent over the platform's version (conflictPolicy local-wins); the platform's values are saved with the conflict: "listsync conflicts --all --list ${list}".`;
+  return `${items} changed on the platform since your edit: your edit is held, not sent (conflictPolicy manual); settle it with "listsync conflicts --list ${list}", then "conflicts resolve ID --keep local|remote".`;
 }
 
 export async function runPushes(ctx: AppContext, lists: readonly ListConfig[], options: { wait: boolean; retryFailed: boolean }): Promise<number> {
@@ -25,12 +36,12 @@ export async function runPushes(ctx: AppContext, lists: readonly ListConfig[], o
         if (n) ctx.io.out(`${list.name}: ${n} failed change(s) queued again`);
       }
       const r = await pushList({ db: ctx.db, client: ctx.client, config: ctx.config, logger: ctx.logger, waitMs: options.wait ? 24 * 3_600_000 : 0 }, list);
-      ctx.io.out(pushSummary(r));
+      ctx.io.out(pushSummary(r, list.conflictPolicy));
       if (r.failed > 0) code = 1;
     } catch (err) {
       if (err instanceof UsageError) throw err;
       ctx.io.err(`${list.name}: push failed: ${(err as Error).message}`);
-      code = 1;
+      code = Math.max(code, exitCodeFor(err));
     }
   }
   return code;

@@ -1,7 +1,7 @@
 /** `listsync reconcile [--list L] [--wait]`: finds items deleted on the platform. Exit 1 when a run failed or refused. */
 import type { ListConfig } from '../config.js';
 import type { AppContext } from '../context.js';
-import { UsageError } from '../errors.js';
+import { UsageError, exitCodeFor } from '../errors.js';
 import { reconcileList, type ReconcileResult } from '../sync/reconcile.js';
 
 export function reconcileSummary(r: ReconcileResult): string {
@@ -24,7 +24,7 @@ export async function runReconcile(ctx: AppContext, lists: readonly ListConfig[]
     } catch (err) {
       if (err instanceof UsageError) throw err;
       ctx.io.err(`${list.name}: reconcile failed: ${(err as Error).message}`);
-      code = 1;
+      code = Math.max(code, exitCodeFor(err));
     }
   }
   return code;

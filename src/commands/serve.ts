@@ -23,7 +23,6 @@ export async function runServe(ctx: AppContext, opts: { port?: number }): Promis
   started.serve = serve;
   const replayed = await replayUnprocessedEvents(ctx.db, ctx.config, requestPull);
   if (replayed) ctx.logger.info({ events: replayed }, 'webhook events left unprocessed by a previous run: early pull requested');
-  ctx.io.out(`listsync serve on ${serve.url} (healthz: ${serve.url}/healthz, metrics: ${serve.url}/metrics, webhooks: ${serve.url}${HOOKS_PATH}<token>)`);
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
       ctx.logger.info({ signal }, 'signal received');
@@ -35,6 +34,8 @@ export async function runServe(ctx: AppContext, opts: { port?: number }): Promis
     const onInt = () => stop('SIGINT');
     process.on('SIGTERM', onTerm);
     process.on('SIGINT', onInt);
+    // Announced once SIGTERM is handled: whoever waits for this line may stop the process at once.
+    ctx.io.out(`listsync serve on ${serve.url} (healthz: ${serve.url}/healthz, metrics: ${serve.url}/metrics, webhooks: ${serve.url}${HOOKS_PATH}<token>)`);
   });
   await client.close();
   ctx.io.out('listsync serve stopped');

@@ -1,11 +1,12 @@
 /** `listsync status`: a table per list, then changes, conflicts and webhook activity. */
 import type { AppContext } from '../context.js';
-import { duration, table } from '../format.js';
+import { duration, table, timestamp } from '../format.js';
 import { listStatuses, webhookStatus } from '../status.js';
 import { USERS_JOB_LIST } from '../sync/users.js';
 
 export async function runStatus(ctx: AppContext): Promise<string> {
-  const lists = await listStatuses(ctx.db, ctx.config);
+  const now = new Date();
+  const lists = await listStatuses(ctx.db, ctx.config, now);
   const lines: string[] = [];
   lines.push(
     table(
@@ -14,7 +15,7 @@ export async function runStatus(ctx: AppContext): Promise<string> {
         l.list,
         l.lastSuccessAt,
         l.watermark,
-        l.lagMinutes === null ? null : duration(l.lagMinutes * 60_000),
+        l.lastPullStartedAt === null ? null : duration(Math.max(0, now.getTime() - l.lastPullStartedAt.getTime())),
         l.rows,
         l.deletedRows,
         l.pendingChanges,
@@ -25,10 +26,10 @@ export async function runStatus(ctx: AppContext): Promise<string> {
       ]),
     ),
   );
-  const users = (await ctx.db('listsync.sync_runs').where({ list_name: USERS_JOB_LIST }).orderBy('id', 'desc').first()) as { status: string; started_at: Date } | undefined;
-  if (users) lines.push(`\nusers: last run ${users.status} at ${users.started_at.toISOString()}`);
+  const users = (await ctx.db('listsync.sync_runs').where({ list_name: USERS_JOB_LIST }).orderBy('id', 'desc').first()) as { status: string; started_at: Date; error: string | null } | undefined;
+  if (users) lines.push(`\nusers: last run ${users.status} at ${timestamp(users.started_at)}${users.error ? ` — ${truncate(users.error, 160)}` : ''}`);
   const hooks = await webhookStatus(ctx.db);
-  lines.push(`webhooks: ${hooks.subscriptions} subscription(s), ${hooks.eventsLastDay} event(s) in the last day${hooks.lastEventAt ? `, last at ${hooks.lastEventAt.toISOString()}` : ''}`);
+  lines.push(`webhooks: ${hooks.subscriptions} subscription(s), ${hooks.eventsLastDay} event(s) in the last day${hooks.lastEventAt ? `, last at ${timestamp(hooks.lastEventAt)}` : ''}`);
   return lines.join('\n');
 }
 

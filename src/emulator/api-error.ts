@@ -1,4 +1,4 @@
-/** Status codes of the envelope (see spec/platform-facts.md). */
+/** Status codes of the envelope the platform answers with (HTTP status and envelope Status, as the real service sends them). */
 export const STATUS = {
   ok: 0,
   badRequest: 40000,

@@ -7,6 +7,7 @@
  * and never contain the apiKey, a query string or got's request options
  * (which carry the headers): transport causes are copied into plain errors.
  */
+import { scrubSecrets } from '../secrets.js';
 
 export interface PlatformErrorDetails {
   /** HTTP status of the last attempt; undefined when no response arrived (or none was sent). */
@@ -163,15 +164,9 @@ export function sanitizeCause(err: unknown, secrets: readonly string[], depth = 
   return out;
 }
 
+/** Secrets in raw, URL-encoded and JSON-escaped forms replaced with [redacted]. */
 export function scrub(text: string, secrets: readonly string[]): string {
-  let out = text;
-  for (const s of secrets) {
-    if (s.length < 4) continue;
-    for (const form of new Set([s, encodeURIComponent(s)])) {
-      if (out.includes(form)) out = out.split(form).join('[redacted]');
-    }
-  }
-  return out;
+  return scrubSecrets(text, secrets);
 }
 
 /** True for errors of a request that never reached the server (nothing could have been applied). */

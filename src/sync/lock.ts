@@ -50,12 +50,20 @@ export async function acquireLock(db: Knex, name: string, options: { waitMs?: nu
   };
 }
 
-/** Runs fn while holding the lock. */
+/**
+ * Runs fn while holding the lock. When fn fails, its error is the one thrown:
+ * releasing on a connection that died with it (the database restarted) fails
+ * too, and must not replace the real error. The lock went with the connection.
+ */
 export async function withLock<T>(db: Knex, name: string, options: Parameters<typeof acquireLock>[2], fn: () => Promise<T>): Promise<T> {
   const lock = await acquireLock(db, name, options);
+  let result: T;
   try {
-    return await fn();
-  } finally {
-    await lock.release();
+    result = await fn();
+  } catch (err) {
+    await lock.release().catch(() => undefined);
+    throw err;
   }
+  await lock.release();
+  return result;
 }

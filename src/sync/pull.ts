@@ -20,9 +20,10 @@ import { Operator, type Filter, type Item, type ItemQuery, type Page } from '../
 import { PG, pgCode } from '../errors.js';
 import { platformDate } from '../platform/dates.js';
 import { ensureMirrorTable, markListsyncWriter, upsertItems, type TableMapping, type UpsertResult } from '../mirror/index.js';
-import { listLockName, runExclusive } from './exclusive.js';
+import { LIST_JOBS, listLockName } from './exclusive.js';
+import { runJob, type ActiveRun } from './run-job.js';
 import { pendingConflictHandler } from './conflicts.js';
-import { addToRun, closeAbandonedRuns, finishRun, recordFailedStart, startRun, zeroCounters, type RunCounters } from './runs.js';
+import { addToRun, describeRun, finishRun, zeroCounters, type RunCounters } from './runs.js';
 import { completeState, readState, writeCheckpoint } from './state.js';
 
 export { listLockName };
@@ -87,16 +88,15 @@ interface PullCheckpoint {
 
 export async function pullList(deps: PullDeps, list: ListConfig, mode: PullMode = { kind: 'incremental' }): Promise<PullResult> {
   const job = mode.kind === 'incremental' ? 'pull' : 'backfill';
-  return runExclusive(deps.db, list.name, job, deps.waitMs ?? 0, () => pullLocked(deps, list, mode, job));
+  return runJob(deps, { list: list.name, job, lockName: listLockName(list.name), waitMs: deps.waitMs ?? 0, holderJobs: LIST_JOBS, recordSkipped: true }, (run) => pullLocked(deps, list, mode, job, run));
 }
 
-async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job: 'pull' | 'backfill'): Promise<PullResult> {
+async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job: 'pull' | 'backfill', run: ActiveRun): Promise<PullResult> {
   const { db, client, config } = deps;
   const zone = config.platform.timeZone;
   const now = deps.clock ?? (() => new Date());
-  await closeAbandonedRuns(db, list.name, [job]);
 
-  const fields = await client.getFields(list.appID, list.listID).catch((err: unknown) => recordFailedStart(db, list.name, job, err));
+  const fields = await client.getFields(list.appID, list.listID);
   const mapping = await ensureMirrorTable(db, {
     schema: config.database.schema,
     list: { name: list.name, appID: list.appID, listID: list.listID, table: list.table ?? list.name },
@@ -156,13 +156,13 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
     deps.logger.warn({ list: list.name, changes: schemaChanges }, 'new field(s) on the platform: re-reading the whole list once to fill them');
   }
 
-  const runId = await startRun(db, list.name, job, { windowFrom: cp.windowFrom, windowTo: cp.windowTo, resumed, details: resumed ? { resumedFromPage: cp.nextPage, resumedRun: cp.runId } : {} });
+  const { runId, log } = run;
+  await describeRun(db, runId, { windowFrom: cp.windowFrom, windowTo: cp.windowTo, resumed, details: resumed ? { resumedFromPage: cp.nextPage, resumedRun: cp.runId } : {} });
   cp.runId = runId;
-  const log = deps.logger.child({ list: list.name, runId, job });
   log.info({ windowFrom: cp.windowFrom, windowTo: cp.windowTo, resumed, fromPage: cp.nextPage }, `${job} started`);
 
   const counters = zeroCounters();
-  const statsAtStart = client.stats();
+  const statsAtStart = run.statsAtStart;
   let statsMark = statsAtStart;
   const takeRequestDelta = (): Partial<RunCounters> => {
     const s = client.stats();
@@ -273,7 +273,8 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
     await Promise.allSettled([...writes, lastKeyProbe]);
     const e = err as Error;
     const delta = takeRequestDelta();
-    await finishRun(db, runId, 'failed', { error: e.message, counters: { ...counters, requests: counters.requests + (delta.requests ?? 0), retries: counters.retries + (delta.retries ?? 0) } });
+    // When the database itself failed this cannot be written either; runJob reports the original error.
+    await finishRun(db, runId, 'failed', { error: e.message, counters: { ...counters, requests: counters.requests + (delta.requests ?? 0), retries: counters.retries + (delta.retries ?? 0) } }).catch(() => undefined);
     log.error({ err: e, page: reported }, `${job} failed; the checkpoint is kept and the next run resumes at page ${reported}`);
     throw err;
   }

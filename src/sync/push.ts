@@ -26,9 +26,10 @@ import { loadTableMapping, markListsyncWriter, toPlatform, upsertItems, type Tab
 import type { PlatformClient } from '../platform/client.js';
 import { AuthError, PlatformError } from '../platform/errors.js';
 import { Operator, type Item } from '../platform/types.js';
-import { runExclusive } from './exclusive.js';
+import { LIST_JOBS, listLockName } from './exclusive.js';
+import { runJob, type ActiveRun } from './run-job.js';
 import { recordConflict, supersede, type OutboxRow } from './conflicts.js';
-import { closeAbandonedRuns, finishRun, startRun, zeroCounters, type RunCounters } from './runs.js';
+import { finishRun, zeroCounters, type RunCounters } from './runs.js';
 
 export interface PushDeps {
   db: Knex;
@@ -61,7 +62,7 @@ type Outcome =
 const BATCH = 1000;
 
 export async function pushList(deps: PushDeps, list: ListConfig): Promise<PushResult> {
-  return runExclusive(deps.db, list.name, 'push', deps.waitMs ?? 0, () => pushLocked(deps, list));
+  return runJob(deps, { list: list.name, job: 'push', lockName: listLockName(list.name), waitMs: deps.waitMs ?? 0, holderJobs: LIST_JOBS, recordSkipped: true }, (run) => pushLocked(deps, list, run));
 }
 
 export async function loadMappingOrExplain(db: Knex, config: Config, list: ListConfig): Promise<TableMapping> {
@@ -70,13 +71,11 @@ export async function loadMappingOrExplain(db: Knex, config: Config, list: ListC
   return mapping;
 }
 
-async function pushLocked(deps: PushDeps, list: ListConfig): Promise<PushResult> {
+async function pushLocked(deps: PushDeps, list: ListConfig, run: ActiveRun): Promise<PushResult> {
   const { db, config, client } = deps;
+  const { runId, log } = run;
   const mapping = await loadMappingOrExplain(db, config, list);
-  await closeAbandonedRuns(db, list.name, ['push']);
-  const runId = await startRun(db, list.name, 'push');
-  const log = deps.logger.child({ list: list.name, runId, job: 'push' });
-  const before = client.stats();
+  const before = run.statsAtStart;
   const result: PushResult = { runId, list: list.name, applied: 0, created: 0, conflicts: 0, failed: 0, retrying: 0, counters: zeroCounters() };
   const now = deps.clock?.() ?? new Date();
 
@@ -119,7 +118,7 @@ async function pushLocked(deps: PushDeps, list: ListConfig): Promise<PushResult>
     await finishRun(db, runId, 'failed', {
       error: (err as Error).message,
       counters: { requests: after.requests - before.requests, retries: after.retries - before.retries, changes_applied: result.applied + result.created, changes_conflicted: result.conflicts, changes_failed: result.failed },
-    });
+    }).catch(() => undefined); // a database that is gone: runJob reports the original error
     log.error({ err }, 'push failed; unsent changes stay pending');
     throw err;
   }

@@ -38,9 +38,9 @@ import type { Logger } from '../logger.js';
 import { LOCAL_ID_PREFIX, loadTableMapping, markListsyncWriter } from '../mirror/index.js';
 import type { PlatformClient } from '../platform/client.js';
 import { Operator, type Item, type ItemQuery } from '../platform/types.js';
-import { withLock } from './lock.js';
-import { listLockName } from './pull.js';
-import { closeAbandonedRuns, describeRunning, finishRun, startRun, zeroCounters, type RunCounters } from './runs.js';
+import { LIST_JOBS, listLockName } from './exclusive.js';
+import { runJob, type ActiveRun } from './run-job.js';
+import { finishRun, zeroCounters, type RunCounters } from './runs.js';
 
 /** IDs a sweep request asks for, and IDs a confirming In lookup sends. */
 export const RECONCILE_PAGE_SIZE = 1000;
@@ -89,25 +89,20 @@ interface PgConnection {
 }
 
 export async function reconcileList(deps: ReconcileDeps, list: ListConfig): Promise<ReconcileResult> {
-  return withLock(
-    deps.db,
-    listLockName(list.name),
-    { waitMs: deps.waitMs ?? 0, describeHolder: () => describeRunning(deps.db, list.name, ['pull', 'backfill', 'push', 'reconcile']) },
-    () => reconcileLocked(deps, list),
+  return runJob(deps, { list: list.name, job: 'reconcile', lockName: listLockName(list.name), waitMs: deps.waitMs ?? 0, holderJobs: LIST_JOBS, recordSkipped: false }, (run) =>
+    reconcileLocked(deps, list, run),
   );
 }
 
-async function reconcileLocked(deps: ReconcileDeps, list: ListConfig): Promise<ReconcileResult> {
+async function reconcileLocked(deps: ReconcileDeps, list: ListConfig, run: ActiveRun): Promise<ReconcileResult> {
   const { db, client, config } = deps;
-  await closeAbandonedRuns(db, list.name, ['reconcile']);
-  const runId = await startRun(db, list.name, 'reconcile');
-  const log = deps.logger.child({ list: list.name, runId, job: 'reconcile' });
+  const { runId, log } = run;
   const schema = config.database.schema;
   const mapping = await loadTableMapping(db, schema, list.name);
   const tableName = mapping?.table ?? list.table ?? list.name;
 
   const counters = zeroCounters();
-  const statsMark = client.stats();
+  const statsMark = run.statsAtStart;
   const takeRequests = (): void => {
     const s = client.stats();
     counters.requests = s.requests - statsMark.requests;
@@ -229,11 +224,6 @@ async function reconcileLocked(deps: ReconcileDeps, list: ListConfig): Promise<R
     timingsMs.mark = phaseEnd();
     log.info({ ...details, confirmedPresent, deleted, undeleted, requests: counters.requests, retries: counters.retries, timingsMs }, 'reconcile finished');
     return { ...base, status: 'succeeded', message: null, confirmedPresent, deleted, undeleted };
-  } catch (err) {
-    // Anything not recorded yet (database errors): the run failed, nothing was committed.
-    const row = (await db('listsync.sync_runs').where({ id: runId }).first('status').catch(() => undefined)) as { status: string } | undefined;
-    if (row?.status === 'running') await finishRun(db, runId, 'failed', { error: (err as Error).message, counters }).catch(() => undefined);
-    throw err;
   } finally {
     await work.drop().catch(() => undefined);
     await db.client.releaseConnection(conn);

@@ -58,6 +58,18 @@ export async function startRun(db: Knex, listName: string, job: Job, extra: { wi
   return row!.id;
 }
 
+/** Sets what a run found out after it opened: its window, whether it resumed, details. */
+export async function describeRun(db: Knex, runId: number, extra: { windowFrom?: string | null; windowTo?: string | null; resumed?: boolean; details?: object }): Promise<void> {
+  await db('listsync.sync_runs')
+    .where({ id: runId })
+    .update({ window_from: extra.windowFrom ?? null, window_to: extra.windowTo ?? null, resumed: extra.resumed ?? false, details: JSON.stringify(extra.details ?? {}) });
+}
+
+/** True while the run has no outcome recorded. */
+export async function isRunOpen(db: Knex, runId: number): Promise<boolean> {
+  return Boolean(await db('listsync.sync_runs').where({ id: runId, status: 'running' }).first('id'));
+}
+
 /** Adds to a run's counters (use the page's transaction). */
 export async function addToRun(db: Knex, runId: number, delta: Partial<RunCounters>): Promise<void> {
   const entries = Object.entries(delta).filter(([, v]) => typeof v === 'number' && v !== 0);
@@ -72,17 +84,6 @@ export async function finishRun(db: Knex, runId: number, status: Exclude<RunStat
   if (extra.details) update.details = db.raw(`details || ?::jsonb`, [JSON.stringify(extra.details)]);
   for (const [k, v] of Object.entries(extra.counters ?? {})) update[k] = v;
   await db('listsync.sync_runs').where({ id: runId }).update(update);
-}
-
-/**
- * A run that failed before it started (its first platform request was not
- * answered): recorded as a failed run, so failures in a row and the last
- * error show in status and /metrics; rethrows `err`.
- */
-export async function recordFailedStart(db: Knex, listName: string, job: Job, err: unknown): Promise<never> {
-  const runId = await startRun(db, listName, job);
-  await finishRun(db, runId, 'failed', { error: err instanceof Error ? err.message : String(err) });
-  throw err;
 }
 
 /** Runs left 'running' by a process that died are closed as failed (called at start by the next run). */

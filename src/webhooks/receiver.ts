@@ -15,6 +15,8 @@
  * |   checked first, then bytes are counted while reading; reading |        |
  * |   stops at the limit)                                          |        |
  * | body is UTF-8 text holding one JSON object                     | 400    |
+ * | nested at most MAX_JSON_DEPTH deep (PostgreSQL cannot store    | 400    |
+ * |   deeper ones: a 503 would be redelivered forever)             |        |
  *
  * A wrong Channel is refused as 403 (the caller is not the sender the
  * subscription expects); a missing, non-integer or different Type as 400 (a
@@ -78,6 +80,26 @@ interface SubscriptionRow {
 
 /** Headers kept with an event (never credentials or cookies). */
 const KEPT_HEADERS = ['channel', 'type', 'content-type', 'content-length', 'user-agent', 'date', 'x-request-id', 'x-forwarded-for'];
+/** Deepest nesting of objects and arrays a body may have; PostgreSQL's jsonb refuses very deep ones (54001). */
+export const MAX_JSON_DEPTH = 64;
+
+/** The deepest nesting of `[` and `{` in JSON text, ignoring brackets inside strings. */
+export function jsonDepth(text: string): number {
+  let depth = 0;
+  let max = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) max = Math.max(max, ++depth);
+    else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return max;
+}
+
 /** After a 413, at most this many further bytes are read (and discarded) so the sender can read the answer; then the connection is cut. */
 const DRAIN_LIMIT_BYTES = 1024 * 1024;
 const DRAIN_TIMEOUT_MS = 2000;
@@ -134,6 +156,7 @@ export function createHookReceiver(options: ReceiverOptions): HookHandler {
 
       const text = decodeUtf8(body);
       if (text === undefined) return reject(req, res, 400, 'bad_body', 'the body is not UTF-8 text', sub);
+      if (jsonDepth(text) > MAX_JSON_DEPTH) return reject(req, res, 400, 'bad_body', `the body nests deeper than ${MAX_JSON_DEPTH} levels`, sub);
       let parsed: unknown;
       try {
         parsed = JSON.parse(text);

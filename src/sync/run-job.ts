@@ -1,0 +1,110 @@
+/**
+ * The one owner of a run: every pull, backfill, push, reconcile and users run
+ * goes through `runJob`, which
+ *
+ * 1. takes the lock (a run that has to give way is recorded as 'skipped'),
+ * 2. closes runs a dead process left 'running',
+ * 3. opens the `sync_runs` row before any platform request or table set-up,
+ * 4. counts the platform requests the run makes,
+ * 5. records a failure, whatever step it happens at, with a secret-free
+ *    message (a lost database connection is named as such), and
+ * 6. releases the lock without letting a failed release hide the real error.
+ *
+ * The job's body records its own success (often in the transaction that
+ * commits its last writes) and may record its own failure with details; what
+ * it leaves 'running' when it throws is closed here.
+ */
+import type { Config } from '../config.js';
+import { explainDatabaseError, type Knex } from '../db.js';
+import { LockedError, coerceError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import type { ClientStats, PlatformClient } from '../platform/client.js';
+import { scrubSecrets } from '../secrets.js';
+import { secretsOf } from '../config.js';
+import { acquireLock } from './lock.js';
+import { closeAbandonedRuns, describeRunning, finishRun, isRunOpen, startRun, type Job, type RunCounters } from './runs.js';
+
+export interface RunJobDeps {
+  db: Knex;
+  client: PlatformClient;
+  config: Config;
+  logger: Logger;
+}
+
+export interface RunJobSpec {
+  /** The list the run belongs to (`_users` for the users directory). */
+  list: string;
+  job: Job;
+  /** The advisory lock the run holds (shared by the jobs of one list). */
+  lockName: string;
+  /** Wait this long for the lock (0 = give way at once with LockedError). */
+  waitMs: number;
+  /** Jobs whose running rows name the lock's holder in the LockedError. */
+  holderJobs: readonly Job[];
+  /** Record a 'skipped' run when the lock is held elsewhere. */
+  recordSkipped: boolean;
+}
+
+export interface ActiveRun {
+  runId: number;
+  /** The job's logger with list, job and runId bound. */
+  log: Logger;
+  /** The client's counters when the run opened. */
+  statsAtStart: ClientStats;
+  /** Platform requests and retries made since the run started. */
+  requests(): Pick<RunCounters, 'requests' | 'retries'>;
+}
+
+export async function runJob<T>(deps: RunJobDeps, spec: RunJobSpec, body: (run: ActiveRun) => Promise<T>): Promise<T> {
+  const lock = await takeLock(deps, spec);
+  let outcome: { ok: true; value: T } | { ok: false; error: unknown };
+  try {
+    outcome = { ok: true, value: await runRecorded(deps, spec, body) };
+  } catch (err) {
+    outcome = { ok: false, error: explainDatabaseError(err, deps.config.database.url) };
+  }
+  // A connection that died with the run cannot unlock; the lock went with it. Never hide the run's own outcome.
+  await lock.release().catch((err: unknown) => deps.logger.debug({ err, lock: spec.lockName }, 'releasing the lock failed; it ended with its connection'));
+  if (!outcome.ok) throw outcome.error;
+  return outcome.value;
+}
+
+async function takeLock(deps: RunJobDeps, spec: RunJobSpec) {
+  try {
+    return await acquireLock(deps.db, spec.lockName, { waitMs: spec.waitMs, describeHolder: () => describeRunning(deps.db, spec.list, spec.holderJobs) });
+  } catch (err) {
+    if (err instanceof LockedError && spec.recordSkipped) {
+      const runId = await startRun(deps.db, spec.list, spec.job);
+      await finishRun(deps.db, runId, 'skipped', { error: err.message });
+    }
+    throw err;
+  }
+}
+
+async function runRecorded<T>(deps: RunJobDeps, spec: RunJobSpec, body: (run: ActiveRun) => Promise<T>): Promise<T> {
+  const { db, client } = deps;
+  await closeAbandonedRuns(db, spec.list, [spec.job]);
+  const runId = await startRun(db, spec.list, spec.job);
+  const log = deps.logger.child({ list: spec.list, job: spec.job, runId });
+  const mark = client.stats();
+  const requests = () => {
+    const now = client.stats();
+    return { requests: now.requests - mark.requests, retries: now.retries - mark.retries };
+  };
+  try {
+    return await body({ runId, log, statsAtStart: mark, requests });
+  } catch (err) {
+    await recordFailure(deps, runId, explainDatabaseError(err, deps.config.database.url), requests(), log);
+    throw err;
+  }
+}
+
+/** Marks the run failed unless the body already recorded its outcome; a database that is gone is logged, not thrown. */
+async function recordFailure(deps: RunJobDeps, runId: number, err: unknown, counters: Pick<RunCounters, 'requests' | 'retries'>, log: Logger): Promise<void> {
+  const message = scrubSecrets(coerceError(err).message, secretsOf(deps.config));
+  try {
+    if (await isRunOpen(deps.db, runId)) await finishRun(deps.db, runId, 'failed', { error: message, counters });
+  } catch (recordErr) {
+    log.warn({ err: recordErr }, 'could not record the failed run (the next run closes it as abandoned)');
+  }
+}

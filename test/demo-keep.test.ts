@@ -1,0 +1,39 @@
+/** `listsync demo --keep` leaves the emulator and database running, and the commands it prints work as printed. */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { BIN, childEnv, runCli } from './helpers/cli.js';
+
+describe('demo --keep', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'listsync-demo-keep-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('prints LISTSYNC_CONFIG and commands that work against the running demo, and stops on SIGTERM', async () => {
+    const child = spawn(process.execPath, [BIN, 'demo', '--keep', '--items', '120'], { cwd: dir, env: childEnv({ DATABASE_URL: inject('pgServerUrl') }), stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    const configPath = await new Promise<string>((resolve, reject) => {
+      child.stdout.on('data', (d: Buffer) => {
+        out += d.toString();
+        const m = /export LISTSYNC_CONFIG=(\S+)/.exec(out);
+        if (m && out.includes('until you press Ctrl-C')) resolve(m[1]!);
+      });
+      child.on('close', (code) => reject(new Error(`demo ended (${code}) before printing the instructions:\n${out}`)));
+    });
+    expect(out).toContain('npm run listsync -- status');
+    expect(out).not.toContain('npx listsync');
+    const exited = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
+    try {
+      const status = await runCli(['status'], { cwd: dir, env: { LISTSYNC_CONFIG: configPath } });
+      expect(status.code, status.stderr).toBe(0);
+      expect(status.stdout).toMatch(/^orders\s/m);
+      const pull = await runCli(['pull'], { cwd: dir, env: { LISTSYNC_CONFIG: configPath } });
+      expect(pull.code, pull.stderr).toBe(0);
+    } finally {
+      child.kill('SIGTERM');
+    }
+    expect(await exited).toBe(0);
+  }, 180_000);
+});
