@@ -63,7 +63,7 @@ describe('a field listed twice by the platform', () => {
           let text = await answer.text();
           if (target.pathname.endsWith('/fields')) {
             const envelope = JSON.parse(text) as { Data: { FieldName: string }[] };
-            envelope.Data.push({ ...envelope.Data.find((f) => f.FieldName === 'Customer')! });
+            envelope.Data.push({ ...envelope.Data.find((f) => f.FieldName === 'Text2')! });
             text = JSON.stringify(envelope);
           }
           res.writeHead(answer.status, { 'content-type': 'application/json' });
@@ -84,9 +84,9 @@ describe('a field listed twice by the platform', () => {
   it('discover warns and check fails naming the field', async () => {
     const d = await runCli(['--config', file, 'discover'], { env: env(), cwd: w.cwd });
     expect(d.code, d.stderr).toBe(0);
-    expect(d.stdout).toContain('WARNING: the platform lists field(s) "Customer" 2 times for demo/orders');
+    expect(d.stdout).toContain('WARNING: the platform lists field(s) "Text2" 2 times for demo/orders');
     const c = await runCli(['--config', file, 'check'], { env: env(), cwd: w.cwd });
     expect(c.code).toBe(2);
-    expect(c.stdout).toMatch(/FAIL platform orders: .*"Customer" 2 times/);
+    expect(c.stdout).toMatch(/FAIL platform orders: .*"Text2" 2 times/);
   });
 });

@@ -27,7 +27,7 @@ describe('smaller operator fixes', () => {
   it('a push settled remote-wins says what happened and where the local edit is kept', async () => {
     const id = String((await w.t.db('mirror.orders').orderBy('id').first('id')).id);
     await w.t.db('mirror.orders').where({ id }).update({ customer: 'Local Co' });
-    await w.emu.admin.editItem('demo', 'orders', id, { Data: { Customer: 'Remote Ltd' } });
+    await w.emu.admin.editItem('demo', 'orders', id, { Data: { Text2: 'Remote Ltd' } });
     const r = await cli('push');
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain('1 conflict(s)');

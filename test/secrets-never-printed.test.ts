@@ -69,7 +69,7 @@ describe('no secret in anything listsync prints or stores', () => {
     const [a, b] = (await w.t.db('mirror.orders').orderBy('id').limit(2).pluck('id')) as string[];
     await w.t.db('mirror.orders').where({ id: a }).update({ customer: 'Local edit' });
     await w.t.db('mirror.orders').where({ id: b }).update({ customer: 'Local edit 2' });
-    await w.emu.admin.editItem('demo', 'orders', b!, { Data: { Customer: 'Remote edit' } });
+    await w.emu.admin.editItem('demo', 'orders', b!, { Data: { Text2: 'Remote edit' } });
     await run('push', ['push']);
     await run('conflicts', ['conflicts', '--all']);
     await run('reconcile', ['reconcile']);

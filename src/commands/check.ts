@@ -9,6 +9,8 @@ import { createDb, pendingMigrations, ping } from '../db.js';
 import type { PlatformClient } from '../platform/client.js';
 import { AuthError, NotFoundError } from '../platform/errors.js';
 import { describeDuplicates, mirrorTableFindings } from './mirror-tables.js';
+import { appLogger, createClient, loadAppConfig } from '../context.js';
+import type { CommandKit } from './kit.js';
 
 export interface Finding {
   check: string;
@@ -117,4 +119,18 @@ export function platformCheck(makeClient: () => PlatformClient): PlatformCheck {
     }
     return findings;
   };
+}
+
+export function register({ program, io, setCode, globals }: CommandKit): void {
+  program
+    .command('check')
+    .description('validate the config, reach the database and the platform, check filter/sort fields are indexed')
+    .action(async () => {
+      const config = loadAppConfig(globals());
+      const logger = appLogger(config, globals());
+      // check answers quickly: one retry, not the run's full backoff.
+      const findings = await runCheck(config, platformCheck(() => createClient({ ...config, platform: { ...config.platform, retries: 1 } }, logger)));
+      for (const f of findings) io.out(`${f.ok ? 'ok  ' : 'FAIL'} ${f.check}: ${f.message}`);
+      setCode(exitCodeOf(findings));
+    });
 }

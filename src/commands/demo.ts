@@ -13,6 +13,7 @@ import { startEmbeddedDb, type EmbeddedDb } from '../embedded-db.js';
 import { SAMPLE_FIELDS as F, startEmulator } from '../emulator/index.js';
 import { table } from '../format.js';
 import { coerceError } from '../errors.js';
+import { wholeNumber, type CommandKit } from './kit.js';
 
 export const DEMO_DATABASE = 'listsync_demo';
 
@@ -24,6 +25,8 @@ export interface DemoOptions {
   databaseUrl?: string;
   /** Keep the emulator and the database running after the tour, until SIGINT/SIGTERM. */
   keep?: boolean;
+  /** Runs a listsync command line (argv after `node listsync`) and returns its exit code: the real CLI. */
+  run: (args: readonly string[], io: Output) => Promise<number>;
 }
 
 export async function runDemo(opts: DemoOptions): Promise<number> {
@@ -71,10 +74,9 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
     );
     io.out(`config written to ${configPath}`);
 
-    const { main } = await import('../cli.js');
     const cli = async (title: string, ...args: string[]): Promise<void> => {
       io.out(`\n$ listsync ${args.join(' ')}    # ${title}`);
-      const code = await main(['node', 'listsync', '--config', configPath, '--log-level', 'warn', ...args], io);
+      const code = await opts.run(['--config', configPath, '--log-level', 'warn', ...args], io);
       if (code !== 0) throw new Error(`listsync ${args.join(' ')} exited with ${code}`);
     };
 
@@ -203,4 +205,13 @@ async function freshDatabase(serverUrl: string, io: Output): Promise<string> {
   } finally {
     await admin.end();
   }
+}
+
+export function register({ program, io, setCode }: CommandKit, run: DemoOptions['run']): void {
+  program
+    .command('demo')
+    .description('start the emulator and a database, run the real commands end to end, and print a tour')
+    .option('--items <n>', 'items in the sample list', wholeNumber(1, 10_000_000, 'a positive whole number'), 5000)
+    .option('--keep', 'keep the emulator and the database running after the tour (until Ctrl-C), and print how to use them', false)
+    .action((opts: { items: number; keep: boolean }) => runDemo({ io, items: opts.items, keep: opts.keep, run }).then(setCode));
 }

@@ -12,6 +12,12 @@ import type { PlatformClient } from '../platform/client.js';
 import { AuthError, NotFoundError, PlatformError, RateLimitError, TransportError } from '../platform/errors.js';
 import type { FieldMeta, PlatformApplication, PlatformListRef } from '../platform/types.js';
 import { describeDuplicates } from './mirror-tables.js';
+import { appLogger, createClient, loadAppConfig } from '../context.js';
+import { createDb } from '../db.js';
+import { UsageError } from '../errors.js';
+import { readRegistry } from '../mirror/registry.js';
+import { selectLists } from './pull.js';
+import { LIST_FLAGS, LIST_HELP, type CommandKit } from './kit.js';
 
 /** The registry entry of a list, when a mirror exists for it (undefined otherwise or when the database is not reachable). */
 export type RegistryReader = (listName: string) => Promise<RegistryEntry | undefined>;
@@ -141,4 +147,27 @@ export function formatDiscovery(d: Discovery): string {
     out.push('Paste into listsync.config.json (keep the ones you want):', `"lists": ${JSON.stringify(listsBlock(d.lists), null, 2)}`);
   }
   return out.join('\n');
+}
+
+export function register({ program, io, globals }: CommandKit): void {
+  program
+    .command('discover')
+    .description("print each list's fields, platform types, the column types they map to, and whether they are indexed; with --apps, the account's applications and lists")
+    .option(LIST_FLAGS, LIST_HELP)
+    .option('--apps', "list the account's applications and their lists with IDs and titles, and a lists block for the config", false)
+    .action(async (opts: { list?: string; apps: boolean }) => {
+      if (opts.apps && opts.list) throw new UsageError('--apps lists every application; it takes no --list.');
+      const config = loadAppConfig(globals());
+      const lists = opts.apps ? [] : selectLists({ config }, opts.list);
+      const client = createClient(config, appLogger(config, globals()));
+      // The mirror's registry, when the database is reachable, says which columns exist and which fields were renamed.
+      const db = createDb({ url: config.database.url, poolMax: 1 });
+      const registry = (name: string) => readRegistry(db, name).catch(() => undefined);
+      try {
+        io.out(opts.apps ? formatDiscovery(await discoverLists(client)) : await runDiscover({ client }, lists, registry));
+      } finally {
+        await client.close();
+        await db.destroy();
+      }
+    });
 }

@@ -4,6 +4,11 @@ import { resolve } from 'node:path';
 import { DEFAULT_CONFIG_FILE } from '../config.js';
 import { UsageError } from '../errors.js';
 import type { DiscoveredList } from './discover.js';
+import { createInterface } from 'node:readline/promises';
+import { parseConfig, readEnvironment } from '../config.js';
+import { appLogger, createClient, type GlobalOptions, type Output } from '../context.js';
+import { discoverLists, type Discovery } from './discover.js';
+import type { CommandKit } from './kit.js';
 
 export const SAMPLE_CONFIG = {
   '//': 'listsync config. Keys starting with // are comments. Secrets come from the environment (.env): ${NAME} is replaced by the variable NAME.',
@@ -113,4 +118,53 @@ export function parsePicks(answer: string, count: number): number[] | undefined 
     for (let i = from; i <= to; i++) picked.add(i - 1);
   }
   return picked.size ? [...picked] : undefined;
+}
+
+export function register({ program, io, globals }: CommandKit): void {
+  program
+    .command('init')
+    .description('write a commented listsync.config.json and .env.example in the current directory')
+    .option('--force', 'overwrite an existing config file', false)
+    .option('--discover', "fill lists[] from the platform's applications and lists (needs PLATFORM_API_KEY)", false)
+    .option('--base-url <url>', 'with --discover: the platform API address ending with /v1 (default $PLATFORM_BASE_URL)')
+    .option('--all', 'with --discover: take every list instead of asking', false)
+    .option('--list <listID>', 'with --discover: take this list (listID, appID/listID or its config name); repeatable', (v: string, prev: string[]) => [...prev, v], [] as string[])
+    .action(async (opts: { force: boolean; discover: boolean; baseUrl?: string; all: boolean; list: string[] }) => {
+      const dir = process.cwd();
+      if (!opts.discover && (opts.all || opts.list.length || opts.baseUrl)) throw new UsageError('--all, --list and --base-url go with --discover.');
+      assertConfigWritable(dir, opts.force);
+      const discovered = opts.discover ? await discoverForInit(opts, io, globals()) : undefined;
+      for (const file of runInit({ dir, force: opts.force, discovered })) io.out(`wrote ${file}`);
+      if (discovered) io.out(`with ${discovered.lists.length} list(s): ${discovered.lists.map((l) => l.name).join(', ')}`);
+      io.out('Next: copy .env.example to .env, fill it in, then run "listsync check".');
+    });
+}
+
+/** init --discover: reaches the platform from --base-url / PLATFORM_BASE_URL and PLATFORM_API_KEY, finds the lists and picks. */
+async function discoverForInit(
+  opts: { baseUrl?: string; all: boolean; list: string[] },
+  io: Output,
+  globals: GlobalOptions,
+): Promise<{ baseUrl: string; lists: DiscoveredList[] }> {
+  const env = readEnvironment();
+  const baseUrl = opts.baseUrl ?? env.PLATFORM_BASE_URL;
+  if (!baseUrl) throw new UsageError('init --discover needs the platform API address: pass --base-url https://<host>/v1 or set PLATFORM_BASE_URL.');
+  if (!env.PLATFORM_API_KEY) throw new UsageError('init --discover needs the API key: set PLATFORM_API_KEY in the environment or in .env.');
+  // Only the platform part matters here; the database is not reached.
+  const config = parseConfig({ platform: { baseUrl }, database: { url: 'postgres://not-used-by-init' } }, env, '--base-url / PLATFORM_BASE_URL');
+  const client = createClient(config, appLogger(config, globals));
+  let found: Discovery;
+  try {
+    found = await discoverLists(client);
+  } finally {
+    await client.close();
+  }
+  const terminal = io.isTTY && Boolean(process.stdin.isTTY);
+  const rl = terminal && !opts.all && !opts.list.length ? createInterface({ input: process.stdin, output: process.stdout }) : undefined;
+  try {
+    const lists = await pickLists(found.lists, { all: opts.all, picks: opts.list, ask: rl && ((q) => rl.question(q)), out: (t) => io.out(t) });
+    return { baseUrl: config.platform.baseUrl, lists };
+  } finally {
+    rl?.close();
+  }
 }

@@ -6,6 +6,7 @@ import type { AppContext } from '../context.js';
 import { UsageError, exitCodeFor } from '../errors.js';
 import { plural } from '../format.js';
 import { pullList, type PageProgress, type PullMode, type PullResult } from '../sync/pull.js';
+import { listJobOptions, type CommandKit } from './kit.js';
 
 export function selectLists(ctx: Pick<AppContext, 'config'>, name?: string): readonly ListConfig[] {
   if (!name) {
@@ -81,4 +82,24 @@ export async function runPulls(ctx: AppContext, lists: readonly ListConfig[], mo
     }
   }
   return code;
+}
+
+export function register({ program, withContext }: CommandKit): void {
+  listJobOptions(program.command('pull').description('one incremental pull of every list (or one): platform -> mirror')).action((opts: { list?: string; wait: boolean }) =>
+    withContext((ctx) => runPulls(ctx, selectLists(ctx, opts.list), { kind: 'incremental' }, { wait: opts.wait, progress: false })),
+  );
+
+  program
+    .command('backfill')
+    .description('re-read a date range of a list (by its cursor field), with progress; resumable after a crash')
+    .requiredOption('-l, --list <name>', 'the list')
+    .requiredOption('--from <YYYY-MM-DD>', 'first platform date (inclusive)')
+    .option('--to <YYYY-MM-DD>', 'last platform date (inclusive); default: open-ended')
+    .option('--wait', 'wait for a run of the same list in another process instead of exiting', false)
+    .action((opts: { list: string; from: string; to?: string; wait: boolean }) => {
+      const from = parseDay(opts.from, '--from');
+      const to = opts.to === undefined ? undefined : parseDay(opts.to, '--to');
+      if (to && to < from) throw new UsageError(`--to ${to} is before --from ${from}.`);
+      return withContext((ctx) => runPulls(ctx, selectLists(ctx, opts.list), { kind: 'backfill', from, to }, { wait: opts.wait, progress: true }));
+    });
 }

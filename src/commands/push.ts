@@ -8,6 +8,9 @@ import { conflictFields, getConflict, listConflicts, resolveConflict } from '../
 import { listLockName } from '../sync/exclusive.js';
 import { loadMappingOrExplain, pushList, rereadItems, type PushResult } from '../sync/push.js';
 import { Operator } from '../platform/types.js';
+import { Option } from 'commander';
+import { selectLists, runPulls } from './pull.js';
+import { LIST_FLAGS, LIST_HELP, listJobOptions, positiveId, type CommandKit } from './kit.js';
 
 export function pushSummary(r: PushResult, policy?: ConflictPolicy): string {
   return (
@@ -86,4 +89,39 @@ export async function resolveConflictCommand(ctx: AppContext, id: number, keep: 
     if (!items[0]) await rereadItems(ctx, list, mapping, [c.item_id]);
     return `conflict ${id}: kept the platform's version; the local change is dropped and the mirror row updated.`;
   });
+}
+
+export function register({ program, io, withContext }: CommandKit): void {
+  listJobOptions(program.command('push').description('send pending local changes to the platform, version-checked'))
+    .option('--retry-failed', 'queue changes marked failed again before pushing', false)
+    .action((opts: { list?: string; wait: boolean; retryFailed: boolean }) =>
+      withContext((ctx) => runPushes(ctx, selectLists(ctx, opts.list), { wait: opts.wait, retryFailed: opts.retryFailed })),
+    );
+
+  listJobOptions(program.command('sync').description('push, then pull: one full cycle')).action((opts: { list?: string; wait: boolean }) =>
+    withContext(async (ctx) => {
+      const lists = selectLists(ctx, opts.list);
+      const pushed = await runPushes(ctx, lists, { wait: opts.wait, retryFailed: false });
+      const pulled = await runPulls(ctx, lists, { kind: 'incremental' }, { wait: opts.wait, progress: false });
+      return Math.max(pushed, pulled);
+    }),
+  );
+
+  const listConflicts = (opts: { list?: string; all: boolean }) => withContext(async (ctx) => io.out(await conflictsTable(ctx, opts)));
+  const conflicts = program
+    .command('conflicts')
+    .description('inspect and settle write-back conflicts (default: list the open ones)')
+    .option(LIST_FLAGS, LIST_HELP)
+    .option('--all', 'include resolved conflicts', false)
+    .action(listConflicts);
+  conflicts.command('list').description('list conflicts').option(LIST_FLAGS, LIST_HELP).option('--all', 'include resolved conflicts', false).action(listConflicts);
+  conflicts
+    .command('show <id>')
+    .description('both sides of a conflict, field by field')
+    .action((id: string) => withContext(async (ctx) => io.out(await showConflict(ctx, positiveId(id, 'A conflict id')))));
+  conflicts
+    .command('resolve <id>')
+    .description("settle a conflict: keep the local change (sent by the next push) or the platform's version")
+    .addOption(new Option('--keep <side>', 'which side wins').choices(['local', 'remote']).makeOptionMandatory())
+    .action((id: string, opts: { keep: 'local' | 'remote' }) => withContext(async (ctx) => io.out(await resolveConflictCommand(ctx, positiveId(id, 'A conflict id'), opts.keep))));
 }

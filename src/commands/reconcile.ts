@@ -3,6 +3,8 @@ import type { ListConfig } from '../config.js';
 import type { AppContext } from '../context.js';
 import { UsageError, exitCodeFor } from '../errors.js';
 import { reconcileList, type ReconcileResult } from '../sync/reconcile.js';
+import { selectLists } from './pull.js';
+import { listJobOptions, type CommandKit } from './kit.js';
 
 export function reconcileSummary(r: ReconcileResult): string {
   const head = `${r.list}: reconcile ${r.status === 'succeeded' ? 'succeeded' : r.status === 'refused' ? 'REFUSED' : 'stopped'}`;
@@ -28,4 +30,10 @@ export async function runReconcile(ctx: AppContext, lists: readonly ListConfig[]
     }
   }
   return code;
+}
+
+export function register({ program, withContext }: CommandKit): void {
+  listJobOptions(
+    program.command('reconcile').description('find items deleted on the platform: sweep every ID, mark rows not seen with _deleted_at, undelete rows seen again'),
+  ).action((opts: { list?: string; wait: boolean }) => withContext((ctx) => runReconcile(ctx, selectLists(ctx, opts.list), { wait: opts.wait })));
 }

@@ -3,6 +3,7 @@ import { createClient, type AppContext } from '../context.js';
 import { createMetrics } from '../metrics.js';
 import { startServe, type RunningServe } from '../serve.js';
 import { createHookReceiver, earlyPullOnItemEvent, HOOKS_PATH, replayUnprocessedEvents } from '../webhooks/index.js';
+import { wholeNumber, type CommandKit } from './kit.js';
 
 export async function runServe(ctx: AppContext, opts: { port?: number }): Promise<number> {
   const metrics = createMetrics({ db: ctx.db, config: ctx.config, logger: ctx.logger });
@@ -40,4 +41,12 @@ export async function runServe(ctx: AppContext, opts: { port?: number }): Promis
   await client.close();
   ctx.io.out('listsync serve stopped');
   return 0;
+}
+
+export function register({ program, withContext }: CommandKit): void {
+  program
+    .command('serve')
+    .description('run the schedules, the webhook receiver, /healthz and /metrics until SIGTERM')
+    .option('--port <n>', 'HTTP port (default serve.port)', wholeNumber(0, 65535, 'a port number 0-65535'))
+    .action((opts: { port?: number }) => withContext((ctx) => runServe(ctx, { port: opts.port })));
 }

@@ -3,6 +3,7 @@ import type { AppContext } from '../context.js';
 import { duration, table, timestamp } from '../format.js';
 import { listStatuses, webhookStatus } from '../status.js';
 import { USERS_JOB_LIST } from '../sync/users.js';
+import type { CommandKit } from './kit.js';
 
 export async function runStatus(ctx: AppContext): Promise<string> {
   const now = new Date();
@@ -36,4 +37,11 @@ export async function runStatus(ctx: AppContext): Promise<string> {
 function truncate(s: string, n: number): string {
   const one = s.replace(/\s+/g, ' ');
   return one.length > n ? `${one.slice(0, n - 1)}…` : one;
+}
+
+export function register({ program, io, withContext }: CommandKit): void {
+  program
+    .command('status')
+    .description('per list: last success, watermark, lag, rows, pending changes, conflicts, last error')
+    .action(() => withContext(async (ctx) => io.out(await runStatus(ctx))));
 }
