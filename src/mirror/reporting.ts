@@ -73,14 +73,15 @@ export function columnComments(fields: readonly RegistryField[]): Map<string, st
 export async function syncComments(trx: Knex.Transaction, schema: string, name: string, relation: string | undefined, columns: ReadonlyMap<string, string>): Promise<void> {
   const q = qualifiedName(schema, name);
   const res = (await trx.raw(
-    `select a.attname as name, col_description(c.oid, a.attnum) as comment, obj_description(c.oid, 'pg_class') as rel
+    `select a.attname as name, col_description(c.oid, a.attnum) as comment, obj_description(c.oid, 'pg_class') as rel, c.relkind
        from pg_class c join pg_namespace n on n.oid = c.relnamespace
        join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
       where n.nspname = ? and c.relname = ?`,
     [schema, name],
-  )) as { rows: { name: string; comment: string | null; rel: string | null }[] };
+  )) as { rows: { name: string; comment: string | null; rel: string | null; relkind: string }[] };
   if (res.rows.length === 0) return;
-  if (relation !== undefined && res.rows[0]!.rel !== relation) await trx.raw(`comment on table ${q} is ${quoteLiteral(relation)}`);
+  const what = res.rows[0]!.relkind === 'v' ? 'view' : 'table';
+  if (relation !== undefined && res.rows[0]!.rel !== relation) await trx.raw(`comment on ${what} ${q} is ${quoteLiteral(relation)}`);
   for (const r of res.rows) {
     const want = columns.get(r.name) ?? (r.name.endsWith('_text') ? textCopyComment(r.name.slice(0, -5), columns) : undefined);
     if (want !== undefined && want !== r.comment) await trx.raw(`comment on column ${q}.${quoteIdent(r.name)} is ${quoteLiteral(want)}`);
