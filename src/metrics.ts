@@ -14,6 +14,7 @@
  *   every process; do not sum them across replicas); run durations observed
  *   from the runs that finished since this process started.
  */
+import { registerSchemaChangeMetrics } from './metrics-reporting.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Config } from './config.js';
@@ -153,6 +154,8 @@ export function createMetrics(options: MetricsOptions): Metrics {
     registers: [registry],
     collect,
   });
+
+  registerSchemaChangeMetrics(registry, db, options.logger);
 
   /** Runs that finished after this (Postgres text form of a timestamptz) were not observed yet. */
   let runCursor: string = now().toISOString();
