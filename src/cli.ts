@@ -11,6 +11,7 @@ import { exitCodeOf, platformCheck, runCheck } from './commands/check.js';
 import { runDiscover } from './commands/discover.js';
 import { parseDay, runPulls, selectLists } from './commands/pull.js';
 import { runStatus } from './commands/status.js';
+import { runExportDbtSources } from './commands/export.js';
 import { conflictsTable, resolveConflictCommand, runPushes, showConflict } from './commands/push.js';
 import { runReconcile } from './commands/reconcile.js';
 import { runHooksList, runHooksSubscribe } from './commands/hooks.js';
@@ -200,6 +201,13 @@ export function buildProgram(io: Output, setCode: (code: number) => void): Comma
     .command('list')
     .description('print the webhook subscriptions (tokens masked) with their event counts')
     .action(() => withContext((ctx) => runHooksList(ctx)));
+
+  const exporter = program.command('export').description('write files other tools read about the mirror');
+  exporter
+    .command('dbt-sources')
+    .description('dbt sources YAML for the mirror: a table per list, columns with descriptions, freshness, tests on id')
+    .option('--out <file>', 'write to this file instead of stdout')
+    .action((opts: { out?: string }) => withContext((ctx) => runExportDbtSources(ctx, opts)));
 
   program
     .command('status')
