@@ -12,6 +12,7 @@ import { runDiscover } from './commands/discover.js';
 import { parseDay, runPulls, selectLists } from './commands/pull.js';
 import { runStatus } from './commands/status.js';
 import { runExportDbtSources } from './commands/export.js';
+import { runDirectory } from './commands/directory.js';
 import { conflictsTable, resolveConflictCommand, runPushes, showConflict } from './commands/push.js';
 import { runReconcile } from './commands/reconcile.js';
 import { runHooksList, runHooksSubscribe } from './commands/hooks.js';
@@ -176,6 +177,12 @@ export function buildProgram(io: Output, setCode: (code: number) => void): Comma
         io.out(`users: ${r.counters.pages} pages; inserted ${r.counters.rows_inserted}, updated ${r.counters.rows_updated}, unchanged ${r.counters.rows_unchanged}`);
       }),
     );
+
+  program
+    .command('directory')
+    .description('pull the organization directory (departments, groups and their members, positions) into its tables')
+    .option('--wait', 'wait for a directory run in another process instead of exiting', false)
+    .action((opts: { wait: boolean }) => withContext((ctx) => runDirectory(ctx, { wait: opts.wait })));
 
   program
     .command('reconcile')

@@ -1,3 +1,4 @@
+import { directorySchema } from './directory.js';
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { FIELD_TYPE_PAIRS, SYSTEM_FIELD_NAMES } from './field-types.js';
@@ -81,6 +82,8 @@ export const seedFileSchema = z
     apiKeys: z.array(z.string().min(1, 'an API key must not be empty')).min(1).optional(),
     users: z.union([z.strictObject({ count: z.number().int().min(1).max(100_000) }), z.array(userSchema).min(1)]).optional(),
     lists: z.array(listSchema).default([]),
+    /** Departments, groups and positions; absent: derived from the users. An absent key inside: that endpoint answers 404. */
+    directory: directorySchema.optional(),
   })
   .superRefine((s, ctx) => {
     const seen = new Set<string>();
