@@ -98,8 +98,7 @@ export async function pullDirectory(deps: Deps): Promise<DirectoryResult> {
       result.counters.retries = after.retries - before.retries;
       await db.transaction(async (trx) => {
         await completeState(trx, DIRECTORY_JOB_LIST, 'directory', null);
-        const remembered: DirectoryState = { missing: result.skipped };
-        await writeCheckpoint(trx, DIRECTORY_JOB_LIST, 'directory', remembered);
+        await writeCheckpoint(trx, DIRECTORY_JOB_LIST, 'directory', { runId, missing: result.skipped });
         await finishRun(trx, runId, 'succeeded', { counters: result.counters, details: { tables: result.tables, skipped: result.skipped } });
       });
       log.info({ ...result.counters, skipped: Object.keys(result.skipped) }, 'directory finished');
