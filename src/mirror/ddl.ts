@@ -21,7 +21,7 @@ import { rederiveColumns, type DerivedColumn } from './rederive.js';
 import { fieldsFingerprint, readRegistry, writeRegistry, type RegistryField } from './registry.js';
 import { createTableMapping, FIXED_COLUMNS, type MappedColumn, type TableMapping } from './table-mapping.js';
 import { ensureHistoryTable, historyTableName } from './history.js';
-import { columnComments, ensureView, historyViewSpec, liveViewSpec, syncComments, tableComment, viewExists, type ViewSpec } from './reporting.js';
+import { columnComments, ensureView, historyViewSpec, liveViewSpec, renameColumnIfPresent, syncComments, tableComment, viewExists, type ViewSpec } from './reporting.js';
 import { describeSchemaChange, recordSchemaChanges, WARNING_KINDS, type SchemaChange } from './schema-change.js';
 import { assertCaptureFunction, attachCaptureTriggers, tableOwner } from './triggers.js';
 import { isTransaction } from './writer.js';
@@ -216,6 +216,7 @@ async function ensureInTransaction(trx: Knex.Transaction, o: EnsureMirrorTableOp
         changes.push({ kind: 'fixed-column-added', column: c, after: t });
       }
     }
+    for (const c of changes) if (c.kind === 'column-renamed') await renameShownColumn(trx, schema, table, reporting, c.before!, c.after!);
     for (const a of addColumns) await trx.raw(`alter table ${qtable} add column ${quoteIdent(a.column)} ${SQL_TYPE[a.kind]}`);
     // Postgres refuses to change the type of a column a view reads: the reporting views show it as NULL until they are rebuilt below.
     if (widen.length > 0 && reporting !== undefined) await detachViewColumns(trx, reportingViews(reporting, schema, table, allFields), new Set(widen));
@@ -366,6 +367,15 @@ async function ensureIndexes(db: Knex.Transaction, schema: string, table: string
 /** The reporting views of a list: the live view, and the history view when the history table exists. */
 function reportingViews(reporting: string, schema: string, table: string, fields: readonly RegistryField[]): ViewSpec[] {
   return [liveViewSpec(reporting, schema, table, fields), historyViewSpec(reporting, schema, table, fields)];
+}
+
+/** A pinned column's new name in the history table and the reporting views too. */
+async function renameShownColumn(trx: Knex.Transaction, schema: string, table: string, reporting: string | undefined, from: string, to: string): Promise<void> {
+  const history = historyTableName(table);
+  await renameColumnIfPresent(trx, schema, history, from, to);
+  if (reporting === undefined) return;
+  await renameColumnIfPresent(trx, reporting, table, from, to);
+  await renameColumnIfPresent(trx, reporting, history, from, to);
 }
 
 async function detachViewColumns(trx: Knex.Transaction, views: readonly ViewSpec[], columns: ReadonlySet<string>): Promise<void> {

@@ -250,3 +250,15 @@ export async function viewExists(trx: Knex.Transaction, schema: string, name: st
   const r = await relationColumns(trx, schema, name);
   return r?.kind === 'v';
 }
+
+/**
+ * Renames a column of a relation (a view or the history table) when it has
+ * `from` and not `to`: a column pinned to another name (lists[].columns) is
+ * renamed everywhere it is shown; views built on it follow (they refer to it
+ * by position, not name).
+ */
+export async function renameColumnIfPresent(trx: Knex.Transaction, schema: string, name: string, from: string, to: string): Promise<void> {
+  const r = await relationColumns(trx, schema, name);
+  if (!r || !r.columns.some((c) => c.name === from) || r.columns.some((c) => c.name === to)) return;
+  await trx.raw(`alter ${r.kind === 'v' ? 'view' : 'table'} ${qualifiedName(schema, name)} rename column ${quoteIdent(from)} to ${quoteIdent(to)}`);
+}

@@ -69,4 +69,15 @@ describe('a widened field under the reporting views', () => {
     const comment = (await t.db.raw(`select col_description('reporting.w2'::regclass, 2) as c`)).rows[0].c as string;
     expect(comment).toContain('platform field Bigint1');
   });
+
+  it('a column pinned to another name is renamed in the history table and the views too; views built on them keep working', async () => {
+    const m = await ensureMirrorTable(t.db, opts(3, NUMBER, true));
+    await upsertItems(t.db, m, items, 'UTC');
+    await t.db.raw('create view public.w3_sum as select sum(amount) as total from reporting.w3');
+    await ensureMirrorTable(t.db, { ...opts(3, NUMBER, true), columns: { Bigint1: 'total_amount' } });
+    expect(Object.keys(await viewColumns('w3'))).toContain('total_amount');
+    expect(Object.keys(await viewColumns('w3_history'))).toContain('total_amount');
+    expect((await t.db.raw('select total_amount from reporting.w3 order by id')).rows).toEqual([{ total_amount: '10' }, { total_amount: '32' }]);
+    expect((await t.db.raw('select total from public.w3_sum')).rows[0].total).toBe('42');
+  });
 });
