@@ -7,7 +7,7 @@
  * Works in a schema of its own (dropped afterwards); listsync's own tables
  * are migrated if missing and removed again if the bench created them.
  *
- *   npx tsx bench/upsert.bench.ts
+ *   npx tsx bench/upsert.bench.ts            (BENCH_HISTORY=1: with version history)
  */
 import { pathToFileURL } from 'node:url';
 import { createDb, migrateLatest, OWN_SCHEMA } from '../src/db.js';
@@ -74,6 +74,8 @@ export default async function run(): Promise<Record<string, string | number>> {
       fields: FIELDS,
       idField: 'ListDataID',
       versionField: 'RowVersion',
+      // BENCH_HISTORY=1: with lists[].history (every written version also goes to <table>_history).
+      history: process.env.BENCH_HISTORY === '1',
     });
 
     const phase = async (version: number, expect: 'inserted' | 'updated' | 'unchanged'): Promise<number> => {

@@ -16,7 +16,7 @@ export interface JobContext {
 }
 
 export interface JobDefinition {
-  name: 'pull' | 'push' | 'reconcile' | 'users';
+  name: 'pull' | 'push' | 'reconcile' | 'users' | 'directory';
   perList: boolean;
   /** The cron expression, or undefined when the job is not scheduled. */
   scheduleOf(config: Config, list?: ListConfig): string | undefined;

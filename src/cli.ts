@@ -12,7 +12,9 @@ import { scrubSecrets } from './secrets.js';
 import { commandKit } from './commands/kit.js';
 import * as check from './commands/check.js';
 import * as demo from './commands/demo.js';
+import * as directory from './commands/directory.js';
 import * as discover from './commands/discover.js';
+import * as exporter from './commands/export.js';
 import * as hooks from './commands/hooks.js';
 import * as init from './commands/init.js';
 import * as migrate from './commands/migrate.js';
@@ -34,7 +36,7 @@ export function buildProgram(io: Output, setCode: (code: number) => void): Comma
     .exitOverride();
 
   const kit = commandKit(program, io, setCode);
-  for (const command of [init, check, migrate, discover, pull, push, users, reconcile, hooks, status, serve]) command.register(kit);
+  for (const command of [init, check, migrate, discover, pull, push, users, directory, reconcile, hooks, exporter, status, serve]) command.register(kit);
   // The demo runs the real commands through the same entry point a user types.
   demo.register(kit, (args, out) => main(['node', 'listsync', ...args], out));
   registerEmulatorCommand(program);

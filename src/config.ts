@@ -93,6 +93,8 @@ const listSchema = z
     columnNames: z.enum(['display', 'field']).default('display'),
     /** Pinned column names, by field name: `{ "Text1": "status" }`. */
     columns: z.record(z.string().min(1), columnName).default({}),
+    /** Keep `<table>_history`: one row per version the mirror saw. */
+    history: z.boolean().default(false),
   })
   .strict()
   .superRefine((l, ctx) => {
@@ -116,6 +118,8 @@ const configSchema = z
         poolMax: positiveInt.max(100).default(10),
         /** Pages a pull writes at once. 2 overlaps conversion with writing when PostgreSQL has cores of its own. */
         pageWriters: positiveInt.max(4).default(1),
+        /** Schema of the live (and history) views, one per list; null turns them off. */
+        reportingSchema: identifier.nullable().default('reporting'),
       })
       .strict(),
     lists: z.array(listSchema).default([]),
@@ -127,6 +131,17 @@ const configSchema = z
       })
       .strict()
       .default({ enabled: true, table: 'platform_users' }),
+    directory: z
+      .object({
+        enabled: z.boolean().default(true),
+        schedule: cron.optional(),
+        departmentsTable: identifier.default('platform_departments'),
+        groupsTable: identifier.default('platform_groups'),
+        groupMembersTable: identifier.default('platform_group_members'),
+        positionsTable: identifier.default('platform_positions'),
+      })
+      .strict()
+      .default({ enabled: true, departmentsTable: 'platform_departments', groupsTable: 'platform_groups', groupMembersTable: 'platform_group_members', positionsTable: 'platform_positions' }),
     serve: z
       .object({
         host: z.string().default('0.0.0.0'),
@@ -154,13 +169,21 @@ const configSchema = z
   })
   .strict()
   .superRefine((cfg, ctx) => {
+    const reporting = cfg.database.reportingSchema;
+    if (reporting !== null && (reporting === cfg.database.schema || reporting === 'listsync'))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['database', 'reportingSchema'],
+        message: `"${reporting}" is ${reporting === 'listsync' ? "listsync's own schema" : 'the mirror schema (database.schema)'}; the views need a schema of their own (default "reporting"), or null to turn them off`,
+      });
+    const directoryTables = new Set([cfg.directory.departmentsTable, cfg.directory.groupsTable, cfg.directory.groupMembersTable, cfg.directory.positionsTable, cfg.users.table]);
     const seen = new Map<string, number>();
     cfg.lists.forEach((l, i) => {
       const table = l.table ?? l.name;
       if (seen.has(l.name)) ctx.addIssue({ code: 'custom', path: ['lists', i, 'name'], message: `duplicate list name "${l.name}"` });
       seen.set(l.name, i);
-      if (table === cfg.users.table)
-        ctx.addIssue({ code: 'custom', path: ['lists', i, 'table'], message: `"${table}" is the users table; set lists[${i}].table to another name` });
+      if (directoryTables.has(table))
+        ctx.addIssue({ code: 'custom', path: ['lists', i, 'table'], message: `"${table}" is a directory table (users or directory); set lists[${i}].table to another name` });
     });
   });
 

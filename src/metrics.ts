@@ -20,6 +20,7 @@
  *   request budget, so dashboards and alert rules compare against them
  *   without copying them.
  */
+import { registerSchemaChangeMetrics } from './metrics-reporting.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Config } from './config.js';
@@ -264,6 +265,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
       healed.inc({ list: r.list_name, kind: 'undeleted' }, Number(r.undeleted));
     }
   }
+  registerSchemaChangeMetrics(registry, db, options.logger);
 
   /** Runs that finished after this (Postgres text form of a timestamptz) were not observed yet. */
   let runCursor: string = now().toISOString();

@@ -89,3 +89,23 @@ describe('config', () => {
     expect(missingVar.message).toContain('NOPE');
   });
 });
+
+describe('reporting config', () => {
+  it('defaults to a reporting schema, history off and the directory on', () => {
+    const c = parseConfig(minimal);
+    expect(c.database.reportingSchema).toBe('reporting');
+    expect(c.lists[0]!.history).toBe(false);
+    expect(c.directory).toMatchObject({ enabled: true, departmentsTable: 'platform_departments', groupMembersTable: 'platform_group_members' });
+    expect(parseConfig({ ...minimal, database: { ...minimal.database, reportingSchema: null } }).database.reportingSchema).toBeNull();
+  });
+
+  it('refuses a reporting schema that is the mirror schema or listsync, and a list table that is a directory table', () => {
+    for (const reportingSchema of ['mirror', 'listsync']) {
+      const e = errorOf(() => parseConfig({ ...minimal, database: { ...minimal.database, reportingSchema } }));
+      expect(e.message).toContain('database.reportingSchema');
+      expect(e.message).toContain(reportingSchema);
+    }
+    const e = errorOf(() => parseConfig({ ...minimal, lists: [{ ...minimal.lists[0], table: 'platform_groups' }] }));
+    expect(e.message).toContain('directory table');
+  });
+});

@@ -22,6 +22,7 @@ describe('README', () => {
       database: { url: 'postgres://h/db' },
       lists: [{ name: 'orders', appID: 'a', listID: 'l', table: 'orders', schedule: { pull: '* * * * *' } }],
       users: { schedule: '0 * * * *' },
+      directory: { schedule: '0 3 * * *' },
       serve: { publicUrl: 'https://sync.example' },
     });
     const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');

@@ -4,6 +4,7 @@ import { duration, table, timestamp } from '../format.js';
 import { listStatuses, webhookStatus } from '../status.js';
 import { USERS_JOB_LIST } from '../sync/users.js';
 import type { CommandKit } from './kit.js';
+import { recentSchemaChanges } from '../mirror/schema-change.js';
 
 export async function runStatus(ctx: AppContext): Promise<string> {
   const now = new Date();
@@ -29,9 +30,24 @@ export async function runStatus(ctx: AppContext): Promise<string> {
   );
   const users = (await ctx.db('listsync.sync_runs').where({ list_name: USERS_JOB_LIST }).orderBy('id', 'desc').first()) as { status: string; started_at: Date; error: string | null } | undefined;
   if (users) lines.push(`\nusers: last run ${users.status} at ${timestamp(users.started_at)}${users.error ? ` — ${truncate(users.error, 160)}` : ''}`);
+  lines.push(...(await schemaChangeLines(ctx)));
   const hooks = await webhookStatus(ctx.db);
   lines.push(`webhooks: ${hooks.subscriptions} subscription(s), ${hooks.eventsLastDay} event(s) in the last day${hooks.lastEventAt ? `, last at ${timestamp(hooks.lastEventAt)}` : ''}`);
   return lines.join('\n');
+}
+
+/** The latest changes listsync saw in the lists' fields (listsync.schema_changes). */
+async function schemaChangeLines(ctx: AppContext): Promise<string[]> {
+  const names = new Set(ctx.config.lists.map((l) => l.name));
+  const recent = (await recentSchemaChanges(ctx.db, { limit: 20 })).filter((c) => names.has(c.list)).slice(0, 10);
+  if (recent.length === 0) return [];
+  return [
+    '\nschema changes (latest first):',
+    table(
+      ['seen at', 'list', 'kind', 'field', 'column', 'change'],
+      recent.map((c) => [c.seenAt, c.list, c.kind, c.field, c.column, truncate(c.message, 100)]),
+    ),
+  ];
 }
 
 function truncate(s: string, n: number): string {

@@ -146,6 +146,11 @@ export class EmulatorAdminClient {
     return this.call('POST', `${EmulatorAdminClient.listPath(appID, listID)}/fields`, field);
   }
 
+  /** Renames a field's display name, as a list designer does on the platform. */
+  renameField(appID: string, listID: string, fieldName: string, displayName: string): Promise<FieldMeta> {
+    return this.call('PATCH', `${EmulatorAdminClient.listPath(appID, listID)}/fields/${encodeURIComponent(fieldName)}`, { DisplayName: displayName });
+  }
+
   /** Starts (or with null stops) simulated activity. */
   setActivity(activity: ActivitySettings | null): Promise<ActivityState> {
     return this.call('PUT', '/activity', activity);

@@ -187,6 +187,17 @@ async function route(state: EmulatorState, method: string, path: string, url: UR
       state.queries.clear();
       return meta;
     }
+    if (is('PATCH', 'lists', '*', '*', 'fields', '*')) {
+      // Renames a field's display name (the storage name never changes).
+      const meta = list.field(d!);
+      if (!meta) throw new AdminError(404, `no field "${d}" in list ${a}/${b}`);
+      const body = jsonBody(text) as { DisplayName?: unknown } | null;
+      if (typeof body?.DisplayName !== 'string' || body.DisplayName.trim() === '') throw new AdminError(400, 'DisplayName: expected a non-empty string');
+      meta.DisplayName = body.DisplayName;
+      list.modifiedNaive = state.now().naive;
+      state.queries.clear();
+      return meta;
+    }
     if (is('POST', 'lists', '*', '*', 'items')) {
       const body = parse(createSchema, jsonBody(text), 'create');
       const data = validateWriteData(list, body.Data ?? {});
@@ -274,6 +285,7 @@ export const ADMIN_ROUTES = [
   'GET /_admin/stats',
   'GET /_admin/lists/{appID}/{listID}/export',
   'GET|POST /_admin/lists/{appID}/{listID}/fields',
+  'PATCH /_admin/lists/{appID}/{listID}/fields/{FieldName} {DisplayName}',
   'POST /_admin/lists/{appID}/{listID}/items {Data, Created?, UserID?}',
   'GET|PATCH|DELETE /_admin/lists/{appID}/{listID}/items/{id} (PATCH: {Data, Modified?, UserID?, RowVersion?})',
   'GET|PUT /_admin/activity (PUT null stops)',

@@ -27,6 +27,7 @@ export interface RequestInput {
   body: string;
   /** Whether faults apply to this request (emptyPages). */
   faultsApply: boolean;
+  query?: URLSearchParams;
 }
 
 export interface V1Route {
@@ -171,6 +172,42 @@ function applicationLists(state: EmulatorState, appID: string): ApiReply {
   return ok(JSON.stringify(lists.map((l) => ({ AppID: l.appID, ListID: l.listID, Title: l.title, Description: l.description }))), lists.length);
 }
 
+/** A directory part the platform does not have: HTTP 404, like an unknown endpoint. */
+function directoryPart<T>(part: T[] | undefined, path: string): T[] {
+  if (part === undefined) throw new ApiError(404, `No such endpoint: GET ${path}`, 404);
+  return part;
+}
+
+function departments(state: EmulatorState): ApiReply {
+  const all = directoryPart(state.store.directory.departments, '/v1/departments');
+  return ok(JSON.stringify(all), all.length);
+}
+
+function groups(state: EmulatorState, input: RequestInput): ApiReply {
+  const all = directoryPart(state.store.directory.groups, '/v1/groups');
+  const q = input.query ?? new URLSearchParams();
+  const pageIndex = Math.max(1, Number(q.get('pageIndex') ?? '1') || 1);
+  const pageSize = Number(q.get('pageSize') ?? '100') || 100;
+  if (pageSize < 1 || pageSize > 1000) throw badRequest(`pageSize must be 1..1000 (got ${pageSize})`);
+  const needle = (q.get('keywords') ?? '').trim().toLowerCase();
+  const found = all.filter((g) => needle === '' || g.Name.toLowerCase().includes(needle));
+  const page = found.slice((pageIndex - 1) * pageSize, pageIndex * pageSize).map(({ Members: _m, ...g }) => ({ ...g, MemberCount: _m.length }));
+  return { ...ok(JSON.stringify(page), found.length), pageIndex };
+}
+
+function groupUsers(state: EmulatorState, groupID: string): ApiReply {
+  const group = directoryPart(state.store.directory.groups, '/v1/groups').find((g) => g.GroupID === groupID);
+  if (!group) throw new ApiError(STATUS.notFound, `Group ${groupID} not found`);
+  const byId = new Map(state.store.users.map((u) => [u.UserID, u]));
+  const members = group.Members.map((id) => byId.get(id)).filter((u) => u !== undefined);
+  return ok(JSON.stringify(members), members.length);
+}
+
+function positions(state: EmulatorState): ApiReply {
+  const all = directoryPart(state.store.directory.positions, '/v1/positions');
+  return ok(JSON.stringify(all), all.length);
+}
+
 type Matcher = (m: string[]) => V1Route;
 
 const LIST = '/v1/lists/{appID}/{listID}';
@@ -221,6 +258,14 @@ const ROUTES: Array<{ method: string; re: RegExp; make: Matcher }> = [
     re: /^\/v1\/applications\/([^/]+)\/lists\/?$/,
     make: ([a]) => ({ name: 'GET /v1/applications/{id}/lists', mutation: false, handle: (s) => applicationLists(s, a as string) }),
   },
+  { method: 'GET', re: /^\/v1\/departments\/?$/, make: () => ({ name: 'GET /v1/departments', mutation: false, handle: (s) => departments(s) }) },
+  { method: 'GET', re: /^\/v1\/groups\/?$/, make: () => ({ name: 'GET /v1/groups', mutation: false, handle: (s, i) => groups(s, i) }) },
+  {
+    method: 'GET',
+    re: /^\/v1\/groups\/([^/]+)\/users\/?$/,
+    make: ([g]) => ({ name: 'GET /v1/groups/{id}/users', mutation: false, handle: (s) => groupUsers(s, g as string) }),
+  },
+  { method: 'GET', re: /^\/v1\/positions\/?$/, make: () => ({ name: 'GET /v1/positions', mutation: false, handle: (s) => positions(s) }) },
   {
     method: 'POST',
     re: /^\/v1\/hooks\/?$/,

@@ -1,4 +1,5 @@
 import type { FieldFlagStyle, FieldMetaArrangement } from './field-meta.js';
+import { generateDirectory } from './directory.js';
 import { type FieldSpec, userFieldMeta } from './field-types.js';
 import { snowflakeId, userIdFor } from './ids.js';
 import { PlatformZone } from './platform-time.js';
@@ -175,6 +176,7 @@ export function buildStore(opts: StoreOptions): EmulatorStore {
   if (apiKeys.length === 0) throw new SeedError('apiKeys: at least one API key is needed');
   const users = seedUsers(seed?.users, seedNumber);
   const store = new EmulatorStore({ zone, users, apiKeys, referenceMs: opts.referenceMs });
+  store.directory = seed?.directory ?? generateDirectory(users);
   const sample = opts.sample ?? seed === undefined;
   if (sample) {
     const items = opts.items ?? SAMPLE_DEFAULT_ITEMS;

@@ -1,3 +1,4 @@
+import { directorySchema } from './directory.js';
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { FIELD_FLAG_STYLES, FIELD_META_ARRANGEMENTS } from './field-meta.js';
@@ -113,6 +114,8 @@ export const seedFileSchema = z
       .optional()
       .meta({ description: 'The users directory: {"count": n} generated users, or the users themselves; the first is the user the API key acts as (default 50 generated)' }),
     lists: z.array(listSchema).default([]),
+    /** Departments, groups and positions; absent: derived from the users. An absent key inside: that endpoint answers 404. */
+    directory: directorySchema.optional(),
   })
   .superRefine((s, ctx) => {
     const seen = new Set<string>();

@@ -1,3 +1,4 @@
+import type { Directory } from './directory.js';
 import { type FieldMeta, type ValueKind, systemFieldMetas, valueKindOf } from './field-types.js';
 import { PlatformZone, SECONDS_PER_DAY, formatNaive, parseNaive } from './platform-time.js';
 
@@ -343,6 +344,8 @@ export function listKey(appID: string, listID: string): string {
 export class EmulatorStore {
   readonly zone: PlatformZone;
   readonly users: User[];
+  /** Departments, groups, positions (see directory.ts). */
+  directory: Directory = {};
   readonly apiKeys: readonly string[];
   readonly lists = new Map<string, ListData>();
   /** Instant the generated data is anchored to (ms). */

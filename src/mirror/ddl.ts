@@ -20,6 +20,9 @@ import { assignColumnNames, assertIdentifier, objectName, preferredColumnName, q
 import { rederiveColumns, type DerivedColumn } from './rederive.js';
 import { fieldsFingerprint, readRegistry, writeRegistry, type RegistryField } from './registry.js';
 import { createTableMapping, FIXED_COLUMNS, type MappedColumn, type TableMapping } from './table-mapping.js';
+import { ensureHistoryTable, historyTableName } from './history.js';
+import { columnComments, ensureView, historyViewSpec, liveViewSpec, renameColumnIfPresent, syncComments, tableComment, viewExists, type ViewSpec } from './reporting.js';
+import { describeSchemaChange, recordSchemaChanges, WARNING_KINDS, type SchemaChange } from './schema-change.js';
 import { assertCaptureFunction, attachCaptureTriggers, tableOwner } from './triggers.js';
 import { isTransaction } from './writer.js';
 
@@ -51,6 +54,14 @@ export interface EnsureMirrorTableOptions {
   columnNames?: ColumnNaming;
   /** Pinned column names by field name (`lists[].columns`); a pinned name renames an existing column. */
   columns?: Readonly<Record<string, string>>;
+  /** Schema of the live (and history) views; undefined or null: no views. */
+  reportingSchema?: string | null;
+  /** Keep `<table>_history` (lists[].history). */
+  history?: boolean;
+  /** The list's title on the platform, for the table's comment (kept as it is when undefined). */
+  title?: string;
+  /** The run these changes belong to. */
+  runId?: number;
   logger?: Logger;
 }
 
@@ -98,8 +109,7 @@ async function ensureInTransaction(trx: Knex.Transaction, o: EnsureMirrorTableOp
   const qtable = qualifiedName(schema, table);
   const createdField = o.createdField ?? 'Created';
   const modifiedField = o.modifiedField ?? 'Modified';
-  const changes: string[] = [];
-  const warnings = new Set<string>();
+  const changes: SchemaChange[] = [];
 
   await trx.raw('select pg_advisory_xact_lock(?, hashtext(?))', [DDL_LOCK_CLASS, `${schema}.${table}`]);
   await assertCaptureFunction(trx);
@@ -119,7 +129,7 @@ async function ensureInTransaction(trx: Knex.Transaction, o: EnsureMirrorTableOp
     }
   }
   if (registry && registry.table !== table) {
-    changes.push(`list "${list.name}" now mirrors into ${schema}.${table} (was ${registry.table}); the old table is left as it is`);
+    changes.push({ kind: 'retargeted', before: `${schema}.${registry.table}`, after: `${schema}.${table}` });
   }
 
   // Which fields go to the fixed columns, which get columns of their own.
@@ -147,7 +157,6 @@ async function ensureInTransaction(trx: Knex.Transaction, o: EnsureMirrorTableOp
 
   // Decide each field column's kind and the DDL it needs.
   const entries: RegistryField[] = [];
-  const relabel = new Set<string>();
   const addColumns: { column: string; kind: ColumnKind; field: FieldMeta }[] = [];
   const widen: string[] = [];
   for (const f of ownFields) {
@@ -156,35 +165,24 @@ async function ensureInTransaction(trx: Knex.Transaction, o: EnsureMirrorTableOp
     const before = prior.get(f.FieldName);
     const renamedTo = platformRename(before, f);
     if (renamedTo !== undefined) {
-      changes.push(`field ${f.FieldName} is now called "${renamedTo}" on the platform (was "${before?.displayName ?? ''}"); column ${column} keeps its name (pin another with lists[].columns)`);
-      relabel.add(column);
+      changes.push({ kind: 'renamed', field: f.FieldName, column, before: before?.displayName ?? '', after: renamedTo });
     }
     let kind: ColumnKind = wanted;
     if (existing.kind === 'table') {
       const have = existing.columns.get(column);
       if (have === undefined) {
         addColumns.push({ column, kind, field: f });
-        changes.push(
-          before
-            ? `added column ${column} (${SQL_TYPE[kind]}) for field ${f.FieldName} (the column was missing)`
-            : `added column ${column} (${SQL_TYPE[kind]}) for new field ${f.FieldName}`,
-        );
+        changes.push({ kind: 'added', field: f.FieldName, column, after: SQL_TYPE[kind], ...(before ? { before: 'missing' } : {}) });
       } else if (have === FORMATTED_TYPE[wanted]) {
-        if (before?.removed) changes.push(`field ${f.FieldName} is back on the platform; column ${column} is written again`);
+        if (before?.removed) changes.push({ kind: 'back', field: f.FieldName, column });
       } else if (have === 'text') {
         kind = 'text';
-        if (before?.removed) changes.push(`field ${f.FieldName} is back on the platform; column ${column} is written again`);
-        if (before === undefined || before.platformKind !== wanted) {
-          const msg = `field ${f.FieldName} is ${SQL_TYPE[wanted]} on the platform but column ${column} is text; it stays text (values are stored as the platform's text)`;
-          changes.push(msg);
-          warnings.add(msg);
-        }
+        if (before?.removed) changes.push({ kind: 'back', field: f.FieldName, column });
+        if (before === undefined || before.platformKind !== wanted) changes.push({ kind: 'kept-text', field: f.FieldName, column, before: 'text', after: SQL_TYPE[wanted] });
       } else {
         kind = 'text';
         widen.push(column);
-        const msg = `field ${f.FieldName} changed type (column ${column} was ${have}, the platform now says ${SQL_TYPE[wanted]}): column widened to text, no data dropped`;
-        changes.push(msg);
-        warnings.add(msg);
+        changes.push({ kind: 'widened', field: f.FieldName, column, before: have, after: SQL_TYPE[wanted] });
       }
     }
     entries.push(registryEntry(f, column, kind, wanted, false));
@@ -194,16 +192,14 @@ async function ensureInTransaction(trx: Knex.Transaction, o: EnsureMirrorTableOp
   const removed: RegistryField[] = [];
   for (const e of prior.values()) {
     if (ownNames.has(e.field)) continue;
-    if (!e.removed) {
-      const msg = `field ${e.field} is no longer on the platform; column ${e.column} is kept with its data and no longer updated`;
-      changes.push(msg);
-      warnings.add(msg);
-    }
+    if (!e.removed) changes.push({ kind: 'removed', field: e.field, column: e.column });
     removed.push({ ...e, removed: true });
   }
 
   // DDL.
   if (!(await schemaExists(trx, schema))) await trx.raw(`create schema if not exists ${quoteIdent(schema)}`);
+  const reporting = o.reportingSchema ?? undefined;
+  const allFields = [...entries, ...removed];
   if (existing.kind === 'none') {
     const columnsSql = [
       `${quoteIdent(FIXED_COLUMNS.id)} text primary key default (${quoteLiteral('local-')} || gen_random_uuid()::text)`,
@@ -212,24 +208,21 @@ async function ensureInTransaction(trx: Knex.Transaction, o: EnsureMirrorTableOp
       ...TRAILING_COLUMN_TYPES.map(([c, t]) => `${quoteIdent(c)} ${t}`),
     ];
     await trx.raw(`create table ${qtable} (\n  ${columnsSql.join(',\n  ')}\n)`);
-    await trx.raw(`comment on table ${qtable} is ${quoteLiteral(`listsync mirror of list "${list.name}" (app ${list.appID}, list ${list.listID}). Edits are written back; deletes are refused.`)}`);
-    for (const e of entries) await commentColumn(trx, qtable, e);
-    changes.push(`created table ${schema}.${table} with ${entries.length} field column(s)`);
+    changes.push({ kind: 'table-created', column: `${schema}.${table}`, detail: String(entries.length) });
   } else {
     for (const [c, t] of [...FIXED_COLUMN_TYPES, ...TRAILING_COLUMN_TYPES]) {
       if (!existing.columns.has(c)) {
         await trx.raw(`alter table ${qtable} add column ${quoteIdent(c)} ${t}`);
-        changes.push(`added missing column ${c} (${t})`);
+        changes.push({ kind: 'fixed-column-added', column: c, after: t });
       }
     }
-    for (const a of addColumns) {
-      await trx.raw(`alter table ${qtable} add column ${quoteIdent(a.column)} ${SQL_TYPE[a.kind]}`);
-      await commentColumn(trx, qtable, entries.find((e) => e.column === a.column)!);
-    }
+    for (const c of changes) if (c.kind === 'column-renamed') await renameShownColumn(trx, schema, table, reporting, c.before!, c.after!);
+    for (const a of addColumns) await trx.raw(`alter table ${qtable} add column ${quoteIdent(a.column)} ${SQL_TYPE[a.kind]}`);
+    // Postgres refuses to change the type of a column a view reads: the reporting views show it as NULL until they are rebuilt below.
+    if (widen.length > 0 && reporting !== undefined) await detachViewColumns(trx, reportingViews(reporting, schema, table, allFields), new Set(widen));
     for (const column of widen) {
       await trx.raw(`alter table ${qtable} alter column ${quoteIdent(column)} type text using ${quoteIdent(column)}::text`);
     }
-    for (const e of entries) if (relabel.has(e.column)) await commentColumn(trx, qtable, e);
   }
   await ensureIndexes(trx, schema, table);
   const active: MappedColumn[] = entries.map(({ field, column, kind }) => ({ field, column, kind }));
@@ -248,25 +241,37 @@ async function ensureInTransaction(trx: Knex.Transaction, o: EnsureMirrorTableOp
     if (stale.columns.length > 0) {
       const r = await rederiveColumns(trx, { schema, table, listName: list.name }, stale.columns, timeZone ?? 'UTC');
       if (r.rows > 0)
-        changes.push(
-        `re-derived ${stale.columns.map((c) => c.column).join(', ')} of ${r.rows} row(s) from _raw (${stale.why})` +
-          (r.failedValues ? `; ${r.failedValues} value(s) did not convert and are NULL, kept in _raw` : ''),
-      );
+        changes.push({
+          kind: 'rederived',
+          column: stale.columns.map((c) => c.column).join(', '),
+          detail: `${r.rows} row(s) from _raw (${stale.why})` + (r.failedValues ? `; ${r.failedValues} value(s) did not convert and are NULL, kept in _raw` : ''),
+        });
     }
   }
+  const history = o.history ?? false;
+  const title = o.title ?? registry?.title;
   await writeRegistry(trx, {
     name: list.name,
     appID: list.appID,
     listID: list.listID,
     table,
-    fields: [...fixedEntries, ...entries, ...removed],
+    fields: [...fixedEntries, ...allFields],
     fingerprint,
     conversion: timeZone === undefined ? {} : { timeZone },
+    history,
+    ...(title !== undefined ? { title } : {}),
   });
 
+  // What readers see: history, views and comments, all kept true on every call.
+  if (history) await ensureHistoryTable(trx, { schema, table, fields: allFields, widened: widen });
+  const described = { name: list.name, appID: list.appID, listID: list.listID, ...(title !== undefined ? { title } : {}) };
+  await describeForReaders(trx, { schema, table, reporting, history, fields: [...fixedEntries, ...allFields], comment: tableComment(described) });
+
+  const ids = await recordSchemaChanges(trx, list.name, changes, o.runId);
   for (const c of changes) {
-    if (warnings.has(c)) o.logger?.warn({ list: list.name, table: `${schema}.${table}` }, c);
-    else o.logger?.info({ list: list.name, table: `${schema}.${table}` }, c);
+    const where = { list: list.name, table: `${schema}.${table}`, kind: c.kind };
+    if (WARNING_KINDS.has(c.kind)) o.logger?.warn(where, describeSchemaChange(c));
+    else o.logger?.info(where, describeSchemaChange(c));
   }
 
   return createTableMapping({
@@ -279,7 +284,10 @@ async function ensureInTransaction(trx: Knex.Transaction, o: EnsureMirrorTableOp
     modifiedField,
     columns: active,
     removedColumns: removed.map(({ field, column, kind }) => ({ field, column, kind })),
-    changes,
+    changes: changes.map(describeSchemaChange),
+    schemaChanges: changes,
+    schemaChangeIds: ids,
+    history,
     fingerprint,
   });
 }
@@ -356,10 +364,42 @@ async function ensureIndexes(db: Knex.Transaction, schema: string, table: string
   }
 }
 
-async function commentColumn(db: Knex.Transaction, qtable: string, e: RegistryField): Promise<void> {
-  const label = e.displayName && e.displayName !== e.field ? `"${e.displayName}" (platform field ${e.field}` : `platform field ${e.field} (`;
-  const text = `${label}${e.displayName && e.displayName !== e.field ? ', ' : ''}storage ${e.storage || '?'}, control ${e.control || '?'})`;
-  await db.raw(`comment on column ${qtable}.${quoteIdent(e.column)} is ${quoteLiteral(text)}`);
+/** The reporting views of a list: the live view, and the history view when the history table exists. */
+function reportingViews(reporting: string, schema: string, table: string, fields: readonly RegistryField[]): ViewSpec[] {
+  return [liveViewSpec(reporting, schema, table, fields), historyViewSpec(reporting, schema, table, fields)];
+}
+
+/** A pinned column's new name in the history table and the reporting views too. */
+async function renameShownColumn(trx: Knex.Transaction, schema: string, table: string, reporting: string | undefined, from: string, to: string): Promise<void> {
+  const history = historyTableName(table);
+  await renameColumnIfPresent(trx, schema, history, from, to);
+  if (reporting === undefined) return;
+  await renameColumnIfPresent(trx, reporting, table, from, to);
+  await renameColumnIfPresent(trx, reporting, history, from, to);
+}
+
+async function detachViewColumns(trx: Knex.Transaction, views: readonly ViewSpec[], columns: ReadonlySet<string>): Promise<void> {
+  for (const v of views) if (await viewExists(trx, v.schema, v.name)) await ensureView(trx, v, { detached: columns });
+}
+
+/** Comments on the table, its history and its views; the views themselves. */
+async function describeForReaders(
+  trx: Knex.Transaction,
+  d: { schema: string; table: string; reporting: string | undefined; history: boolean; fields: readonly RegistryField[]; comment: string },
+): Promise<void> {
+  const comments = columnComments(d.fields);
+  const hist = historyTableName(d.table);
+  const historyComment = `Versions of the rows of ${d.schema}.${d.table}, one per version listsync saw (valid_from..valid_to). ${d.comment}`;
+  await syncComments(trx, d.schema, d.table, d.comment, comments);
+  if (d.history) await syncComments(trx, d.schema, hist, historyComment, comments);
+  if (d.reporting === undefined) return;
+  const [live, versions] = reportingViews(d.reporting, d.schema, d.table, d.fields) as [ViewSpec, ViewSpec];
+  await ensureView(trx, live);
+  await syncComments(trx, live.schema, live.name, `Live rows (not deleted) of ${d.schema}.${d.table}. ${d.comment}`, comments);
+  if (d.history || (await viewExists(trx, versions.schema, versions.name))) {
+    await ensureView(trx, versions);
+    await syncComments(trx, versions.schema, versions.name, historyComment, comments);
+  }
 }
 
 function registryEntry(f: FieldMeta, column: string, kind: ColumnKind, platformKind: ColumnKind, fixed: boolean): RegistryField {
@@ -399,7 +439,7 @@ async function renamePinnedColumns(
   columns: Map<string, string>,
   prior: ReadonlyMap<string, RegistryField>,
   names: ReadonlyMap<string, string>,
-  changes: string[],
+  changes: SchemaChange[],
 ): Promise<void> {
   for (const [field, e] of prior) {
     const to = names.get(field);
@@ -408,7 +448,7 @@ async function renamePinnedColumns(
     await trx.raw(`alter table ${qtable} rename column ${quoteIdent(e.column)} to ${quoteIdent(to)}`);
     columns.set(to, columns.get(e.column)!);
     columns.delete(e.column);
-    changes.push(`renamed column ${e.column} to ${to} for field ${field} (lists[].columns)`);
+    changes.push({ kind: 'column-renamed', field, column: to, before: e.column, after: to });
   }
 }
 

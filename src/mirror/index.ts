@@ -30,3 +30,6 @@ export {
   OPEN_STATUSES,
   type OutboxChange,
 } from './triggers.js';
+export { describeSchemaChange, recordSchemaChanges, recentSchemaChanges, countSchemaChanges, FIELD_APPEARED_KINDS, type SchemaChange, type SchemaChangeKind, type RecordedSchemaChange } from './schema-change.js';
+export { historyTableName, ensureHistoryTable, closeDeletedVersions, reopenVersions } from './history.js';
+export { tableComment, fieldColumnComment, SYSTEM_COLUMN_COMMENTS, ensureView, liveViewSpec, historyViewSpec } from './reporting.js';

@@ -48,6 +48,10 @@ export interface RegistryEntry {
   fingerprint: string;
   /** Settings the typed columns were converted under; `timeZone` undefined for mirrors made before it was kept. */
   conversion: ConversionSettings;
+  /** Keeps `<table>_history` (lists[].history). */
+  history?: boolean;
+  /** The list's title on the platform, when known. */
+  title?: string;
 }
 
 export interface ConversionSettings {
@@ -55,12 +59,12 @@ export interface ConversionSettings {
 }
 
 export async function readRegistry(db: Knex | Knex.Transaction, listName: string, options: { forUpdate?: boolean } = {}): Promise<RegistryEntry | undefined> {
-  const q = db('lists').withSchema('listsync').where({ name: listName }).first('name', 'app_id', 'list_id', 'table_name', 'fields', 'fingerprint', 'conversion');
+  const q = db('lists').withSchema('listsync').where({ name: listName }).first('name', 'app_id', 'list_id', 'table_name', 'fields', 'fingerprint', 'conversion', 'history', 'title');
   const row = (await (options.forUpdate ? q.forUpdate() : q)) as
-    | { name: string; app_id: string; list_id: string; table_name: string; fields: unknown; fingerprint: string; conversion: unknown }
+    | { name: string; app_id: string; list_id: string; table_name: string; fields: unknown; fingerprint: string; conversion: unknown; history: boolean | null; title: string | null }
     | undefined;
   if (!row) return undefined;
-  return { name: row.name, appID: row.app_id, listID: row.list_id, table: row.table_name, fields: parseRegistryFields(row.fields), fingerprint: row.fingerprint, conversion: parseConversion(row.conversion) };
+  return { name: row.name, appID: row.app_id, listID: row.list_id, table: row.table_name, fields: parseRegistryFields(row.fields), fingerprint: row.fingerprint, conversion: parseConversion(row.conversion), history: row.history === true, ...(row.title !== null ? { title: row.title } : {}) };
 }
 
 export async function writeRegistry(db: Knex | Knex.Transaction, entry: RegistryEntry): Promise<void> {
@@ -74,10 +78,12 @@ export async function writeRegistry(db: Knex | Knex.Transaction, entry: Registry
       fields: JSON.stringify(entry.fields),
       fingerprint: entry.fingerprint,
       conversion: JSON.stringify(entry.conversion),
+      history: entry.history ?? false,
+      title: entry.title ?? null,
       updated_at: db.fn.now(),
     })
     .onConflict('name')
-    .merge(['app_id', 'list_id', 'table_name', 'fields', 'fingerprint', 'conversion', 'updated_at']);
+    .merge(['app_id', 'list_id', 'table_name', 'fields', 'fingerprint', 'conversion', 'history', 'title', 'updated_at']);
 }
 
 function parseConversion(value: unknown): ConversionSettings {
@@ -163,6 +169,7 @@ export async function loadTableMapping(db: Knex | Knex.Transaction, schema: stri
     columns: fieldEntries.filter((f) => !f.removed).map(({ field, column, kind }) => ({ field, column, kind })),
     removedColumns: fieldEntries.filter((f) => f.removed).map(({ field, column, kind }) => ({ field, column, kind })),
     changes: [],
+    history: entry.history === true,
     fingerprint: entry.fingerprint,
   });
 }

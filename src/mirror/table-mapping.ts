@@ -6,6 +6,7 @@
  */
 import type { ColumnKind } from './column-types.js';
 import { qualifiedName } from './naming.js';
+import type { SchemaChange } from './schema-change.js';
 
 /** Columns every mirror table has, besides the field columns. */
 export const FIXED_COLUMNS = {
@@ -42,8 +43,14 @@ export interface TableMappingData {
   columns: MappedColumn[];
   /** Columns of fields that disappeared from the platform: kept with their data, no longer written. */
   removedColumns: MappedColumn[];
-  /** What `ensureMirrorTable` changed in this call (empty when the table was up to date or when loaded). */
+  /** What `ensureMirrorTable` changed in this call, as sentences (empty when the table was up to date or when loaded). */
   changes: string[];
+  /** The same changes as data (`changes` is derived from them). */
+  schemaChanges?: SchemaChange[];
+  /** Their rows in `listsync.schema_changes`. */
+  schemaChangeIds?: number[];
+  /** The list keeps `<table>_history`: every write of a version records it there. */
+  history?: boolean;
   /** Hash of the field metadata the mapping was built from. */
   fingerprint: string;
 }

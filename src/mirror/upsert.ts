@@ -33,6 +33,7 @@ import { fromPlatformToSql, NOT_CONVERTED, scalarString } from './convert.js';
 import { USERS_COLUMNS } from './ddl.js';
 import { qualifiedName, quoteIdent } from './naming.js';
 import { arrayLiteral, jsonbSafe } from './pg-text.js';
+import { historyStatement } from './history.js';
 import { FIXED_COLUMNS, type TableMapping } from './table-mapping.js';
 import { withListsyncWriter } from './writer.js';
 
@@ -168,14 +169,22 @@ async function upsertBatch(trx: Knex.Transaction, mapping: TableMapping, sql: St
   const candidates = fresh.length + changed.length;
   let inserted = 0;
   let updated = 0;
-  if (fresh.length > 0) inserted = rowCount(await trx.raw(sql.insert, encodeRows(mapping, fresh, zone, fail)));
+  const written: string[] = [];
+  const write = async (statement: string, bindings: readonly string[]): Promise<number> => {
+    const res = await trx.raw(statement, bindings);
+    if (sql.history) for (const row of (res as { rows: { id: string }[] }).rows) written.push(row.id);
+    return rowCount(res);
+  };
+  if (fresh.length > 0) inserted = await write(sql.insert, encodeRows(mapping, fresh, zone, fail));
 
   // 3. Rows whose version moved, or that come back after a soft delete. The conditions are
   // checked again on the row itself: an unchanged item without a version is not rewritten.
-  if (changed.length > 0) updated += rowCount(await trx.raw(sql.update, [...encodeRows(mapping, changed, zone, fail), mapping.listName]));
+  if (changed.length > 0) updated += await write(sql.update, [...encodeRows(mapping, changed, zone, fail), mapping.listName]);
   // Inserted meanwhile by another writer (ON CONFLICT DO NOTHING skipped them): update those instead.
   // Failures were reported when they were first encoded.
-  if (inserted < fresh.length) updated += rowCount(await trx.raw(sql.update, [...encodeRows(mapping, fresh, zone, () => undefined), mapping.listName]));
+  if (inserted < fresh.length) updated += await write(sql.update, [...encodeRows(mapping, fresh, zone, () => undefined), mapping.listName]);
+  // 4. With history: the versions just written, in the same transaction, by one statement.
+  if (sql.history && written.length > 0) await trx.raw(sql.history, [arrayLiteral(written)]);
 
   result.inserted += inserted;
   result.updated += updated;
@@ -233,6 +242,8 @@ interface Statements {
   insert: string;
   /** Bindings: the encoded rows, list name. */
   update: string;
+  /** With history only (insert and update then return the ids they wrote). Bindings: those ids. */
+  history?: string;
 }
 
 const statementCache = new WeakMap<TableMapping, Statements>();
@@ -275,11 +286,12 @@ select s.id, c.id is not null as present, c.row_version, c.deleted, p.item_id is
 
   const target = [F.id, F.rowVersion, F.createdAt, F.modifiedAt, ...mapping.columns.map((c) => c.column), F.raw, F.syncedAt, F.deletedAt].map(q);
   const values = ['s.id', 's.row_version', 's.created_at', 's.modified_at', ...mapping.columns.map((c, i) => valueExpr(c.kind, aliases[i]!)), 's.raw::jsonb', 'now()', 'null::timestamptz'];
+  const returning = mapping.history ? `\nreturning ${q(F.id)} as id` : '';
   const insert = `
 insert into ${t} (${target.join(', ')})
 select ${values.join(', ')}
   from ${unnest}
-on conflict (${q(F.id)}) do nothing`;
+on conflict (${q(F.id)}) do nothing${returning}`;
 
   const sets = target.slice(1).map((col, i) => `${col} = ${values[i + 1]}`);
   const update = `
@@ -290,9 +302,9 @@ update ${t} as t set ${sets.join(', ')}
         or s.row_version > t.${q(F.rowVersion)}
         or t.${q(F.deletedAt)} is not null
         or (s.row_version is null and t.${q(F.raw)} is distinct from s.raw::jsonb))
-   and ${openChange(`t.${q(F.id)}`)} is null`;
+   and ${openChange(`t.${q(F.id)}`)} is null${mapping.history ? `\nreturning t.${q(F.id)} as id` : ''}`;
 
-  const statements = { read, insert, update };
+  const statements: Statements = { read, insert, update, ...(mapping.history ? { history: historyStatement(mapping) } : {}) };
   statementCache.set(mapping, statements);
   return statements;
 }

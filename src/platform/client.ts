@@ -320,6 +320,34 @@ export class PlatformClient {
     return { items: r.items, totalCount: r.totalCount ?? r.items.length };
   }
 
+  // ---- organization directory (answer shapes beyond a few keys are not documented: read leniently)
+
+  /** Every department (`GET /departments?parentId=0`). */
+  async getDepartments(signal?: AbortSignal): Promise<Record<string, unknown>[]> {
+    const env = await this.request({ method: 'GET', endpoint: 'departments', path: 'departments?parentId=0', repeat: 'read', signal });
+    return directoryRows(env.Data, 'GET', '/departments');
+  }
+
+  /** One page of groups (`GET /groups?keywords=&pageIndex=&pageSize=`). */
+  async getGroups(pageIndex: number, pageSize: number, signal?: AbortSignal): Promise<{ items: Record<string, unknown>[]; totalCount: number | undefined }> {
+    assertPageSize(pageSize, { method: 'GET', path: '/groups' });
+    const env = await this.request({ method: 'GET', endpoint: 'groups', path: `groups?keywords=&pageIndex=${pageIndex}&pageSize=${pageSize}`, repeat: 'read', signal });
+    return { items: directoryRows(env.Data, 'GET', '/groups'), totalCount: countOf(env.TotalCount) };
+  }
+
+  /** The members of a group (`GET /groups/{id}/users`). */
+  async getGroupUsers(groupID: string, signal?: AbortSignal): Promise<Record<string, unknown>[]> {
+    const path = `groups/${encodeURIComponent(groupID)}/users`;
+    const env = await this.request({ method: 'GET', endpoint: 'groups/{id}/users', path, repeat: 'read', signal });
+    return directoryRows(env.Data, 'GET', `/${path}`);
+  }
+
+  /** Every position (`GET /positions`). */
+  async getPositions(signal?: AbortSignal): Promise<Record<string, unknown>[]> {
+    const env = await this.request({ method: 'GET', endpoint: 'positions', path: 'positions', repeat: 'read', signal });
+    return directoryRows(env.Data, 'GET', '/positions');
+  }
+
   async subscribeHook(hook: HookSubscription, signal?: AbortSignal): Promise<{ id: string }> {
     const env = await this.request({
       method: 'POST',
@@ -619,4 +647,21 @@ function stringValues(data: Record<string, string>, method: string, path: string
     }
   }
   return data;
+}
+
+/**
+ * The rows of a directory answer: `Data` as an array, or an object holding
+ * one (`Items`, `List`, `Rows`, `Records`, `Data`...); null or an empty
+ * object is no rows. Entries that are not objects are dropped.
+ */
+function directoryRows(data: unknown, method: string, path: string): Record<string, unknown>[] {
+  const isRow = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+  if (data === null || data === undefined) return [];
+  if (Array.isArray(data)) return data.filter(isRow);
+  if (isRow(data)) {
+    const inner = Object.values(data).find((v) => Array.isArray(v));
+    if (inner !== undefined) return (inner as unknown[]).filter(isRow);
+    if (Object.keys(data).length === 0) return [];
+  }
+  throw unexpected(method, path, 'Data is not a list of entries');
 }

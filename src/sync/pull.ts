@@ -22,6 +22,8 @@ import { platformDate } from '../platform/dates.js';
 import { ensureMirrorTable, markListsyncWriter, upsertItems, type TableMapping, type UpsertResult } from '../mirror/index.js';
 import { LIST_JOBS, listLockName } from './exclusive.js';
 import { runJob, type ActiveRun } from './run-job.js';
+import { FIELD_APPEARED_KINDS } from '../mirror/schema-change.js';
+import { listTitle } from './list-title.js';
 import { pendingConflictHandler } from './conflicts.js';
 import { addToRun, describeRun, finishRun, zeroCounters, type RunCounters } from './runs.js';
 import { completeState, readState, writeCheckpoint } from './state.js';
@@ -96,7 +98,7 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
   const zone = config.platform.timeZone;
   const now = deps.clock ?? (() => new Date());
 
-  const fields = await client.getFields(list.appID, list.listID);
+  const [fields, title] = await Promise.all([client.getFields(list.appID, list.listID), listTitle(client, list, deps.logger)]);
   const mapping = await ensureMirrorTable(db, {
     schema: config.database.schema,
     list: { name: list.name, appID: list.appID, listID: list.listID, table: list.table ?? list.name },
@@ -106,6 +108,10 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
     timeZone: zone,
     columnNames: list.columnNames,
     columns: list.columns,
+    reportingSchema: config.database.reportingSchema,
+    history: list.history,
+    ...(title !== undefined ? { title } : {}),
+    runId: run.runId,
     logger: deps.logger,
   });
   const schemaChanges = mapping.changes ?? [];
@@ -143,7 +149,7 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
   // REFILL_VERSION, which no platform version equals, until the full read has rewritten them (a
   // run that fails before its first checkpoint finds them marked and starts the full read again).
   const table = `${mapping.schema}.${mapping.table}`;
-  const fieldsAdded = schemaChanges.some((c) => c.startsWith('added column') || c.includes('is back on the platform'));
+  const fieldsAdded = (mapping.schemaChanges ?? []).some((c) => FIELD_APPEARED_KINDS.has(c.kind));
   if (mode.kind === 'incremental' && !resumed && state.watermark !== null && fieldsAdded) {
     await db.transaction(async (trx) => {
       await markListsyncWriter(trx);

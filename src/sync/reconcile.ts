@@ -36,6 +36,7 @@ import type { Config, ListConfig } from '../config.js';
 import type { Knex } from '../db.js';
 import type { Logger } from '../logger.js';
 import { LOCAL_ID_PREFIX, loadTableMapping, markListsyncWriter } from '../mirror/index.js';
+import { closeDeletedVersions, reopenVersions } from '../mirror/history.js';
 import type { PlatformClient } from '../platform/client.js';
 import { Operator, type Item, type ItemQuery } from '../platform/types.js';
 import { LIST_JOBS, listLockName } from './exclusive.js';
@@ -214,6 +215,7 @@ async function reconcileLocked(deps: ReconcileDeps, list: ListConfig, run: Activ
       async (trx) => {
         await markListsyncWriter(trx);
         const r = await work.mark(trx);
+        if (mapping.history) await recordMarksInHistory(trx, mapping);
         counters.rows_deleted = r.deleted;
         counters.rows_undeleted = r.undeleted;
         await finishRun(trx, runId, 'succeeded', { counters, details: { ...details, confirmedPresent } });
@@ -429,4 +431,11 @@ function idOf(item: Item, idField: string): string | undefined {
   if (typeof v === 'bigint') return v.toString();
   if (typeof v === 'number' && Number.isSafeInteger(v)) return String(v);
   return undefined;
+}
+
+/** With history: a delete closes the item's open version; an item seen again at the same version has it reopened. */
+async function recordMarksInHistory(trx: Knex.Transaction, mapping: { schema: string; table: string }): Promise<void> {
+  await closeDeletedVersions(trx, mapping);
+  const back = (await trx.raw('select id from pg_temp.reconcile_undelete')) as { rows: { id: string }[] };
+  await reopenVersions(trx, mapping, back.rows.map((x) => x.id));
 }

@@ -5,7 +5,7 @@
 import { hostname } from 'node:os';
 import type { Knex } from '../db.js';
 
-export type Job = 'pull' | 'backfill' | 'push' | 'reconcile' | 'users';
+export type Job = 'pull' | 'backfill' | 'push' | 'reconcile' | 'users' | 'directory';
 export type RunStatus = 'running' | 'succeeded' | 'failed' | 'skipped';
 
 export interface RunCounters {

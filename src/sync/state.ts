@@ -18,7 +18,7 @@ export async function readState<C>(db: Knex, listName: string, job: string): Pro
  * Records the in-flight checkpoint. A checkpoint with a `nextPage` never moves an
  * existing one of the same run backwards (pages commit out of order when written in parallel).
  */
-export async function writeCheckpoint(db: Knex, listName: string, job: string, checkpoint: { runId?: number; nextPage?: number } | null): Promise<void> {
+export async function writeCheckpoint(db: Knex, listName: string, job: string, checkpoint: { runId?: number; nextPage?: number; [key: string]: unknown } | null): Promise<void> {
   await db.raw(
     `insert into listsync.sync_state (list_name, job, checkpoint, updated_at) values (?, ?, ?::jsonb, now())
      on conflict (list_name, job) do update set checkpoint = excluded.checkpoint, updated_at = now()

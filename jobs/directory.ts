@@ -1,0 +1,9 @@
+import { pullDirectory } from '../src/sync/directory.js';
+import type { JobDefinition } from './job.js';
+
+export const directoryJob: JobDefinition = {
+  name: 'directory',
+  perList: false,
+  scheduleOf: (config) => (config.directory.enabled ? config.directory.schedule : undefined),
+  run: (ctx) => pullDirectory({ db: ctx.db, client: ctx.client, config: ctx.config, logger: ctx.logger, signal: ctx.signal }),
+};

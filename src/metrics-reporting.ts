@@ -1,0 +1,27 @@
+/**
+ * `/metrics` for the reporting surface: changes listsync saw in the lists'
+ * fields (`listsync.schema_changes`), by list and kind, read at scrape time.
+ */
+import { Counter, type Registry } from 'prom-client';
+import type { Knex } from './db.js';
+import type { Logger } from './logger.js';
+import { countSchemaChanges } from './mirror/schema-change.js';
+
+export function registerSchemaChangeMetrics(registry: Registry, db: Knex, logger?: Logger): void {
+  const total = new Counter({
+    name: 'listsync_schema_changes_total',
+    help: "Changes seen in a list's fields (kind: added, removed, back, renamed, widened, ...), from listsync.schema_changes.",
+    labelNames: ['list', 'kind'] as const,
+    registers: [registry],
+    async collect() {
+      try {
+        const counts = await countSchemaChanges(db);
+        this.reset();
+        for (const c of counts) this.inc({ list: c.list, kind: c.kind }, c.count);
+      } catch (err) {
+        logger?.warn({ err }, 'metrics: could not read listsync.schema_changes');
+      }
+    },
+  });
+  void total;
+}
