@@ -1,0 +1,42 @@
+/**
+ * Quality bars (product brief, "Quality bars"): which figure of which
+ * benchmark is held to what. `npm run bench` ends with one table of them:
+ * each figure, its bar, the ratio, met or not.
+ */
+export interface Bar {
+  /** The benchmark (file name without `.bench.ts`). */
+  bench: string;
+  /** The figure's key in what the benchmark returns. */
+  figure: string;
+  bar: number;
+  better: 'higher' | 'lower';
+}
+
+export const BARS: readonly Bar[] = [
+  { bench: 'pull', figure: 'items/s over the ceiling (10 req/s x 1000)', bar: 0.95, better: 'higher' },
+  { bench: 'pull', figure: '429s (emulator)', bar: 0, better: 'lower' },
+  { bench: 'pull', figure: 'max requests in a sliding second (emulator)', bar: 10, better: 'lower' },
+  { bench: 'pipeline', figure: 'items/s, first request to last commit', bar: 30_000, better: 'higher' },
+  { bench: 'upsert', figure: 'first load rows/s', bar: 50_000, better: 'higher' },
+  { bench: 'backfill-memory', figure: 'peak RSS, process maxRSS (MB)', bar: 300, better: 'lower' },
+  { bench: 'push', figure: 'PATCH/s', bar: 9.5, better: 'higher' },
+  { bench: 'reconcile', figure: 'projected s for 1,000,000 IDs', bar: 110, better: 'lower' },
+  { bench: 'incremental', figure: 'query requests of the steady-state pull', bar: 2, better: 'lower' },
+  { bench: 'freshness', figure: 'p95 seconds edit to mirror', bar: 2, better: 'lower' },
+];
+
+export interface BarResult extends Bar {
+  value: number | undefined;
+  /** value/bar when higher is better, bar/value when lower is; ≥ 1 is met. */
+  ratio: number | undefined;
+  met: boolean | undefined;
+}
+
+export function judge(bar: Bar, figures: Readonly<Record<string, string | number>> | undefined): BarResult {
+  const raw = figures?.[bar.figure];
+  const value = typeof raw === 'number' && Number.isFinite(raw) ? raw : undefined;
+  if (value === undefined) return { ...bar, value, ratio: undefined, met: undefined };
+  const met = bar.better === 'higher' ? value >= bar.bar : value <= bar.bar;
+  const ratio = bar.better === 'higher' ? value / bar.bar : value === 0 ? (bar.bar === 0 ? 1 : Infinity) : bar.bar / value;
+  return { ...bar, value, ratio, met };
+}

@@ -1,0 +1,87 @@
+/**
+ * The whole pipeline with the account's rate limit lifted: fetch, parse,
+ * convert and write a full load of typed columns into PostgreSQL, from the
+ * first request to the last commit. Quality bar: three times the account's
+ * ceiling (30,000 items/s), so listsync is never what holds a sync back.
+ *
+ * Also prints what it costs: CPU seconds per 1,000,000 items of listsync
+ * (process.cpuUsage) and of PostgreSQL (the server processes' own CPU time
+ * from /proc, when the server runs on this machine), and of the emulator,
+ * which runs in a child process.
+ *
+ *   BENCH_PIPELINE_ITEMS=200000 npm run bench pipeline
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { silentLogger } from '../src/logger.js';
+import { pullList } from '../src/sync/pull.js';
+import { benchClient, benchConfig, benchDatabase, emulatorProcess } from './support.js';
+
+export default async function run(): Promise<Record<string, string | number>> {
+  const items = Number(process.env.BENCH_PIPELINE_ITEMS ?? 200_000);
+  const emu = await emulatorProcess(['--items', String(items), '--no-rate-limit']);
+  const b = await benchDatabase('pipeline');
+  try {
+    const config = benchConfig(emu.baseUrl, emu.apiKey, b.url, { requestsPerSecond: 1000, maxInFlight: 4 });
+    const client = benchClient(config, b.db);
+    const pgBefore = postgresCpuSeconds();
+    const emuBefore = processCpuSeconds(emu.child.pid);
+    const cpuBefore = process.cpuUsage();
+    const started = performance.now();
+    const r = await pullList({ db: b.db, client, config, logger: silentLogger() }, config.lists[0]!);
+    const seconds = (performance.now() - started) / 1000;
+    const cpu = process.cpuUsage(cpuBefore);
+    const pgCpu = pgBefore === undefined ? undefined : (postgresCpuSeconds() ?? pgBefore) - pgBefore;
+    const emuCpu = emuBefore === undefined ? undefined : (processCpuSeconds(emu.child.pid) ?? emuBefore) - emuBefore;
+    await client.close();
+    const perMillion = (s: number | undefined): number | string => (s === undefined ? 'n/a (server not on this machine)' : Math.round((s * 1_000_000 * 10) / items) / 10);
+    const columns = (await b.db.raw(`select count(*)::int as n from information_schema.columns where table_schema = 'mirror' and table_name = 'orders' and data_type <> 'text'`)) as { rows: { n: number }[] };
+    return {
+      items,
+      'rows written': r.counters.rows_inserted,
+      'typed (non-text) columns': columns.rows[0]!.n,
+      pages: r.counters.pages,
+      seconds: Number(seconds.toFixed(2)),
+      'items/s, first request to last commit': Math.round(items / seconds),
+      'over 3x the ceiling (30,000 items/s)': Number((items / seconds / 30_000).toFixed(3)),
+      'listsync CPU s per 1M items': perMillion((cpu.user + cpu.system) / 1e6),
+      'PostgreSQL CPU s per 1M items': perMillion(pgCpu),
+      'emulator CPU s per 1M items': perMillion(emuCpu),
+    };
+  } finally {
+    await emu.stop();
+    await b.drop();
+  }
+}
+
+const TICKS_PER_SECOND = 100;
+
+/** utime + stime of a process, in seconds (Linux /proc); undefined where /proc is not there. */
+function processCpuSeconds(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+  } catch {
+    return undefined;
+  }
+}
+
+/** CPU seconds of every `postgres` process on this machine (backends come and go; the pool keeps ours open). */
+function postgresCpuSeconds(): number | undefined {
+  let total = 0;
+  let found = false;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (!readFileSync(`/proc/${entry}/comm`, 'utf8').startsWith('postgres')) continue;
+    } catch {
+      continue;
+    }
+    const s = processCpuSeconds(Number(entry));
+    if (s === undefined) continue;
+    total += s;
+    found = true;
+  }
+  return found ? total : undefined;
+}
