@@ -51,6 +51,8 @@ export interface EnsureMirrorTableOptions {
   columnNames?: ColumnNaming;
   /** Pinned column names by field name (`lists[].columns`); a pinned name renames an existing column. */
   columns?: Readonly<Record<string, string>>;
+  /** `lists[].pushDeletes`: a DELETE on the table is written back (true) or refused (default). */
+  pushDeletes?: boolean;
   logger?: Logger;
 }
 
@@ -212,7 +214,7 @@ async function ensureInTransaction(trx: Knex.Transaction, o: EnsureMirrorTableOp
       ...TRAILING_COLUMN_TYPES.map(([c, t]) => `${quoteIdent(c)} ${t}`),
     ];
     await trx.raw(`create table ${qtable} (\n  ${columnsSql.join(',\n  ')}\n)`);
-    await trx.raw(`comment on table ${qtable} is ${quoteLiteral(`listsync mirror of list "${list.name}" (app ${list.appID}, list ${list.listID}). Edits are written back; deletes are refused.`)}`);
+    await trx.raw(`comment on table ${qtable} is ${quoteLiteral(`listsync mirror of list "${list.name}" (app ${list.appID}, list ${list.listID}). Edits are written back; deletes too when lists[].pushDeletes is on.`)}`);
     for (const e of entries) await commentColumn(trx, qtable, e);
     changes.push(`created table ${schema}.${table} with ${entries.length} field column(s)`);
   } else {
@@ -233,7 +235,7 @@ async function ensureInTransaction(trx: Knex.Transaction, o: EnsureMirrorTableOp
   }
   await ensureIndexes(trx, schema, table);
   const active: MappedColumn[] = entries.map(({ field, column, kind }) => ({ field, column, kind }));
-  await attachCaptureTriggers(trx, { schema, table, listName: list.name, columns: active });
+  await attachCaptureTriggers(trx, { schema, table, listName: list.name, columns: active, pushDeletes: o.pushDeletes });
 
   // Registry: fixed fields first, then the field columns in the platform's order, then removed ones.
   const fixedEntries: RegistryField[] = [...fixedByField].map(([fieldName, column]) => {

@@ -106,6 +106,7 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
     timeZone: zone,
     columnNames: list.columnNames,
     columns: list.columns,
+    pushDeletes: list.pushDeletes,
     logger: deps.logger,
   });
   const schemaChanges = mapping.changes ?? [];
