@@ -13,7 +13,7 @@ import { type DiscoveredList, type Discovery, discoverLists, formatDiscovery, ru
 import { parseConfig, readEnvironment } from './config.js';
 import { parseDay, runPulls, selectLists } from './commands/pull.js';
 import { runStatus } from './commands/status.js';
-import { conflictsTable, resolveConflictCommand, runPushes, showConflict } from './commands/push.js';
+import { conflictsTable, previewPushes, resolveConflictCommand, runPushes, showConflict } from './commands/push.js';
 import { runReconcile } from './commands/reconcile.js';
 import { runHooksList, runHooksSubscribe } from './commands/hooks.js';
 import { DEFAULT_HOOK_RESOURCE, callbackUrlFor, parseHookType } from './webhooks/subscribe.js';
@@ -143,8 +143,13 @@ export function buildProgram(io: Output, setCode: (code: number) => void): Comma
     .option('-l, --list <name>', 'only this list')
     .option('--wait', 'wait for a run of the same list in another process instead of exiting', false)
     .option('--retry-failed', 'queue changes marked failed again before pushing', false)
-    .action((opts: { list?: string; wait: boolean; retryFailed: boolean }) =>
-      withContext((ctx) => runPushes(ctx, selectLists(ctx, opts.list), { wait: opts.wait, retryFailed: opts.retryFailed })),
+    .option('--dry-run', "read the platform's current versions and print what would be sent, what would apply and what would conflict; send nothing, change nothing", false)
+    .action((opts: { list?: string; wait: boolean; retryFailed: boolean; dryRun: boolean }) =>
+      withContext((ctx) => {
+        if (opts.dryRun && opts.retryFailed) throw new UsageError('--dry-run changes nothing, so it cannot be combined with --retry-failed.');
+        const lists = selectLists(ctx, opts.list);
+        return opts.dryRun ? previewPushes(ctx, lists) : runPushes(ctx, lists, { wait: opts.wait, retryFailed: opts.retryFailed });
+      }),
     );
 
   program
