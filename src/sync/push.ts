@@ -244,7 +244,7 @@ async function pushUpdate(deps: PushDeps, list: ListConfig, mapping: TableMappin
 }
 
 async function pushDelete(deps: PushDeps, list: ListConfig, mapping: TableMapping, row: OutboxRow): Promise<Outcome> {
-  const { db, client } = deps;
+  const { db } = deps;
   const itemId = row.item_id!;
   const base = Number(row.base_version ?? 0);
   await markSending(db, row, row.changes);
