@@ -107,7 +107,7 @@ begin
       raise exception using
         errcode = 'P0001',
         message = format('listsync: deletes are not written back for list "%s" (lists[].pushDeletes is off); row %s was not deleted.', v_list, OLD.id),
-        hint = 'Set "pushDeletes": true on the list in the config to delete items on the platform by deleting their rows, or delete the item in the platform UI: the next reconcile marks it with _deleted_at.';
+        hint = 'Set "pushDeletes": true on the list in the config (it takes effect at the next push or pull) to delete items on the platform by deleting their rows, or delete the item in the platform UI: the next reconcile marks it with _deleted_at.';
     end if;
 
     -- 2. Captured: the row stays, marked deleted, until push settles the delete.
