@@ -85,6 +85,19 @@ describe('deletes written back (lists[].pushDeletes)', () => {
     expect(row.customer).not.toBe('Moved');
   });
 
+  it('turning the option on or off takes effect at the next push', async () => {
+    w = await startWorld({ emulator: { items: 10 } });
+    const list = w.config.lists[0]!;
+    await pullList(w.deps(), list);
+    const [a, b] = await firstIds(w, 2);
+    await pushList(w.deps(), { ...list, pushDeletes: true });
+    await w.t.db('mirror.orders').where({ id: a }).delete();
+    expect((await pushList(w.deps(), { ...list, pushDeletes: true })).deleted).toBe(1);
+    expect((await platformItems(w)).some((i) => String(i.ListDataID) === a)).toBe(false);
+    await pushList(w.deps(), list);
+    await expect(w.t.db('mirror.orders').where({ id: b }).delete()).rejects.toThrow(/pushDeletes is off/);
+  });
+
   it('without the option a DELETE fails naming lists[].pushDeletes and nothing changes', async () => {
     w = await startWorld({ emulator: { items: 20 } });
     const list = w.config.lists[0]!;
