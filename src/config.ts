@@ -87,6 +87,8 @@ const listSchema = z
     schedule: z.preprocess((v) => (typeof v === 'string' ? { pull: v } : v), scheduleSchema).default({}),
     conflictPolicy: z.enum(['remote-wins', 'local-wins', 'manual']).default('remote-wins'),
     maxPushAttempts: positiveInt.max(100).default(5),
+    /** A DELETE on a mirror row deletes the item on the platform (version-checked); off: deletes are refused. */
+    pushDeletes: z.boolean().default(false),
     /** reconcile refuses to mark deletes when it saw fewer than this share of the mirror's live rows. */
     reconcileMinSeenRatio: z.number().min(0).max(1).default(0.5),
     /** Columns named from the fields' display names (`order_no`) or their field names (`text1`). */

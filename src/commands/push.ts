@@ -7,17 +7,30 @@ import { withLock } from '../sync/lock.js';
 import { conflictFields, getConflict, listConflicts, resolveConflict } from '../sync/conflicts.js';
 import { listLockName } from '../sync/exclusive.js';
 import { loadMappingOrExplain, pushList, rereadItems, type PushResult } from '../sync/push.js';
+import { previewPush, type PushPreview } from '../sync/push-preview.js';
 import { Operator } from '../platform/types.js';
 import { Option } from 'commander';
 import { selectLists, runPulls } from './pull.js';
 import { LIST_FLAGS, LIST_HELP, listJobOptions, positiveId, type CommandKit } from './kit.js';
 
 export function pushSummary(r: PushResult, policy?: ConflictPolicy): string {
+  const extra = [r.deleted ? `${r.deleted} deleted` : '', r.withdrawn ? `${r.withdrawn} withdrawn` : ''].filter(Boolean).join(', ');
   return (
-    `${r.list}: push — ${r.applied} applied, ${r.created} created, ${r.conflicts} conflict(s), ${r.failed} failed, ${r.retrying} left pending with an error; ` +
+    `${r.list}: push — ${r.applied} applied, ${r.created} created, ${extra ? `${extra}, ` : ''}${r.conflicts} conflict(s), ${r.failed} failed, ${r.retrying} left pending with an error; ` +
     `${plural(r.counters.requests, 'request')}, ${plural(r.counters.retries, 'retry', 'retries')}` +
-    (r.conflicts && policy ? `\n  ${conflictOutcome(r.list, r.conflicts, policy)}` : '')
+    (r.conflicts && policy ? `\n  ${conflictOutcome(r.list, r.conflicts, policy)}` : '') +
+    (r.failed || r.retrying ? `\n  ${failureHint(r)}` : '') +
+    (r.behind
+      ? `\n  the mirror is behind the platform for ${plural(r.behind, 'item')} just written: the platform's queries did not show the new version yet; the next pull brings it (versions never go backwards).`
+      : '')
   );
+}
+
+function failureHint(r: PushResult): string {
+  const parts = [];
+  if (r.retrying) parts.push(`${r.retrying} change(s) are retried by the next push (after a backoff)`);
+  if (r.failed) parts.push(`${r.failed} failed for good: fix the cause, then "listsync push --retry-failed --list ${r.list}"`);
+  return `${parts.join('; ')}; "listsync status" and listsync.outbox (last_error) say why.`;
 }
 
 /** What a conflict did to the local edit, and where to find it. */
@@ -40,7 +53,8 @@ export async function runPushes(ctx: AppContext, lists: readonly ListConfig[], o
       }
       const r = await pushList({ db: ctx.db, client: ctx.client, config: ctx.config, logger: ctx.logger, waitMs: options.wait ? 24 * 3_600_000 : 0 }, list);
       ctx.io.out(pushSummary(r, list.conflictPolicy));
-      if (r.failed > 0) code = 1;
+      // A scheduler must see a push that delivered less than it tried.
+      if (r.failed > 0 || r.retrying > 0) code = Math.max(code, 1);
     } catch (err) {
       if (err instanceof UsageError) throw err;
       ctx.io.err(`${list.name}: push failed: ${(err as Error).message}`);
@@ -50,12 +64,49 @@ export async function runPushes(ctx: AppContext, lists: readonly ListConfig[], o
   return code;
 }
 
+/** `push --dry-run`: per change what would be sent and whether it would apply; nothing is written anywhere. */
+export async function previewPushes(ctx: AppContext, lists: readonly ListConfig[]): Promise<number> {
+  for (const list of lists) {
+    const p = await previewPush(ctx, list);
+    ctx.io.out(previewText(p));
+  }
+  return 0;
+}
+
+export function previewText(p: PushPreview): string {
+  const show = (v: string | null) => (v === null ? '(none)' : v === '' ? '(empty)' : v);
+  const lines = [
+    `${p.list}: push --dry-run — ${p.counts.apply} would apply, ${p.counts.conflict} would conflict, ${p.counts.fail} would fail; nothing was sent` +
+      (p.counts.conflict ? ` (conflictPolicy ${p.policy}: ${POLICY_EFFECT[p.policy]})` : ''),
+  ];
+  for (const e of p.entries) {
+    const verdict = e.verdict === 'apply' ? 'would apply' : e.verdict === 'conflict' ? 'would conflict' : 'would fail';
+    lines.push(`change ${e.outboxId}: ${e.op} ${e.op === 'create' ? 'of local row' : 'item'} ${e.target} — ${e.request}, ${verdict}: ${e.reason}`);
+    if (e.fields.length && e.op !== 'delete') {
+      lines.push(indent(table(['field', 'column', 'base', 'sent', 'platform now'], e.fields.map((f) => [f.field, f.column, show(f.base), show(f.local), show(f.platform)]))));
+    }
+  }
+  return lines.join('\n');
+}
+
+const POLICY_EFFECT: Record<ConflictPolicy, string> = {
+  'remote-wins': "the platform's version would be kept and the local change saved with the conflict",
+  'local-wins': "the local change would be sent over the platform's version",
+  manual: 'the local change would be held for "listsync conflicts resolve"',
+};
+
+const indent = (text: string): string =>
+  text
+    .split('\n')
+    .map((l) => `    ${l}`)
+    .join('\n');
+
 export async function conflictsTable(ctx: AppContext, options: { list?: string; all: boolean }): Promise<string> {
   const rows = await listConflicts(ctx.db, options);
   if (rows.length === 0) return options.all ? 'no conflicts recorded' : 'no open conflicts';
   return table(
     ['id', 'list', 'item', 'policy', 'base', 'remote', 'fields', 'status', 'recorded'],
-    rows.map((c) => [c.id, c.list_name, c.item_id, c.policy, c.base_version, c.remote_version, Object.keys(c.local).join(','), c.resolution ? `${c.status}: ${c.resolution}` : c.status, c.created_at]),
+    rows.map((c) => [c.id, c.list_name, c.item_id, c.policy, c.base_version, c.remote_version, c.op === 'delete' ? '(row deleted)' : Object.keys(c.local).join(','), c.resolution ? `${c.status}: ${c.resolution}` : c.status, c.created_at]),
   );
 }
 
@@ -70,7 +121,7 @@ async function conflictOrExplain(ctx: AppContext, id: number) {
 export async function showConflict(ctx: AppContext, id: number): Promise<string> {
   const { c, mapping } = await conflictOrExplain(ctx, id);
   const fields = conflictFields(mapping, c);
-  const head = `conflict ${c.id}: list ${c.list_name}, item ${c.item_id}; local change made on version ${c.base_version ?? '-'}, platform at ${c.remote_version ?? '-'}; ${c.status}${c.resolution ? ` (${c.resolution})` : ''}`;
+  const head = `conflict ${c.id}: list ${c.list_name}, item ${c.item_id}; local ${c.op === 'delete' ? 'delete (the row\'s content below)' : 'change'} made on version ${c.base_version ?? '-'}, platform at ${c.remote_version ?? '-'}; ${c.status}${c.resolution ? ` (${c.resolution})` : ''}`;
   const show = (v: unknown) => (v === null || v === undefined ? '(empty)' : typeof v === 'string' ? v : JSON.stringify(v));
   return `${head}\n${table(['field', 'column', 'base', 'local', 'platform'], fields.map((f) => [f.field, f.column, show(f.base), show(f.local), show(f.remote)]))}`;
 }
@@ -94,8 +145,13 @@ export async function resolveConflictCommand(ctx: AppContext, id: number, keep: 
 export function register({ program, io, withContext }: CommandKit): void {
   listJobOptions(program.command('push').description('send pending local changes to the platform, version-checked'))
     .option('--retry-failed', 'queue changes marked failed again before pushing', false)
-    .action((opts: { list?: string; wait: boolean; retryFailed: boolean }) =>
-      withContext((ctx) => runPushes(ctx, selectLists(ctx, opts.list), { wait: opts.wait, retryFailed: opts.retryFailed })),
+    .option('--dry-run', "read the platform's current versions and print what would be sent, what would apply and what would conflict; send nothing, change nothing", false)
+    .action((opts: { list?: string; wait: boolean; retryFailed: boolean; dryRun: boolean }) =>
+      withContext((ctx) => {
+        if (opts.dryRun && opts.retryFailed) throw new UsageError('--dry-run changes nothing, so it cannot be combined with --retry-failed.');
+        const lists = selectLists(ctx, opts.list);
+        return opts.dryRun ? previewPushes(ctx, lists) : runPushes(ctx, lists, { wait: opts.wait, retryFailed: opts.retryFailed });
+      }),
     );
 
   listJobOptions(program.command('sync').description('push, then pull: one full cycle')).action((opts: { list?: string; wait: boolean }) =>

@@ -70,6 +70,7 @@ const CLEAR_FAULTS = {
   timeoutMs: null,
   dropRate: null,
   malformedRate: null,
+  loseWriteAnswers: null,
   rateLimitStorm: null,
   emptyPages: null,
   faultPaths: null,

@@ -21,6 +21,11 @@ export interface FaultSettings {
   dropRate: number;
   /** Fraction of requests answered HTTP 200 with truncated JSON. */
   malformedRate: number;
+  /**
+   * The next N writes (POST, PATCH, DELETE) are applied and then their
+   * connection is dropped without an answer: a lost answer, on purpose.
+   */
+  loseWriteAnswers: number;
   /** Every request is answered 429 until this instant (epoch ms). */
   rateLimitStorm: { untilMs: number } | null;
   /** PageIndex values for which items/query answers `Data: []` with the real TotalCount. */
@@ -46,6 +51,7 @@ export const DEFAULT_FAULTS: Readonly<FaultSettings> = Object.freeze({
   timeoutMs: 10_000,
   dropRate: 0,
   malformedRate: 0,
+  loseWriteAnswers: 0,
   rateLimitStorm: null,
   emptyPages: [],
   faultPaths: null,
@@ -62,6 +68,7 @@ const patchSchema = z.strictObject({
   timeoutMs: ms.nullable().optional(),
   dropRate: rate.nullable().optional(),
   malformedRate: rate.nullable().optional(),
+  loseWriteAnswers: z.number().int().min(0).max(1_000_000).nullable().optional(),
   rateLimitStorm: z
     .union([ms, z.strictObject({ untilMs: z.number() }), z.strictObject({ durationMs: ms })])
     .nullable()
@@ -95,7 +102,7 @@ export function mergeFaults(current: FaultSettings, patch: unknown, nowMs: numbe
   if (!parsed.success) throw new FaultSettingsError(`Invalid fault settings:\n${formatZodIssues(parsed.error, 'faults')}`);
   const next: FaultSettings = { ...current, emptyPages: [...current.emptyPages] };
   const p = parsed.data;
-  const nums = ['latencyMs', 'jitterMs', 'errorRate', 'timeoutRate', 'timeoutMs', 'dropRate', 'malformedRate', 'faultSeed'] as const;
+  const nums = ['latencyMs', 'jitterMs', 'errorRate', 'timeoutRate', 'timeoutMs', 'dropRate', 'malformedRate', 'loseWriteAnswers', 'faultSeed'] as const;
   for (const k of nums) {
     const v = p[k];
     if (v === null) next[k] = DEFAULT_FAULTS[k];
@@ -163,6 +170,13 @@ export class FaultInjector {
   latency(): number {
     const { latencyMs, jitterMs } = this.current;
     return latencyMs + (jitterMs > 0 ? this.prng.next() * jitterMs : 0);
+  }
+
+  /** For a write: whether its answer is to be lost after it is applied (`loseWriteAnswers`, counted down). */
+  takeLostAnswer(): FaultDecision | null {
+    if (this.current.loseWriteAnswers <= 0) return null;
+    this.current = { ...this.current, loseWriteAnswers: this.current.loseWriteAnswers - 1 };
+    return { kind: 'drop', afterApply: true, errorStatus: 0, htmlBody: false };
   }
 
   decide(): FaultDecision {

@@ -96,7 +96,7 @@ async function handleV1(state: EmulatorState, req: IncomingMessage, res: ServerR
       return;
     }
   }
-  const fault = faultsApply ? state.faults.decide() : null;
+  const fault = faultsApply ? ((route.mutation ? state.faults.takeLostAnswer() : null) ?? state.faults.decide()) : null;
   const kind = fault?.kind ?? null;
   const beforeApply = !(route.mutation && fault?.afterApply === true);
 

@@ -62,6 +62,8 @@ export interface EnsureMirrorTableOptions {
   title?: string;
   /** The run these changes belong to. */
   runId?: number;
+  /** `lists[].pushDeletes`: a DELETE on the table is written back (true) or refused (default). */
+  pushDeletes?: boolean;
   logger?: Logger;
 }
 
@@ -226,7 +228,7 @@ async function ensureInTransaction(trx: Knex.Transaction, o: EnsureMirrorTableOp
   }
   await ensureIndexes(trx, schema, table);
   const active: MappedColumn[] = entries.map(({ field, column, kind }) => ({ field, column, kind }));
-  await attachCaptureTriggers(trx, { schema, table, listName: list.name, columns: active });
+  await attachCaptureTriggers(trx, { schema, table, listName: list.name, columns: active, pushDeletes: o.pushDeletes });
 
   // Registry: fixed fields first, then the field columns in the platform's order, then removed ones.
   const fixedEntries: RegistryField[] = [...fixedByField].map(([fieldName, column]) => {
@@ -264,7 +266,7 @@ async function ensureInTransaction(trx: Knex.Transaction, o: EnsureMirrorTableOp
 
   // What readers see: history, views and comments, all kept true on every call.
   if (history) await ensureHistoryTable(trx, { schema, table, fields: allFields, widened: widen });
-  const described = { name: list.name, appID: list.appID, listID: list.listID, ...(title !== undefined ? { title } : {}) };
+  const described = { name: list.name, appID: list.appID, listID: list.listID, deletes: o.pushDeletes ? 'written back' : 'refused', ...(title !== undefined ? { title } : {}) } as const;
   await describeForReaders(trx, { schema, table, reporting, history, fields: [...fixedEntries, ...allFields], comment: tableComment(described) });
 
   const ids = await recordSchemaChanges(trx, list.name, changes, o.runId);

@@ -40,14 +40,14 @@ export interface ListDescription {
   listID: string;
   /** The list's title on the platform, when known. */
   title?: string;
-  /** How deletes of mirror rows are handled (today always refused). */
+  /** How deletes of mirror rows are handled (`lists[].pushDeletes`). */
   deletes?: 'refused' | 'written back';
 }
 
 /** The mirror table's comment: the list's title and IDs, and what write-back does. */
 export function tableComment(l: ListDescription): string {
   const title = l.title ? `"${l.title}" ` : '';
-  const deletes = l.deletes === 'written back' ? 'deletes are written back too' : 'deleting rows is refused (delete items on the platform; reconcile marks them in _deleted_at)';
+  const deletes = l.deletes === 'written back' ? 'deletes are written back too (lists[].pushDeletes), version-checked' : 'deleting rows is refused (delete items on the platform; reconcile marks them in _deleted_at)';
   return `listsync mirror of list ${title}(listsync list "${l.name}", app ${l.appID}, list ${l.listID}). Edits and inserts are written back to the platform; ${deletes}.`;
 }
 

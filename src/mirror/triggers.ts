@@ -12,7 +12,11 @@
  *   = the row's `row_version` before the first edit; later edits merge in.
  * - INSERT → a 'create' with `local_id` = the row's id (`local-<uuid>` by
  *   default); later edits of that row merge into it.
- * - UPDATE of id / row_version / created_at / modified_at, DELETE, TRUNCATE →
+ * - DELETE of a row whose create is not confirmed → withdraws the create.
+ * - DELETE of another row, with `pushDeletes` → an open 'delete' (base version
+ *   and the row's whole content); the row stays, marked `_deleted_at`, until
+ *   push settles it. Without `pushDeletes` → refused, naming the option.
+ * - UPDATE of id / row_version / created_at / modified_at, TRUNCATE →
  *   refused with an exception (SQLSTATE P0001) whose message says why.
  */
 import type { Knex } from '../db.js';
@@ -43,6 +47,13 @@ export interface AttachTriggerOptions {
   listName: string;
   /** The field columns whose edits are captured (removed fields' columns are left out). */
   columns: readonly MappedColumn[];
+  /** `lists[].pushDeletes`: a DELETE is captured (true) or refused (false, the default). */
+  pushDeletes?: boolean;
+}
+
+/** The delete trigger's arguments: the capture arguments and whether deletes are written back. */
+export function deleteArguments(listName: string, columns: readonly MappedColumn[], pushDeletes: boolean): string[] {
+  return [...captureArguments(listName, columns), pushDeletes ? 'push-deletes' : 'refuse-deletes'];
 }
 
 /** The trigger arguments for a table: list name, field columns, numeric columns (as Postgres array literals). */
@@ -64,6 +75,7 @@ export async function attachCaptureTriggers(db: Knex | Knex.Transaction, options
   const existing = await readTriggerArguments(db, options.schema, options.table);
   const captureArgs = captureArguments(options.listName, options.columns);
   const guardArgs = [options.listName];
+  const deleteArgs = deleteArguments(options.listName, options.columns, options.pushDeletes ?? false);
   const wanted: { name: string; args: string[]; sql: (args: string) => string }[] = [
     {
       name: TRIGGER_NAMES.capture,
@@ -72,7 +84,7 @@ export async function attachCaptureTriggers(db: Knex | Knex.Transaction, options
     },
     {
       name: TRIGGER_NAMES.noDelete,
-      args: guardArgs,
+      args: deleteArgs,
       sql: (args) => `create trigger ${TRIGGER_NAMES.noDelete} before delete on ${table} for each row when (${NOT_LISTSYNC_WRITER}) execute function ${CAPTURE_FUNCTION}(${args})`,
     },
     {
@@ -116,7 +128,7 @@ export async function tableOwner(db: Knex | Knex.Transaction, schema: string, ta
 export interface OutboxChange {
   id: number;
   listName: string;
-  op: 'update' | 'create';
+  op: 'update' | 'create' | 'delete';
   itemId: string | null;
   localId: string | null;
   /** `{column: value}`; numeric values are strings, date-times ISO 8601 with offset. Convert with `toPlatform`. */
@@ -140,7 +152,7 @@ export async function pendingChanges(db: Knex | Knex.Transaction, listName: stri
     .select('*')) as {
     id: number;
     list_name: string;
-    op: 'update' | 'create';
+    op: 'update' | 'create' | 'delete';
     item_id: string | null;
     local_id: string | null;
     changes: Record<string, unknown>;

@@ -272,17 +272,17 @@ function statementsFor(mapping: TableMapping): Statements {
     ...mapping.columns.map((c) => `?::${paramCast(c.kind)}`),
   ].join(', ')}) as s(${['id', 'row_version', 'created_at', 'modified_at', 'raw', ...aliases].join(', ')})`;
   const openChange = (idExpr: string): string =>
-    `(select 1 from listsync.outbox o where o.list_name = ? and o.item_id = ${idExpr} and o.status in ('pending', 'sending', 'conflict') limit 1)`;
+    `(select 1 from listsync.outbox o where o.list_name = ? and (o.item_id = ${idExpr} or (o.op = 'create' and o.local_id = ${idExpr})) and o.status in ('pending', 'sending', 'conflict') limit 1)`;
 
   const read = `
-select s.id, c.id is not null as present, c.row_version, c.deleted, p.item_id is not null as pending, p.base_version
+select s.id, c.id is not null as present, c.row_version, c.deleted, p.hit is not null as pending, p.base_version
   from unnest(?::text[]) as s(id)
   left join lateral (
     select cur.${q(F.id)} as id, cur.${q(F.rowVersion)} as row_version, cur.${q(F.deletedAt)} is not null as deleted
       from ${t} cur where cur.${q(F.id)} = s.id offset 0) c on true
   left join lateral (
-    select o.item_id, o.base_version from listsync.outbox o
-     where o.list_name = ? and o.item_id = s.id and o.status in ('pending', 'sending', 'conflict') offset 0) p on true`;
+    select 1 as hit, o.base_version from listsync.outbox o
+     where o.list_name = ? and (o.item_id = s.id or (o.op = 'create' and o.local_id = s.id)) and o.status in ('pending', 'sending', 'conflict') limit 1) p on true`;
 
   const target = [F.id, F.rowVersion, F.createdAt, F.modifiedAt, ...mapping.columns.map((c) => c.column), F.raw, F.syncedAt, F.deletedAt].map(q);
   const values = ['s.id', 's.row_version', 's.created_at', 's.modified_at', ...mapping.columns.map((c, i) => valueExpr(c.kind, aliases[i]!)), 's.raw::jsonb', 'now()', 'null::timestamptz'];

@@ -10,14 +10,20 @@ import type { Item } from '../platform/types.js';
 export interface OutboxRow {
   id: number;
   list_name: string;
-  op: 'update' | 'create';
+  op: 'update' | 'create' | 'delete';
   item_id: string | null;
   local_id: string | null;
+  /** For a delete: the row's whole content (field columns). */
   changes: Record<string, unknown>;
   sent_changes: Record<string, unknown> | null;
   base_version: number | null;
   status: string;
   attempts: number;
+  /** Creates: when first sent, and how many times. */
+  attempted_at: Date | null;
+  sends: number;
+  /** Creates: the local row was deleted before the create was confirmed. */
+  withdrawn_at: Date | null;
 }
 
 export async function supersede(trx: Knex.Transaction, outboxId: number, reason: string): Promise<void> {
@@ -27,7 +33,7 @@ export async function supersede(trx: Knex.Transaction, outboxId: number, reason:
 export async function recordConflict(
   trx: Knex.Transaction,
   list: ListConfig,
-  row: Pick<OutboxRow, 'id' | 'item_id' | 'base_version'>,
+  row: Pick<OutboxRow, 'id' | 'item_id' | 'base_version'> & { op?: OutboxRow['op'] },
   local: Record<string, unknown>,
   remote: Item,
   remoteVersion: number,
@@ -40,6 +46,7 @@ export async function recordConflict(
   await trx('listsync.conflicts').insert({
     base: base ? JSON.stringify(base) : null,
     outbox_id: row.id,
+    op: row.op === 'delete' ? 'delete' : 'update',
     list_name: list.name,
     item_id: row.item_id,
     policy: list.conflictPolicy,
@@ -93,6 +100,8 @@ export interface ConflictRow {
   list_name: string;
   item_id: string;
   policy: string;
+  /** What the local change was: an update of fields, or a delete of the row (`local` then holds its content). */
+  op: 'update' | 'delete';
   base_version: number | null;
   remote_version: number | null;
   local: Record<string, unknown>;

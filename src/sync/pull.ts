@@ -112,6 +112,7 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
     history: list.history,
     ...(title !== undefined ? { title } : {}),
     runId: run.runId,
+    pushDeletes: list.pushDeletes,
     logger: deps.logger,
   });
   const schemaChanges = mapping.changes ?? [];

@@ -2,33 +2,44 @@
  * Push: local changes captured in the outbox -> the platform, version-checked.
  *
  * - Updates: PATCH with RowVersion = the change's base version and only the
- *   changed fields, as platform strings. Creates: POST, then the mirror row
- *   takes the platform's ID.
- * - A rejected PATCH is checked against the item's current version: a moved
- *   version is a conflict (settled by the list's policy); anything else stays
- *   pending with its error and is retried by a later push with backoff, until
- *   maxPushAttempts marks it failed.
- * - A retried PATCH whose earlier attempt was applied shows up as a mismatch
- *   at exactly base + 1 with our values: that is recognised as applied, so a
- *   change is never applied twice.
+ *   changed fields, as platform strings. A rejected PATCH is checked against
+ *   the item's current version (GET by ID): a moved version is a conflict
+ *   (settled by the list's policy); anything else stays pending with its
+ *   error and is retried by a later push with backoff, until maxPushAttempts
+ *   marks it failed. A retried PATCH whose earlier attempt was applied shows
+ *   up as a mismatch at exactly base + 1 with our values: recognised as
+ *   applied, so a change is never applied twice.
+ * - Deletes (lists[].pushDeletes): the item is read by ID; gone counts as
+ *   applied; at the base version it is deleted; a version that moved is a
+ *   conflict (remote-wins brings the row back, local-wins deletes anyway,
+ *   manual holds it).
+ * - Creates: POST, then the mirror row takes the platform's ID. A create
+ *   whose answer was lost (or that a stopped push left 'sending') is looked
+ *   for on the platform first (src/sync/lost-creates.ts): found → adopted,
+ *   not found → sent again, once; ambiguous → failed, naming the candidates.
+ *   A withdrawn create (its local row was deleted) is looked for the same way
+ *   and the item deleted if it was created after all.
  * - After each batch, the items written are re-read (one In query per 1000
- *   IDs) so the mirror holds the platform's new versions.
+ *   IDs); a re-read that does not show the version written (the platform's
+ *   queries lag) is retried with backoff, then by GET; what is still behind
+ *   is reported. Versions never go backwards in the mirror.
  * - While a change is being sent its row is 'sending' with a snapshot of what
- *   was sent; edits made meanwhile stay pending as the remainder. A process
- *   killed mid-send leaves 'sending' rows that the next push checks before
- *   sending again.
+ *   was sent; edits made meanwhile stay pending as the remainder. A change
+ *   interrupted by an error (a refused key included) goes back to pending
+ *   with the error and its attempt counted.
  */
 import type { Config, ListConfig } from '../config.js';
 import type { Knex } from '../db.js';
 import { UsageError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { loadTableMapping, markListsyncWriter, toPlatform, upsertItems, type TableMapping, type UpsertResult } from '../mirror/index.js';
+import { attachCaptureTriggers, loadTableMapping, markListsyncWriter, toPlatform, upsertItems, type TableMapping, type UpsertResult } from '../mirror/index.js';
 import type { PlatformClient } from '../platform/client.js';
-import { AuthError, PlatformError } from '../platform/errors.js';
+import { AuthError, NotFoundError, PlatformError } from '../platform/errors.js';
 import { Operator, type Item } from '../platform/types.js';
 import { LIST_JOBS, listLockName } from './exclusive.js';
 import { runJob, type ActiveRun } from './run-job.js';
 import { recordConflict, supersede, type OutboxRow } from './conflicts.js';
+import { carries, findCreated, type LostCreateSearch } from './lost-creates.js';
 import { finishRun, zeroCounters, type RunCounters } from './runs.js';
 
 export interface PushDeps {
@@ -38,6 +49,8 @@ export interface PushDeps {
   logger: Logger;
   waitMs?: number;
   clock?: () => Date;
+  /** Pauses before each repeated re-read or lookup (the platform's queries may lag). Default 250, 1000, 2000 ms. */
+  rereadDelaysMs?: readonly number[];
 }
 
 export interface PushResult {
@@ -45,21 +58,32 @@ export interface PushResult {
   list: string;
   applied: number;
   created: number;
+  /** Items deleted on the platform (or found already gone). */
+  deleted: number;
+  /** Creates withdrawn because their local row was deleted (and the item deleted if it had been created). */
+  withdrawn: number;
   conflicts: number;
   failed: number;
   /** Changes left pending with an error (retried later). */
   retrying: number;
+  /** Items written whose new version the mirror could not read back yet (the next pull brings it). */
+  behind: number;
   counters: RunCounters;
 }
 
 type Outcome =
-  | { kind: 'applied'; id: string }
+  | { kind: 'applied'; id: string; version: number | null }
   | { kind: 'created'; id: string }
-  | { kind: 'conflict'; id: string; reread: boolean }
+  | { kind: 'deleted' }
+  | { kind: 'withdrawn' }
+  | { kind: 'conflict'; id: string; reread: boolean; version: number | null }
   | { kind: 'retry'; error: string }
   | { kind: 'failed'; error: string };
 
 const BATCH = 1000;
+const DEFAULT_REREAD_DELAYS_MS = [250, 1000, 2000] as const;
+/** Items still behind after the repeated queries are read one by one (GET shows writes at once), up to this many a batch. */
+const MAX_GET_REREADS = 200;
 
 export async function pushList(deps: PushDeps, list: ListConfig): Promise<PushResult> {
   return runJob(deps, { list: list.name, job: 'push', lockName: listLockName(list.name), waitMs: deps.waitMs ?? 0, holderJobs: LIST_JOBS, recordSkipped: true }, (run) => pushLocked(deps, list, run));
@@ -71,57 +95,92 @@ export async function loadMappingOrExplain(db: Knex, config: Config, list: ListC
   return mapping;
 }
 
+/** The delete trigger follows `lists[].pushDeletes` (a pull sets it too; this covers a config changed since). */
+export async function syncDeleteCapture(db: Knex, mapping: TableMapping, list: ListConfig): Promise<void> {
+  await db.transaction((trx) => attachCaptureTriggers(trx, { schema: mapping.schema, table: mapping.table, listName: list.name, columns: mapping.columns, pushDeletes: list.pushDeletes }));
+}
+
 async function pushLocked(deps: PushDeps, list: ListConfig, run: ActiveRun): Promise<PushResult> {
-  const { db, config, client } = deps;
+  const { db, client } = deps;
   const { runId, log } = run;
-  const mapping = await loadMappingOrExplain(db, config, list);
+  const mapping = await loadMappingOrExplain(db, deps.config, list);
+  await syncDeleteCapture(db, mapping, list);
   const before = run.statsAtStart;
-  const result: PushResult = { runId, list: list.name, applied: 0, created: 0, conflicts: 0, failed: 0, retrying: 0, counters: zeroCounters() };
+  const result: PushResult = { runId, list: list.name, applied: 0, created: 0, deleted: 0, withdrawn: 0, conflicts: 0, failed: 0, retrying: 0, behind: 0, counters: zeroCounters() };
   const now = deps.clock?.() ?? new Date();
+  const counters = (): Partial<RunCounters> => {
+    const after = client.stats();
+    return {
+      requests: after.requests - before.requests,
+      retries: after.retries - before.retries,
+      changes_applied: result.applied + result.created + result.deleted + result.withdrawn,
+      changes_conflicted: result.conflicts,
+      changes_failed: result.failed,
+    };
+  };
 
   try {
-    const rows = (await db('listsync.outbox')
-      .where({ list_name: list.name })
-      .where((q) => q.where((p) => p.where('status', 'pending').where('next_attempt_at', '<=', now)).orWhere('status', 'sending'))
-      .orderBy('id')) as OutboxRow[];
+    const rows = await dueChanges(db, list, now);
     log.info({ changes: rows.length }, 'push started');
-
     for (let i = 0; i < rows.length; i += BATCH) {
       const batch = rows.slice(i, i + BATCH);
-      const outcomes = await mapConcurrent(batch, Math.max(2, config.platform.maxInFlight * 2), (row) => pushOne(deps, list, mapping, row));
-      const reread: string[] = [];
-      for (const o of outcomes) {
-        if (o.kind === 'applied' || o.kind === 'created') {
-          result[o.kind === 'applied' ? 'applied' : 'created']++;
-          reread.push(o.id);
-        } else if (o.kind === 'conflict') {
-          result.conflicts++;
-          if (o.reread) reread.push(o.id);
-        } else if (o.kind === 'failed') result.failed++;
-        else result.retrying++;
-      }
-      await rereadItems(deps, list, mapping, reread);
+      const outcomes = await mapConcurrent(batch, Math.max(2, deps.config.platform.maxInFlight * 2), (row) => pushOne(deps, list, mapping, row));
+      const written = tally(result, outcomes);
+      result.behind += (await rereadWritten(deps, list, mapping, written)).length;
       // Applied changes are done (the run's counters keep the tally); the outbox holds only what is open or needs a look.
       await db('listsync.outbox').where({ list_name: list.name, status: 'applied' }).whereIn('id', batch.map((r) => r.id)).delete();
     }
-    const after = client.stats();
-    result.counters.requests = after.requests - before.requests;
-    result.counters.retries = after.retries - before.retries;
-    result.counters.changes_applied = result.applied + result.created;
-    result.counters.changes_conflicted = result.conflicts;
-    result.counters.changes_failed = result.failed;
-    await finishRun(db, runId, 'succeeded', { counters: result.counters, details: { created: result.created, retrying: result.retrying } });
-    log.info({ applied: result.applied, created: result.created, conflicts: result.conflicts, failed: result.failed, retrying: result.retrying }, 'push finished');
+    result.counters = { ...result.counters, ...counters() };
+    await finishRun(db, runId, 'succeeded', { counters: result.counters, details: { created: result.created, deleted: result.deleted, withdrawn: result.withdrawn, retrying: result.retrying, behind: result.behind } });
+    log.info({ applied: result.applied, created: result.created, deleted: result.deleted, withdrawn: result.withdrawn, conflicts: result.conflicts, failed: result.failed, retrying: result.retrying, behind: result.behind }, 'push finished');
     return result;
   } catch (err) {
-    const after = client.stats();
-    await finishRun(db, runId, 'failed', {
-      error: (err as Error).message,
-      counters: { requests: after.requests - before.requests, retries: after.retries - before.retries, changes_applied: result.applied + result.created, changes_conflicted: result.conflicts, changes_failed: result.failed },
-    }).catch(() => undefined); // a database that is gone: runJob reports the original error
+    await finishRun(db, runId, 'failed', { error: (err as Error).message, counters: counters() }).catch(() => undefined); // a database that is gone: runJob reports the original error
     log.error({ err }, 'push failed; unsent changes stay pending');
     throw err;
   }
+}
+
+/** Pending changes whose backoff has passed, and changes a stopped push left 'sending'. */
+async function dueChanges(db: Knex, list: ListConfig, now: Date): Promise<OutboxRow[]> {
+  return (await db('listsync.outbox')
+    .where({ list_name: list.name })
+    .where((q) => q.where((p) => p.where('status', 'pending').where('next_attempt_at', '<=', now)).orWhere('status', 'sending'))
+    .orderBy('id')) as OutboxRow[];
+}
+
+/** Counts the outcomes into the result; returns the items written, with the version each should now have (null: unknown). */
+function tally(result: PushResult, outcomes: readonly Outcome[]): Map<string, number | null> {
+  const written = new Map<string, number | null>();
+  for (const o of outcomes) {
+    switch (o.kind) {
+      case 'applied':
+        result.applied++;
+        written.set(o.id, o.version);
+        break;
+      case 'created':
+        result.created++;
+        written.set(o.id, 1);
+        break;
+      case 'deleted':
+        result.deleted++;
+        break;
+      case 'withdrawn':
+        result.withdrawn++;
+        break;
+      case 'conflict':
+        result.conflicts++;
+        if (o.reread) written.set(o.id, o.version);
+        break;
+      case 'failed':
+        result.failed++;
+        break;
+      case 'retry':
+        result.retrying++;
+        break;
+    }
+  }
+  return written;
 }
 
 /** Column values of a change -> the platform's field strings. */
@@ -140,79 +199,211 @@ export function toWire(mapping: TableMapping, changes: Record<string, unknown>, 
   return data;
 }
 
+/** One change. Whatever interrupts it (a refused key, a lost database) puts it back to pending with the error, its attempt counted. */
 async function pushOne(deps: PushDeps, list: ListConfig, mapping: TableMapping, row: OutboxRow): Promise<Outcome> {
-  const { db, client, config } = deps;
-  const zone = config.platform.timeZone;
+  try {
+    if (row.op === 'create') return row.withdrawn_at ? await withdrawCreate(deps, list, mapping, row) : await pushCreate(deps, list, mapping, row);
+    if (row.op === 'delete') return await pushDelete(deps, list, mapping, row);
+    return await pushUpdate(deps, list, mapping, row);
+  } catch (err) {
+    await interrupted(deps.db, row, err).catch(() => undefined);
+    throw err;
+  }
+}
+
+async function pushUpdate(deps: PushDeps, list: ListConfig, mapping: TableMapping, row: OutboxRow): Promise<Outcome> {
+  const { db, client } = deps;
   const recovering = row.status === 'sending';
   const sent = recovering && row.sent_changes ? row.sent_changes : row.changes;
-
-  let data: Record<string, string>;
-  try {
-    data = toWire(mapping, sent, zone);
-  } catch (err) {
-    return fail(db, row, `cannot convert the change for the platform: ${(err as Error).message}`, true, list.maxPushAttempts);
-  }
-
-  if (row.op === 'create') {
-    if (recovering) {
-      return fail(db, row, 'a previous push was stopped while creating this item: it may exist on the platform already. Check the platform, then re-queue it with "listsync push --retry-failed" if it is not there.', true, list.maxPushAttempts);
-    }
-    await markSending(db, row, sent);
-    try {
-      const id = await client.createItem(list.appID, list.listID, data);
-      await settleCreated(db, mapping, row, sent, id);
-      return { kind: 'created', id };
-    } catch (err) {
-      if (err instanceof AuthError) throw err;
-      if (err instanceof PlatformError && err.maybeApplied) {
-        return fail(db, row, `the create may have reached the platform without an answer (${err.message}); not retried to avoid a duplicate. Check the platform.`, true, list.maxPushAttempts);
-      }
-      return fail(db, row, (err as Error).message, false, list.maxPushAttempts);
-    }
-  }
+  const data = wireOrFail(deps, mapping, sent);
+  if (!data.ok) return fail(db, row, data.error, true, list.maxPushAttempts);
 
   const itemId = row.item_id!;
   const base = Number(row.base_version ?? 0);
   await markSending(db, row, sent);
   try {
-    await client.updateItem(list.appID, list.listID, itemId, base, data);
+    await client.updateItem(list.appID, list.listID, itemId, base, data.value);
     await settleApplied(db, row, sent, base === 0 ? null : base + 1);
-    return { kind: 'applied', id: itemId };
+    return { kind: 'applied', id: itemId, version: base === 0 ? null : base + 1 };
   } catch (err) {
     if (err instanceof AuthError) throw err;
     if (!(err instanceof PlatformError) && !recovering) return fail(db, row, (err as Error).message, false, list.maxPushAttempts);
     // Any rejection: look at the item's current version before deciding.
-    let remote: Item | undefined;
-    try {
-      remote = await fetchItem(client, list, itemId);
-    } catch (e) {
-      if (e instanceof AuthError) throw e;
-      return fail(db, row, `${(err as Error).message}; and the item could not be re-read: ${(e as Error).message}`, false, list.maxPushAttempts);
-    }
-    if (!remote) return fail(db, row, `item ${itemId} no longer exists on the platform (deleted there?); the change cannot be applied`, true, list.maxPushAttempts);
-    const remoteVersion = Number(remote[list.versionField]);
+    const remote = await readItem(deps, list, itemId);
+    if (remote.kind === 'error') return fail(db, row, `${(err as Error).message}; and the item could not be re-read: ${remote.error}`, false, list.maxPushAttempts);
+    if (remote.kind === 'gone') return fail(db, row, `item ${itemId} no longer exists on the platform (deleted there?); the change cannot be applied`, true, list.maxPushAttempts);
+    const remoteVersion = Number(remote.item[list.versionField]);
     if (base === 0 || remoteVersion === base) return fail(db, row, (err as Error).message, false, list.maxPushAttempts);
-    if ((recovering || (err instanceof PlatformError && err.maybeApplied)) && remoteVersion === base + 1 && carries(remote, data)) {
+    if ((recovering || (err instanceof PlatformError && err.maybeApplied)) && remoteVersion === base + 1 && carries(remote.item, data.value)) {
       // Our own earlier attempt was applied; the retry saw its echo.
       await settleApplied(db, row, sent, remoteVersion);
-      return { kind: 'applied', id: itemId };
+      return { kind: 'applied', id: itemId, version: remoteVersion };
     }
-    return conflict(deps, list, mapping, row, sent, data, remote, remoteVersion);
+    return conflict(deps, list, mapping, row, sent, data.value, remote.item, remoteVersion);
   }
 }
 
-/** The remote item holds every value we sent. */
-function carries(remote: Item, data: Record<string, string>): boolean {
-  return Object.entries(data).every(([field, value]) => String(remote[field] ?? '') === value);
+async function pushDelete(deps: PushDeps, list: ListConfig, mapping: TableMapping, row: OutboxRow): Promise<Outcome> {
+  const { db } = deps;
+  const itemId = row.item_id!;
+  const base = Number(row.base_version ?? 0);
+  await markSending(db, row, row.changes);
+  const remote = await readItem(deps, list, itemId);
+  if (remote.kind === 'error') return fail(db, row, `the item could not be read before deleting it: ${remote.error}`, false, list.maxPushAttempts);
+  if (remote.kind === 'gone') {
+    await settleApplied(db, row, row.changes, null);
+    return { kind: 'deleted' };
+  }
+  const remoteVersion = Number(remote.item[list.versionField]);
+  if (base !== 0 && remoteVersion !== base) return deleteConflict(deps, list, mapping, row, remote.item, remoteVersion);
+  await deleteOnPlatform(deps, list, itemId);
+  await settleApplied(db, row, row.changes, null);
+  return { kind: 'deleted' };
 }
 
-async function fetchItem(client: PlatformClient, list: ListConfig, id: string): Promise<Item | undefined> {
-  const { items } = await client.queryItems(list.appID, list.listID, { Filters: [{ Field: list.idField, Type: Operator.Equal, Value: id }], PageIndex: 1, PageSize: 1 });
-  return items.find((i) => String(i[list.idField]) === id);
+/** Deletes an item; one already gone counts as deleted. */
+async function deleteOnPlatform(deps: PushDeps, list: ListConfig, itemId: string): Promise<void> {
+  try {
+    await deps.client.deleteItem(list.appID, list.listID, itemId);
+  } catch (err) {
+    if (!(err instanceof NotFoundError)) throw err;
+  }
 }
 
-async function markSending(db: Knex, row: OutboxRow, sent: Record<string, unknown>): Promise<void> {
-  await db('listsync.outbox').where({ id: row.id }).update({ status: 'sending', sent_changes: JSON.stringify(sent), updated_at: db.fn.now() });
+async function deleteConflict(deps: PushDeps, list: ListConfig, mapping: TableMapping, row: OutboxRow, remote: Item, remoteVersion: number): Promise<Outcome> {
+  const { db } = deps;
+  const itemId = row.item_id!;
+  if (list.conflictPolicy === 'local-wins') {
+    await deleteOnPlatform(deps, list, itemId);
+    await db.transaction(async (trx) => {
+      await recordConflict(trx, list, row, row.changes, remote, remoteVersion, 'resolved', 'local-wins', mapping);
+      await settleApplied(trx, row, row.changes, null);
+    });
+    return { kind: 'conflict', id: itemId, reread: false, version: null };
+  }
+  if (list.conflictPolicy === 'remote-wins') {
+    // The platform's newer version wins: the row comes back as it is there; the deleted content stays with the conflict.
+    await db.transaction(async (trx) => {
+      await recordConflict(trx, list, row, row.changes, remote, remoteVersion, 'resolved', 'remote-wins', mapping);
+      await supersede(trx, row.id, "conflict: the item changed on the platform since the row was deleted; the platform's version was kept (remote-wins)");
+      await upsertItems(trx, mapping, [remote], deps.config.platform.timeZone);
+    });
+    return { kind: 'conflict', id: itemId, reread: false, version: null };
+  }
+  await holdConflict(db, list, mapping, row, row.changes, remote, remoteVersion);
+  return { kind: 'conflict', id: itemId, reread: false, version: null };
+}
+
+async function pushCreate(deps: PushDeps, list: ListConfig, mapping: TableMapping, row: OutboxRow): Promise<Outcome> {
+  const { db, client } = deps;
+  const sent = row.sent_changes ?? row.changes;
+  const data = wireOrFail(deps, mapping, sent);
+  if (!data.ok) return fail(db, row, data.error, true, list.maxPushAttempts);
+
+  // Sent before without a confirmed answer (a stopped push, an interrupted one): look before sending again.
+  let resends = 1;
+  if (row.sends > 0 && row.attempted_at) {
+    const search = await searchLostCreate(deps, list, mapping, data.value, row.attempted_at);
+    const settled = await settleSearch(deps, list, mapping, row, sent, search, 'an earlier attempt');
+    if (settled) return settled;
+    resends = 0; // this send is the one resend
+  }
+  for (;;) {
+    const attemptedAt = await markSending(db, row, sent, { create: true });
+    try {
+      const id = await client.createItem(list.appID, list.listID, data.value);
+      return await settleCreated(deps, list, mapping, row, sent, id);
+    } catch (err) {
+      if (err instanceof AuthError) throw err;
+      if (!(err instanceof PlatformError && err.maybeApplied)) return fail(db, row, (err as Error).message, false, list.maxPushAttempts);
+      const search = await searchLostCreate(deps, list, mapping, data.value, row.attempted_at ?? attemptedAt);
+      const settled = await settleSearch(deps, list, mapping, row, sent, search, `a create whose answer was lost (${err.message})`);
+      if (settled) return settled;
+      if (resends-- <= 0) {
+        return fail(db, row, `the create's answer was lost again (${err.message}) and the item is not found on the platform; not sent a third time. Check the platform, then "listsync push --retry-failed".`, true, list.maxPushAttempts);
+      }
+      row = { ...row, attempted_at: row.attempted_at ?? attemptedAt, sends: row.sends + 1 };
+    }
+  }
+}
+
+/** A lost create found (adopted), ambiguous (failed) or not found (undefined: the caller sends it). */
+async function settleSearch(deps: PushDeps, list: ListConfig, mapping: TableMapping, row: OutboxRow, sent: Record<string, unknown>, search: LostCreateSearch, what: string): Promise<Outcome | undefined> {
+  if (search.kind === 'found') {
+    deps.logger.info({ list: list.name, outbox: row.id, item: search.id }, 'a create whose answer was lost was found on the platform; the local row takes its ID');
+    return settleCreated(deps, list, mapping, row, sent, search.id);
+  }
+  if (search.kind === 'ambiguous') {
+    return fail(deps.db, row, `${what} may have created the item: ${search.ids.length} items created since carry the values sent (${search.ids.join(', ')}); not sent again. Keep the right one: delete the local row ${row.local_id ?? ''} and let the next pull bring it, or delete the extra items on the platform and "listsync push --retry-failed".`, true, list.maxPushAttempts);
+  }
+  return undefined;
+}
+
+/** The lost create's search, repeated with backoff while nothing is found (the platform's queries may lag). */
+async function searchLostCreate(deps: PushDeps, list: ListConfig, mapping: TableMapping, data: Record<string, string>, since: Date): Promise<LostCreateSearch> {
+  const lookup = { db: deps.db, client: deps.client, zone: deps.config.platform.timeZone };
+  let search = await findCreated(lookup, list, mapping, data, since);
+  for (const delay of deps.rereadDelaysMs ?? DEFAULT_REREAD_DELAYS_MS) {
+    if (search.kind !== 'none') break;
+    await sleep(delay);
+    search = await findCreated(lookup, list, mapping, data, since);
+  }
+  return search;
+}
+
+/** A create whose local row was deleted: nothing is left behind, on the platform either. */
+async function withdrawCreate(deps: PushDeps, list: ListConfig, mapping: TableMapping, row: OutboxRow): Promise<Outcome> {
+  const { db } = deps;
+  const sent = row.sent_changes ?? row.changes;
+  const data = wireOrFail(deps, mapping, sent);
+  let note = 'withdrawn: the local row was deleted; the item was never created on the platform';
+  if (row.sends > 0 && row.attempted_at && data.ok) {
+    const search = await searchLostCreate(deps, list, mapping, data.value, row.attempted_at);
+    if (search.kind === 'ambiguous') {
+      return fail(db, row, `withdrawn, but ${search.ids.length} items created since carry the values sent (${search.ids.join(', ')}); none was deleted. Delete the one this row created on the platform.`, true, list.maxPushAttempts);
+    }
+    if (search.kind === 'found') {
+      await deleteOnPlatform(deps, list, search.id);
+      note = `withdrawn: the local row was deleted; item ${search.id}, created by an attempt whose answer was lost, was deleted on the platform`;
+    }
+  }
+  await db('listsync.outbox').where({ id: row.id }).update({ status: 'superseded', sent_changes: null, last_error: note, updated_at: db.fn.now() });
+  return { kind: 'withdrawn' };
+}
+
+type Remote = { kind: 'found'; item: Item } | { kind: 'gone' } | { kind: 'error'; error: string };
+
+/** One item by ID (GET shows writes at once). A refused key ends the push. */
+async function readItem(deps: PushDeps, list: ListConfig, id: string): Promise<Remote> {
+  try {
+    return { kind: 'found', item: await deps.client.getItem(list.appID, list.listID, id) };
+  } catch (err) {
+    if (err instanceof AuthError) throw err;
+    if (err instanceof NotFoundError) return { kind: 'gone' };
+    return { kind: 'error', error: (err as Error).message };
+  }
+}
+
+function wireOrFail(deps: PushDeps, mapping: TableMapping, changes: Record<string, unknown>): { ok: true; value: Record<string, string> } | { ok: false; error: string } {
+  try {
+    return { ok: true, value: toWire(mapping, changes, deps.config.platform.timeZone) };
+  } catch (err) {
+    return { ok: false, error: `cannot convert the change for the platform: ${(err as Error).message}` };
+  }
+}
+
+/** Marks the change as being sent (a create also counts the send and keeps its first attempt's time); returns now. */
+async function markSending(db: Knex, row: OutboxRow, sent: Record<string, unknown>, options: { create?: boolean } = {}): Promise<Date> {
+  const now = new Date();
+  await db('listsync.outbox')
+    .where({ id: row.id })
+    .update({
+      status: 'sending',
+      sent_changes: JSON.stringify(sent),
+      updated_at: db.fn.now(),
+      ...(options.create ? { sends: db.raw('sends + 1'), attempted_at: db.raw('coalesce(attempted_at, ?)', [now]) } : {}),
+    });
+  return now;
 }
 
 /** The outbox row's changes that differ from what was sent (bound: the sent changes as JSON): edits made meanwhile. */
@@ -223,6 +414,10 @@ const REMAINDER = `(select coalesce(jsonb_object_agg(k, v), '{}'::jsonb) from js
  * stay pending against the new version.
  */
 async function settleApplied(db: Knex | Knex.Transaction, row: OutboxRow, sent: Record<string, unknown>, newVersion: number | null): Promise<void> {
+  if (row.op === 'delete') {
+    await db('listsync.outbox').where({ id: row.id }).update({ status: 'applied', applied_at: db.fn.now(), last_error: null, sent_changes: null, updated_at: db.fn.now() });
+    return;
+  }
   await db.raw(
     `with cur as (
        select o.id, ${REMAINDER} as rest
@@ -237,10 +432,20 @@ async function settleApplied(db: Knex | Knex.Transaction, row: OutboxRow, sent: 
   );
 }
 
-async function settleCreated(db: Knex, mapping: TableMapping, row: OutboxRow, sent: Record<string, unknown>, id: string): Promise<void> {
-  await db.transaction(async (trx) => {
+/**
+ * The item exists on the platform with `id`: the local row takes it (or, when
+ * a pull already brought the item in, gives way to it). A create withdrawn
+ * meanwhile (its row deleted while the create was in flight) deletes the item.
+ */
+async function settleCreated(deps: PushDeps, list: ListConfig, mapping: TableMapping, row: OutboxRow, sent: Record<string, unknown>, id: string): Promise<Outcome> {
+  const withdrawn = await deps.db.transaction(async (trx) => {
+    const current = (await trx('listsync.outbox').where({ id: row.id }).forUpdate().first('withdrawn_at')) as { withdrawn_at: Date | null } | undefined;
+    if (current?.withdrawn_at) return true;
     await markListsyncWriter(trx);
-    await trx.raw('update ?? set id = ? where id = ?', [`${mapping.schema}.${mapping.table}`, id, row.local_id]);
+    const table = `${mapping.schema}.${mapping.table}`;
+    const taken = (await trx.raw('select 1 from ?? where id = ?', [table, id])) as { rows: unknown[] };
+    if (taken.rows.length > 0) await trx.raw('delete from ?? where id = ?', [table, row.local_id]);
+    else await trx.raw('update ?? set id = ? where id = ?', [table, id, row.local_id]);
     // Edits made to the row while it was being created stay pending as an update of the new item (version 1).
     await trx.raw(
       `with cur as (
@@ -256,14 +461,18 @@ async function settleCreated(db: Knex, mapping: TableMapping, row: OutboxRow, se
          from cur where o.id = cur.id`,
       [JSON.stringify(sent), row.id, id],
     );
+    return false;
   });
+  if (!withdrawn) return { kind: 'created', id };
+  await deleteOnPlatform(deps, list, id);
+  await deps.db('listsync.outbox').where({ id: row.id }).update({ status: 'superseded', sent_changes: null, last_error: `withdrawn: the local row was deleted while it was being created; item ${id} was deleted on the platform`, updated_at: deps.db.fn.now() });
+  return { kind: 'withdrawn' };
 }
 
 /** Records an error: pending with backoff (retryable) or failed (final, or out of attempts). */
 async function fail(db: Knex, row: OutboxRow, error: string, final: boolean, maxAttempts: number): Promise<Outcome> {
   const attempts = row.attempts + 1;
   const failed = final || attempts >= maxAttempts;
-  const backoffSeconds = Math.min(30 * 2 ** (attempts - 1), 1800);
   await db('listsync.outbox')
     .where({ id: row.id })
     .update({
@@ -271,10 +480,21 @@ async function fail(db: Knex, row: OutboxRow, error: string, final: boolean, max
       attempts,
       last_error: error,
       sent_changes: null,
-      next_attempt_at: db.raw('now() + make_interval(secs => ?)', [failed ? 0 : backoffSeconds]),
+      next_attempt_at: db.raw('now() + make_interval(secs => ?)', [failed ? 0 : backoffSeconds(attempts)]),
       updated_at: db.fn.now(),
     });
   return failed ? { kind: 'failed', error } : { kind: 'retry', error };
+}
+
+const backoffSeconds = (attempts: number): number => Math.min(30 * 2 ** (attempts - 1), 1800);
+
+/** A change stopped by an error that ends the push: pending again, with the error and the attempt counted (no backoff: the cause is outside the change). */
+async function interrupted(db: Knex, row: OutboxRow, err: unknown): Promise<void> {
+  const message = err instanceof Error ? err.message : String(err);
+  await db('listsync.outbox')
+    .where({ id: row.id })
+    .whereIn('status', ['sending', 'pending'])
+    .update({ status: 'pending', attempts: row.attempts + 1, last_error: `interrupted: ${message}`, next_attempt_at: db.fn.now(), updated_at: db.fn.now() });
 }
 
 async function conflict(
@@ -296,7 +516,7 @@ async function conflict(
       await recordConflict(trx, list, row, sent, remote, remoteVersion, 'resolved', 'local-wins', mapping);
       await settleApplied(trx, row, sent, remoteVersion + 1);
     });
-    return { kind: 'conflict', id: itemId, reread: true };
+    return { kind: 'conflict', id: itemId, reread: true, version: remoteVersion + 1 };
   }
   if (policy === 'remote-wins') {
     await db.transaction(async (trx) => {
@@ -304,41 +524,101 @@ async function conflict(
       await supersede(trx, row.id, "conflict: the platform's newer version won (remote-wins)");
       await upsertItems(trx, mapping, [remote], deps.config.platform.timeZone);
     });
-    return { kind: 'conflict', id: itemId, reread: false };
+    return { kind: 'conflict', id: itemId, reread: false, version: null };
   }
+  await holdConflict(db, list, mapping, row, sent, remote, remoteVersion);
+  return { kind: 'conflict', id: itemId, reread: false, version: null };
+}
+
+/** conflictPolicy manual: the change waits for `listsync conflicts resolve`. */
+async function holdConflict(db: Knex, list: ListConfig, mapping: TableMapping, row: OutboxRow, local: Record<string, unknown>, remote: Item, remoteVersion: number): Promise<void> {
   await db.transaction(async (trx) => {
-    await recordConflict(trx, list, row, sent, remote, remoteVersion, 'open', null, mapping);
+    await recordConflict(trx, list, row, local, remote, remoteVersion, 'open', null, mapping);
+    const what = row.op === 'delete' ? 'the row was deleted on' : 'the change was made on';
     await trx('listsync.outbox')
       .where({ id: row.id })
-      .update({ status: 'conflict', sent_changes: null, last_error: `conflict: the platform is at version ${remoteVersion}, the change was made on ${row.base_version}; settle it with "listsync conflicts resolve"`, updated_at: trx.fn.now() });
+      .update({ status: 'conflict', sent_changes: null, last_error: `conflict: the platform is at version ${remoteVersion}, ${what} ${row.base_version}; settle it with "listsync conflicts resolve"`, updated_at: trx.fn.now() });
   });
-  return { kind: 'conflict', id: itemId, reread: false };
+}
+
+/** Items by ID (In, 1000 per request), as the platform's queries show them now. */
+async function queryByIds(client: PlatformClient, list: ListConfig, ids: readonly string[]): Promise<Item[]> {
+  const out: Item[] = [];
+  for (let i = 0; i < ids.length; i += 1000) {
+    const chunk = ids.slice(i, i + 1000);
+    const { items } = await client.queryItems(list.appID, list.listID, {
+      Filters: [{ Field: list.idField, Type: Operator.In, Value: JSON.stringify(chunk) }],
+      PageIndex: 1,
+      PageSize: 1000,
+    });
+    out.push(...items);
+  }
+  return out;
 }
 
 /** Re-reads items by ID (In, 1000 per request) and writes them to the mirror. */
 export async function rereadItems(deps: Pick<PushDeps, 'db' | 'client' | 'config'>, list: ListConfig, mapping: TableMapping, ids: readonly string[]): Promise<UpsertResult[]> {
   const out: UpsertResult[] = [];
   for (let i = 0; i < ids.length; i += 1000) {
-    const chunk = ids.slice(i, i + 1000);
-    const { items } = await deps.client.queryItems(list.appID, list.listID, {
-      Filters: [{ Field: list.idField, Type: Operator.In, Value: JSON.stringify(chunk) }],
-      PageIndex: 1,
-      PageSize: 1000,
-    });
+    const items = await queryByIds(deps.client, list, ids.slice(i, i + 1000));
     out.push(await deps.db.transaction((trx) => upsertItems(trx, mapping, items, deps.config.platform.timeZone)));
   }
   return out;
 }
 
+/**
+ * Brings the written items' new versions into the mirror. Items the query does
+ * not yet show at the version written are asked again with backoff, then read
+ * one by one; returns the IDs still behind.
+ */
+async function rereadWritten(deps: PushDeps, list: ListConfig, mapping: TableMapping, written: ReadonlyMap<string, number | null>): Promise<string[]> {
+  const zone = deps.config.platform.timeZone;
+  const upToDate = (item: Item | undefined, id: string): boolean => {
+    if (!item) return false;
+    const want = written.get(id);
+    return want === null || want === undefined || Number(item[list.versionField]) >= want;
+  };
+  const store = (items: Item[]) => deps.db.transaction((trx) => upsertItems(trx, mapping, items, zone));
+
+  let behind = [...written.keys()];
+  for (const delay of [0, ...(deps.rereadDelaysMs ?? DEFAULT_REREAD_DELAYS_MS)]) {
+    if (behind.length === 0) return [];
+    if (delay > 0) await sleep(delay);
+    const items = await queryByIds(deps.client, list, behind);
+    await store(items);
+    const byId = new Map(items.map((i) => [String(i[list.idField]), i]));
+    behind = behind.filter((id) => !upToDate(byId.get(id), id));
+  }
+  const stillBehind: string[] = behind.slice(MAX_GET_REREADS);
+  for (const id of behind.slice(0, MAX_GET_REREADS)) {
+    const remote = await readItem(deps, list, id);
+    if (remote.kind === 'found') await store([remote.item]);
+    if (remote.kind !== 'found' || !upToDate(remote.item, id)) stillBehind.push(id);
+  }
+  if (stillBehind.length) deps.logger.warn({ list: list.name, behind: stillBehind.length }, "the platform's queries did not show the versions written yet; the next pull brings them");
+  return stillBehind;
+}
+
+/** Runs `fn` over the items, `limit` at a time. The first error stops new work; the calls under way finish before it is thrown. */
 async function mapConcurrent<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
   const out = new Array<R>(items.length);
   let next = 0;
+  let failure: { error: unknown } | undefined;
   const worker = async () => {
-    while (next < items.length) {
+    while (!failure && next < items.length) {
       const i = next++;
-      out[i] = await fn(items[i]!);
+      try {
+        out[i] = await fn(items[i]!);
+      } catch (error) {
+        failure ??= { error };
+      }
     }
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  if (failure) throw failure.error;
   return out;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -129,7 +129,7 @@ async function reconcileLocked(deps: ReconcileDeps, list: ListConfig, run: Activ
 
   log.info({ table: `${schema}.${tableName}` }, 'reconcile started');
   const conn = (await db.client.acquireConnection()) as PgConnection;
-  const work = new SweepTables(db, conn, mapping.qualifiedTable);
+  const work = new SweepTables(db, conn, mapping.qualifiedTable, mapping.listName);
   try {
     await work.create();
 
@@ -254,6 +254,15 @@ const SNAPSHOT_CHUNK = 2000;
  * pulls and pushes out, so the mirror's IDs do not move meanwhile (local
  * inserts get `local-` ids, which are never candidates).
  */
+/**
+ * A mirror row `m` with a local change write-back has not settled (an edit,
+ * a delete, or a create under an id the user chose, unconfirmed): reconcile
+ * leaves it alone. Binds the list's name.
+ */
+const OPEN_LOCAL_CHANGE = `(select 1 from listsync.outbox o
+   where o.list_name = ? and (o.item_id = m.id or (o.op = 'create' and o.local_id = m.id))
+     and (o.status in ('pending', 'sending', 'conflict') or (o.op = 'create' and o.status = 'failed')))`;
+
 class SweepTables {
   seen = 0;
   live = 0;
@@ -265,6 +274,7 @@ class SweepTables {
     private readonly db: Knex,
     private readonly conn: PgConnection,
     private readonly table: string,
+    private readonly listName: string,
   ) {}
 
   private raw(sql: string, bindings: readonly unknown[] = []): Promise<{ rows: Record<string, unknown>[]; rowCount: number | null }> {
@@ -358,15 +368,17 @@ class SweepTables {
             and m._deleted_at is null
             and not starts_with(m.id, ?)
             and not exists (select 1 from pg_temp.reconcile_seen s where s.id = m.id)
+            and not exists ${OPEN_LOCAL_CHANGE}
          returning 1),
        undel as (
          update ${this.table} m set _deleted_at = null
            from pg_temp.reconcile_undelete u
           where u.id = m.id
             and m._deleted_at is not null
+            and not exists ${OPEN_LOCAL_CHANGE}
          returning 1)
        select (select count(*) from del)::int as deleted, (select count(*) from undel)::int as undeleted`,
-      [LOCAL_ID_PREFIX],
+      [LOCAL_ID_PREFIX, this.listName, this.listName],
     )) as { rows: { deleted: number; undeleted: number }[] };
     const row = r.rows[0]!;
     return { deleted: Number(row.deleted), undeleted: Number(row.undeleted) };

@@ -99,7 +99,7 @@ describe('change capture', () => {
     const err = await t.db.raw(`delete from mirror.orders where id = ?`, [orderId(3)]).catch((e: unknown) => e);
     expect(pgCode(err)).toBe(PG.raiseException);
     expect((err as Error).message).toContain(
-      `listsync: deletes are not supported by the platform interface; row ${orderId(3)} was not deleted. Mark it in the platform UI instead.`,
+      `listsync: deletes are not written back for list "orders" (lists[].pushDeletes is off); row ${orderId(3)} was not deleted.`,
     );
     expect(await row(orderId(3))).toBeTruthy();
     const trunc = await t.db.raw('truncate mirror.orders').catch((e: unknown) => e);

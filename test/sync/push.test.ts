@@ -160,7 +160,7 @@ describe('push', () => {
     expect(item).toMatchObject({ Title: 'New from SQL', [F.customer]: 'Insert Co', [F.quantity]: '3', [F.paid]: '1', [F.tags]: '["b","a"]' });
 
     const count = await w.t.db('mirror.orders').count('* as n').first();
-    await expect(w.t.db('mirror.orders').where({ id: rows[0]!.id }).delete()).rejects.toThrow(/deletes are not supported by the platform interface/);
+    await expect(w.t.db('mirror.orders').where({ id: rows[0]!.id }).delete()).rejects.toThrow(/deletes are not written back for list "orders" \(lists\[\]\.pushDeletes is off\)/);
     expect(await w.t.db('mirror.orders').count('* as n').first()).toEqual(count);
     expect((await w.emu.admin.exportList('demo', 'orders')).count).toBe(21);
   });

@@ -1,0 +1,119 @@
+/**
+ * `listsync push --dry-run`: what a push would send now, and whether each
+ * change would apply or conflict, judged against the platform's current
+ * versions (read with In queries, 1000 IDs a request). Sends no write, takes
+ * no lock, records no run and changes nothing locally.
+ */
+import type { Config, ListConfig } from '../config.js';
+import type { Knex } from '../db.js';
+import { toPlatform, type TableMapping } from '../mirror/index.js';
+import type { PlatformClient } from '../platform/client.js';
+import { Operator, type Item } from '../platform/types.js';
+import type { OutboxRow } from './conflicts.js';
+import { loadMappingOrExplain } from './push.js';
+
+export type Verdict = 'apply' | 'conflict' | 'fail';
+
+export interface PreviewField {
+  field: string;
+  column: string;
+  /** The platform's value the change was made on (the mirror row's _raw), if known. */
+  base: string | null;
+  /** What would be sent (a delete sends nothing: the row's content). */
+  local: string;
+  /** The platform's value now. */
+  platform: string | null;
+}
+
+export interface PreviewEntry {
+  outboxId: number;
+  op: OutboxRow['op'];
+  /** The platform item, or the local row's id for a create. */
+  target: string;
+  /** What would be sent: PATCH, POST, DELETE, or a withdrawal. */
+  request: string;
+  verdict: Verdict;
+  reason: string;
+  fields: PreviewField[];
+}
+
+export interface PushPreview {
+  list: string;
+  policy: ListConfig['conflictPolicy'];
+  entries: PreviewEntry[];
+  counts: Record<Verdict, number>;
+}
+
+export async function previewPush(deps: { db: Knex; client: PlatformClient; config: Config }, list: ListConfig): Promise<PushPreview> {
+  const { db, client, config } = deps;
+  const mapping = await loadMappingOrExplain(db, config, list);
+  const rows = (await db('listsync.outbox').where({ list_name: list.name }).whereIn('status', ['pending', 'sending']).orderBy('id')) as OutboxRow[];
+  const ids = rows.filter((r) => r.item_id !== null).map((r) => r.item_id!);
+  const platform = await currentItems(client, list, ids);
+  const base = await mirrorRaw(db, mapping, ids);
+  const entries = rows.map((row) => judge(row, list, mapping, config.platform.timeZone, platform, base));
+  const counts: Record<Verdict, number> = { apply: 0, conflict: 0, fail: 0 };
+  for (const e of entries) counts[e.verdict]++;
+  return { list: list.name, policy: list.conflictPolicy, entries, counts };
+}
+
+function judge(row: OutboxRow, list: ListConfig, mapping: TableMapping, zone: string, platform: ReadonlyMap<string, Item>, base: ReadonlyMap<string, Item>): PreviewEntry {
+  const remote = row.item_id === null ? undefined : platform.get(row.item_id);
+  const fields = fieldDiffs(row, mapping, zone, base.get(row.item_id ?? ''), remote);
+  const entry = (request: string, verdict: Verdict, reason: string): PreviewEntry => ({ outboxId: Number(row.id), op: row.op, target: row.item_id ?? row.local_id ?? '', request, verdict, reason, fields });
+  const unconvertible = fields.find((f) => f.local.startsWith('(cannot convert'));
+
+  if (row.op === 'create') {
+    if (row.withdrawn_at) return entry('withdrawal', 'apply', 'the local row was deleted: the create is withdrawn (an item an earlier attempt created is looked for and deleted)');
+    if (unconvertible) return entry('POST', 'fail', `column ${unconvertible.column} cannot be converted for the platform`);
+    return entry('POST', 'apply', row.sends > 0 ? 'would be looked for on the platform first (an earlier attempt got no answer), then created' : 'would be created');
+  }
+  const baseVersion = Number(row.base_version ?? 0);
+  const remoteVersion = remote === undefined ? undefined : Number(remote[list.versionField]);
+  if (row.op === 'delete') {
+    if (remoteVersion === undefined) return entry('DELETE', 'apply', 'already gone from the platform');
+    if (baseVersion === 0 || remoteVersion === baseVersion) return entry('DELETE', 'apply', `platform at version ${remoteVersion}, as when the row was deleted`);
+    return entry('DELETE', 'conflict', `platform at version ${remoteVersion}, the row was deleted on ${baseVersion}`);
+  }
+  if (unconvertible) return entry('PATCH', 'fail', `column ${unconvertible.column} cannot be converted for the platform`);
+  if (remoteVersion === undefined) return entry('PATCH', 'fail', 'the item is no longer on the platform');
+  if (baseVersion === 0) return entry('PATCH', 'apply', `sent with RowVersion 0 (overwrites version ${remoteVersion})`);
+  if (remoteVersion === baseVersion) return entry('PATCH', 'apply', `platform at version ${remoteVersion}, as when the change was made`);
+  return entry('PATCH', 'conflict', `platform at version ${remoteVersion}, the change was made on ${baseVersion}`);
+}
+
+function fieldDiffs(row: OutboxRow, mapping: TableMapping, zone: string, base: Item | undefined, remote: Item | undefined): PreviewField[] {
+  const changes = row.status === 'sending' && row.sent_changes ? row.sent_changes : row.changes;
+  return Object.entries(changes).map(([column, value]) => {
+    const col = mapping.byColumn(column);
+    const field = col?.field ?? column;
+    let local: string;
+    try {
+      if (!col || col.removed) throw new Error('not a field on the platform');
+      local = toPlatform(col.kind, value, zone);
+    } catch (err) {
+      local = `(cannot convert: ${(err as Error).message})`;
+    }
+    const show = (item: Item | undefined): string | null => (item === undefined || item[field] === undefined || item[field] === null ? null : String(item[field]));
+    return { field, column, base: show(base), local, platform: show(remote) };
+  });
+}
+
+async function currentItems(client: PlatformClient, list: ListConfig, ids: readonly string[]): Promise<Map<string, Item>> {
+  const out = new Map<string, Item>();
+  for (let i = 0; i < ids.length; i += 1000) {
+    const chunk = ids.slice(i, i + 1000);
+    const { items } = await client.queryItems(list.appID, list.listID, { Filters: [{ Field: list.idField, Type: Operator.In, Value: JSON.stringify(chunk) }], PageIndex: 1, PageSize: 1000 });
+    for (const item of items) out.set(String(item[list.idField]), item);
+  }
+  return out;
+}
+
+async function mirrorRaw(db: Knex, mapping: TableMapping, ids: readonly string[]): Promise<Map<string, Item>> {
+  const out = new Map<string, Item>();
+  for (let i = 0; i < ids.length; i += 1000) {
+    const rows = (await db.withSchema(mapping.schema).from(mapping.table).whereIn('id', ids.slice(i, i + 1000)).select('id', '_raw')) as { id: string; _raw: Item | null }[];
+    for (const r of rows) if (r._raw) out.set(r.id, r._raw);
+  }
+  return out;
+}
