@@ -5,12 +5,12 @@
 import { Counter, type Registry } from 'prom-client';
 import type { Knex } from './db.js';
 import type { Logger } from './logger.js';
-import { countSchemaChanges } from './mirror/schema-change.js';
+import { countSchemaChanges, SCHEMA_CHANGES_TABLE } from './store/schema-changes.js';
 
 export function registerSchemaChangeMetrics(registry: Registry, db: Knex, logger?: Logger): void {
   const total = new Counter({
     name: 'listsync_schema_changes_total',
-    help: "Changes seen in a list's fields (kind: added, removed, back, renamed, widened, ...), from listsync.schema_changes.",
+    help: `Changes seen in a list's fields (kind: added, removed, back, renamed, widened, ...), from ${SCHEMA_CHANGES_TABLE}.`,
     labelNames: ['list', 'kind'] as const,
     registers: [registry],
     async collect() {
@@ -19,7 +19,7 @@ export function registerSchemaChangeMetrics(registry: Registry, db: Knex, logger
         this.reset();
         for (const c of counts) this.inc({ list: c.list, kind: c.kind }, c.count);
       } catch (err) {
-        logger?.warn({ err }, 'metrics: could not read listsync.schema_changes');
+        logger?.warn({ err }, `metrics: could not read ${SCHEMA_CHANGES_TABLE}`);
       }
     },
   });

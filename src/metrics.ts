@@ -28,6 +28,8 @@ import type { Knex } from './db.js';
 import type { Logger } from './logger.js';
 import type { RequestEvent } from './platform/client.js';
 import { listStatuses } from './status.js';
+import { counterTotals, failureStreaks, lastChangingPulls, lastSucceededRuns, reconcileHeals, runCounts, runsFinishedAfter } from './store/runs.js';
+import { webhookBacklog } from './store/webhook-inbox.js';
 import type { ReceiveOutcome } from './webhooks/receiver.js';
 
 export const ROW_KINDS = ['inserted', 'updated', 'unchanged', 'deleted', 'undeleted', 'failed'] as const;
@@ -230,37 +232,21 @@ export function createMetrics(options: MetricsOptions): Metrics {
 
   /** Per list and job: the last successful run, the failures since, the last pull that changed rows, rows healed by reconcile. */
   async function readLastRuns(): Promise<void> {
-    const changedSql = 'rows_inserted + rows_updated + rows_deleted + rows_undeleted';
-    const last = (await db.raw(
-      `select distinct on (list_name, job) list_name, job, pages, requests, ${changedSql} as changed
-         from listsync.sync_runs where status = 'succeeded'
-        order by list_name, job, started_at desc, id desc`,
-    )) as { rows: { list_name: string; job: string; pages: number; requests: number; changed: string | number }[] };
-    const streaks = (await db.raw(
-      `select r.list_name, r.job, count(*) filter (where r.status = 'failed' and (ok.at is null or r.started_at > ok.at)) as failed
-         from listsync.sync_runs r
-         left join (select list_name, job, max(started_at) as at from listsync.sync_runs where status = 'succeeded' group by 1, 2) ok using (list_name, job)
-        group by 1, 2`,
-    )) as { rows: { list_name: string; job: string; failed: string | number }[] };
-    const changes = (await db.raw(
-      `select list_name, extract(epoch from max(started_at))::float8 as at
-         from listsync.sync_runs where job = 'pull' and status = 'succeeded' and ${changedSql} > 0 group by 1`,
-    )) as { rows: { list_name: string; at: number }[] };
-    const heals = (await db.raw(
-      `select list_name, sum(rows_deleted)::bigint as deleted, sum(rows_undeleted)::bigint as undeleted
-         from listsync.sync_runs where job = 'reconcile' group by 1`,
-    )) as { rows: { list_name: string; deleted: string | number; undeleted: string | number }[] };
+    const last = await lastSucceededRuns(db);
+    const streaks = await failureStreaks(db);
+    const changes = await lastChangingPulls(db);
+    const heals = await reconcileHeals(db);
 
     for (const g of [lastRunChanged, lastRunPages, lastRunRequests, failedStreak, lastChange, healed]) g.reset();
-    for (const r of last.rows) {
+    for (const r of last) {
       const labels = { list: r.list_name, job: r.job };
       lastRunChanged.set(labels, Number(r.changed));
       lastRunPages.set(labels, Number(r.pages));
       lastRunRequests.set(labels, Number(r.requests));
     }
-    for (const r of streaks.rows) failedStreak.set({ list: r.list_name, job: r.job }, Number(r.failed));
-    for (const r of changes.rows) lastChange.set({ list: r.list_name }, Number(r.at));
-    for (const r of heals.rows) {
+    for (const r of streaks) failedStreak.set({ list: r.list_name, job: r.job }, Number(r.failed));
+    for (const r of changes) lastChange.set({ list: r.list_name }, Number(r.at));
+    for (const r of heals) {
       healed.inc({ list: r.list_name, kind: 'deleted' }, Number(r.deleted));
       healed.inc({ list: r.list_name, kind: 'undeleted' }, Number(r.undeleted));
     }
@@ -289,20 +275,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
         lastError.set({ list: l.list }, l.lastError ? 1 : 0);
       }
 
-      const sums = (await db('listsync.sync_runs')
-        .select('list_name')
-        .sum({
-          inserted: 'rows_inserted',
-          updated: 'rows_updated',
-          unchanged: 'rows_unchanged',
-          deleted: 'rows_deleted',
-          undeleted: 'rows_undeleted',
-          failed: 'rows_failed',
-          applied: 'changes_applied',
-          conflicted: 'changes_conflicted',
-          changes_failed: 'changes_failed',
-        })
-        .groupBy('list_name')) as Record<string, string | number | null>[];
+      const sums = await counterTotals(db);
       rowsTotal.reset();
       changesTotal.reset();
       for (const s of sums) {
@@ -312,36 +285,18 @@ export function createMetrics(options: MetricsOptions): Metrics {
         changesTotal.inc({ list, outcome: 'conflicted' }, Number(s.conflicted ?? 0));
         changesTotal.inc({ list, outcome: 'failed' }, Number(s.changes_failed ?? 0));
       }
-      const runs = (await db('listsync.sync_runs').select('list_name', 'job', 'status').count({ n: '*' }).groupBy('list_name', 'job', 'status')) as {
-        list_name: string;
-        job: string;
-        status: string;
-        n: string | number;
-      }[];
+      const runs = await runCounts(db);
       runsTotal.reset();
       for (const r of runs) runsTotal.inc({ list: r.list_name, job: r.job, status: r.status }, Number(r.n));
 
-      const finished = (await db('listsync.sync_runs')
-        .whereNotNull('finished_at')
-        .where('finished_at', '>', db.raw('?::timestamptz', [runCursor]))
-        .orderBy('finished_at')
-        .limit(10_000)
-        .select('job', 'status', db.raw('extract(epoch from finished_at - started_at)::float8 as seconds'), db.raw('finished_at::text as cursor'))) as {
-        job: string;
-        status: string;
-        seconds: number;
-        cursor: string;
-      }[];
+      const finished = await runsFinishedAfter(db, runCursor, 10_000);
       for (const r of finished) runSeconds.observe({ job: r.job, status: r.status }, Math.max(0, Number(r.seconds)));
       if (finished.length) runCursor = finished[finished.length - 1]!.cursor;
       await readLastRuns();
 
-      const hooks = (await db.raw(
-        `select (select count(*) from listsync.webhook_subscriptions)::bigint as subs,
-                (select count(*) from listsync.webhook_inbox where processed_at is null)::bigint as unprocessed`,
-      )) as { rows: { subs: number; unprocessed: number }[] };
-      webhookSubs.set(Number(hooks.rows[0]?.subs ?? 0));
-      webhookUnprocessed.set(Number(hooks.rows[0]?.unprocessed ?? 0));
+      const hooks = await webhookBacklog(db);
+      webhookSubs.set(hooks.subscriptions);
+      webhookUnprocessed.set(hooks.unprocessed);
       databaseUp.set(1);
     } catch (err) {
       databaseUp.set(0);

@@ -14,7 +14,8 @@ import { LockedError } from './errors.js';
 import type { Logger } from './logger.js';
 import type { PlatformClient } from './platform/client.js';
 import { listStatuses } from './status.js';
-import { HOLDER } from './sync/runs.js';
+import { claimLease, deleteStaleLeases } from './store/leases.js';
+import { HOLDER } from './store/runs.js';
 
 export type RouteHandler = (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void> | void;
 
@@ -45,7 +46,7 @@ export interface RunningServe {
   close(): Promise<void>;
 }
 
-/** Elects one replica per scheduled fire: the first to insert the fire's key into listsync.leases runs it. */
+/** Elects one replica per scheduled fire: the first to claim the fire's key as a lease runs it. */
 export function postgresRunCoordinator(db: Knex, holder = HOLDER, logger?: Logger): RunCoordinator {
   let lastCleanup = 0;
   return {
@@ -63,14 +64,9 @@ export function postgresRunCoordinator(db: Knex, holder = HOLDER, logger?: Logge
   async function claimFire(key: string, ttlMs: number): Promise<boolean> {
     if (Date.now() - lastCleanup > 3_600_000) {
       lastCleanup = Date.now();
-      await db('listsync.leases').where('name', 'like', 'fire:%').where('expires_at', '<', db.raw("now() - interval '1 day'")).delete();
+      await deleteStaleLeases(db, 'fire:');
     }
-    const rows = await db('listsync.leases')
-      .insert({ name: `fire:${key}`, holder, expires_at: db.raw('now() + make_interval(secs => ?)', [Math.max(ttlMs, 60_000) / 1000]) })
-      .onConflict('name')
-      .ignore()
-      .returning('name');
-    return rows.length === 1;
+    return claimLease(db, `fire:${key}`, holder, Math.max(ttlMs, 60_000) / 1000);
   }
 }
 

@@ -1,10 +1,15 @@
 /**
  * What `listsync status`, `/healthz` and `/metrics` report, read from
  * Postgres: per list the last runs, watermark, lag, rows, changes and
- * conflicts, deletes, and webhook activity.
+ * conflicts and deletes (webhook activity: `webhookActivity` in
+ * src/store/webhook-inbox.ts).
  */
 import type { Config, ListConfig } from './config.js';
 import type { Knex } from './db.js';
+import { countOpenConflicts } from './store/conflicts.js';
+import { countByStatus } from './store/outbox.js';
+import { isListRunning, latestRun } from './store/runs.js';
+import { readState } from './store/state.js';
 
 export interface ListStatus {
   list: string;
@@ -27,21 +32,6 @@ export interface ListStatus {
   resumeFromPage: number | null;
 }
 
-export interface WebhookStatus {
-  subscriptions: number;
-  eventsLastDay: number;
-  lastEventAt: Date | null;
-}
-
-interface RunRow {
-  list_name: string;
-  job: string;
-  status: string;
-  started_at: Date;
-  finished_at: Date | null;
-  error: string | null;
-}
-
 export async function listStatuses(db: Knex, config: Config, now: Date = new Date()): Promise<ListStatus[]> {
   const out: ListStatus[] = [];
   for (const list of config.lists) out.push(await listStatus(db, config, list, now));
@@ -55,17 +45,14 @@ async function tableExists(db: Knex, schema: string, table: string): Promise<boo
 
 export async function listStatus(db: Knex, config: Config, list: ListConfig, now: Date = new Date()): Promise<ListStatus> {
   const table = list.table ?? list.name;
-  const state = (await db('listsync.sync_state').where({ list_name: list.name, job: 'pull' }).first()) as
-    | { watermark: string | null; last_success_at: Date | null; checkpoint: { nextPage?: number } | null }
-    | undefined;
-  const lastRun = (await db('listsync.sync_runs').where({ list_name: list.name }).whereIn('job', ['pull', 'backfill']).orderBy('id', 'desc').first()) as RunRow | undefined;
-  const lastFailure = (await db('listsync.sync_runs').where({ list_name: list.name, status: 'failed' }).orderBy('id', 'desc').first()) as RunRow | undefined;
-  const lastSuccess = (await db('listsync.sync_runs').where({ list_name: list.name, status: 'succeeded' }).orderBy('id', 'desc').first()) as RunRow | undefined;
-  const lastPull = (await db('listsync.sync_runs').where({ list_name: list.name, status: 'succeeded', job: 'pull' }).orderBy('id', 'desc').first()) as RunRow | undefined;
-  const running = Boolean(await db('listsync.sync_runs').where({ list_name: list.name, status: 'running' }).first());
-  const changes = (await db('listsync.outbox').where({ list_name: list.name }).select('status').count<{ status: string; count: string }[]>('* as count').groupBy('status')) as { status: string; count: string | number }[];
-  const byStatus = Object.fromEntries(changes.map((c) => [c.status, Number(c.count)]));
-  const conflicts = (await db('listsync.conflicts').where({ list_name: list.name, status: 'open' }).count<{ count: string }[]>('* as count')) as { count: string | number }[];
+  const state = await readState<{ nextPage?: number }>(db, list.name, 'pull');
+  const lastRun = await latestRun(db, list.name, { jobs: ['pull', 'backfill'] });
+  const lastFailure = await latestRun(db, list.name, { status: 'failed' });
+  const lastSuccess = await latestRun(db, list.name, { status: 'succeeded' });
+  const lastPull = await latestRun(db, list.name, { status: 'succeeded', jobs: ['pull'] });
+  const running = await isListRunning(db, list.name);
+  const byStatus = await countByStatus(db, list.name);
+  const openConflicts = await countOpenConflicts(db, list.name);
 
   let rows: number | null = null;
   let deletedRows: number | null = null;
@@ -79,11 +66,11 @@ export async function listStatus(db: Knex, config: Config, list: ListConfig, now
   return {
     list: list.name,
     table: `${config.database.schema}.${table}`,
-    lastSuccessAt: state?.last_success_at ?? null,
+    lastSuccessAt: state.lastSuccessAt,
     lastRunAt: lastRun?.started_at ?? null,
     lastRunStatus: lastRun?.status ?? null,
     running,
-    watermark: state?.watermark ?? null,
+    watermark: state.watermark,
     lagMinutes: lastPull ? Math.max(0, Math.round((now.getTime() - lastPull.started_at.getTime()) / 60_000)) : null,
     lastPullStartedAt: lastPull?.started_at ?? null,
     rows,
@@ -91,16 +78,7 @@ export async function listStatus(db: Knex, config: Config, list: ListConfig, now
     lastError,
     pendingChanges: (byStatus.pending ?? 0) + (byStatus.sending ?? 0),
     failedChanges: byStatus.failed ?? 0,
-    openConflicts: Number(conflicts[0]?.count ?? 0),
-    resumeFromPage: state?.checkpoint?.nextPage ?? null,
+    openConflicts,
+    resumeFromPage: state.checkpoint?.nextPage ?? null,
   };
-}
-
-export async function webhookStatus(db: Knex): Promise<WebhookStatus> {
-  const subs = (await db('listsync.webhook_subscriptions').count<{ count: string }[]>('* as count')) as { count: string | number }[];
-  const events = (await db('listsync.webhook_inbox')
-    .where('received_at', '>', db.raw("now() - interval '1 day'"))
-    .count<{ count: string }[]>('* as count')) as { count: string | number }[];
-  const last = (await db('listsync.webhook_inbox').max('received_at as at').first()) as { at: Date | null } | undefined;
-  return { subscriptions: Number(subs[0]?.count ?? 0), eventsLastDay: Number(events[0]?.count ?? 0), lastEventAt: last?.at ?? null };
 }

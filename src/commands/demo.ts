@@ -12,6 +12,9 @@ import type { Output } from '../context.js';
 import { startEmbeddedDb, type EmbeddedDb } from '../embedded-db.js';
 import { SAMPLE_FIELDS as F, startEmulator } from '../emulator/index.js';
 import { table } from '../format.js';
+import { LATEST_CONFLICT_ID_SQL } from '../store/conflicts.js';
+import { OUTBOX_TABLE, PENDING_CHANGES_SQL } from '../store/outbox.js';
+import { COUNT_RUNS_SQL } from '../store/runs.js';
 import { coerceError } from '../errors.js';
 import { wholeNumber, type CommandKit } from './kit.js';
 
@@ -100,7 +103,7 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
     io.out(sql);
     const report = await pgClient.query(sql);
     io.out(table(report.fields.map((f) => f.name), report.rows.map((r: Record<string, unknown>) => report.fields.map((f) => r[f.name]))));
-    const counts = await pgClient.query(`select (select count(*) from demo.orders) as orders, (select count(*) from demo.platform_users) as users, (select count(*) from listsync.sync_runs) as runs`);
+    const counts = await pgClient.query(`select (select count(*) from demo.orders) as orders, (select count(*) from demo.platform_users) as users, (${COUNT_RUNS_SQL}) as runs`);
     io.out(`rows: ${JSON.stringify(counts.rows[0])}`);
 
     step(5, 'Write-back: an edit made with SQL reaches the platform, version-checked');
@@ -112,8 +115,8 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
     const update = `update demo.orders set status = 'Paid', paid = true, customer = 'Acme (fixed in SQL)' where id = '${edited!.id}'`;
     io.out(`${update};`);
     await pgClient.query(update);
-    const outbox = await pgClient.query(`select op, item_id, changes, base_version from listsync.outbox where status = 'pending'`);
-    io.out(`captured in listsync.outbox: ${JSON.stringify(outbox.rows)}`);
+    const outbox = await pgClient.query(PENDING_CHANGES_SQL);
+    io.out(`captured in ${OUTBOX_TABLE}: ${JSON.stringify(outbox.rows)}`);
     await cli('PATCH with RowVersion = the base version, only the changed fields', 'push');
     const onPlatform = await emu.admin.getItem('demo', 'orders', edited!.id);
     const shown = (field: string): string => JSON.stringify(onPlatform[field]);
@@ -128,7 +131,7 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
     io.out(`and you edit the same item in SQL (Customer = "Changed in SQL")`);
     await cli("the PATCH is refused for its version; policy remote-wins keeps the platform's value and records both sides", 'push');
     await cli('every conflict, with how it was settled', 'conflicts', '--all');
-    const cid = await pgClient.query(`select max(id) as id from listsync.conflicts`);
+    const cid = await pgClient.query(LATEST_CONFLICT_ID_SQL);
     await cli('both sides, field by field', 'conflicts', 'show', String((cid.rows[0] as { id: string }).id));
 
     await cli('per list: last success, watermark, lag, rows, changes', 'status');

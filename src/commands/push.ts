@@ -4,7 +4,9 @@ import type { AppContext } from '../context.js';
 import { UsageError, exitCodeFor } from '../errors.js';
 import { plural, table } from '../format.js';
 import { withLock } from '../sync/lock.js';
-import { conflictFields, getConflict, listConflicts, resolveConflict } from '../sync/conflicts.js';
+import { getConflict, listConflicts } from '../store/conflicts.js';
+import { OUTBOX_TABLE, requeueFailed } from '../store/outbox.js';
+import { conflictFields, resolveConflict } from '../sync/conflicts.js';
 import { listLockName } from '../sync/exclusive.js';
 import { loadMappingOrExplain, pushList, rereadItems, type PushResult } from '../sync/push.js';
 import { previewPush, type PushPreview } from '../sync/push-preview.js';
@@ -30,7 +32,7 @@ function failureHint(r: PushResult): string {
   const parts = [];
   if (r.retrying) parts.push(`${r.retrying} change(s) are retried by the next push (after a backoff)`);
   if (r.failed) parts.push(`${r.failed} failed for good: fix the cause, then "listsync push --retry-failed --list ${r.list}"`);
-  return `${parts.join('; ')}; "listsync status" and listsync.outbox (last_error) say why.`;
+  return `${parts.join('; ')}; "listsync status" and ${OUTBOX_TABLE} (last_error) say why.`;
 }
 
 /** What a conflict did to the local edit, and where to find it. */
@@ -48,7 +50,7 @@ export async function runPushes(ctx: AppContext, lists: readonly ListConfig[], o
   for (const list of lists) {
     try {
       if (options.retryFailed) {
-        const n = await ctx.db('listsync.outbox').where({ list_name: list.name, status: 'failed' }).update({ status: 'pending', attempts: 0, next_attempt_at: ctx.db.fn.now(), updated_at: ctx.db.fn.now() });
+        const n = await requeueFailed(ctx.db, list.name);
         if (n) ctx.io.out(`${list.name}: ${n} failed change(s) queued again`);
       }
       const r = await pushList({ db: ctx.db, client: ctx.client, config: ctx.config, logger: ctx.logger, waitMs: options.wait ? 24 * 3_600_000 : 0 }, list);

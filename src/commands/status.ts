@@ -1,10 +1,12 @@
 /** `listsync status`: a table per list, then changes, conflicts and webhook activity. */
 import type { AppContext } from '../context.js';
 import { duration, table, timestamp } from '../format.js';
-import { listStatuses, webhookStatus } from '../status.js';
+import { listStatuses } from '../status.js';
+import { latestRun } from '../store/runs.js';
+import { webhookActivity } from '../store/webhook-inbox.js';
 import { USERS_JOB_LIST } from '../sync/users.js';
 import type { CommandKit } from './kit.js';
-import { recentSchemaChanges } from '../mirror/schema-change.js';
+import { recentSchemaChanges } from '../store/schema-changes.js';
 
 export async function runStatus(ctx: AppContext): Promise<string> {
   const now = new Date();
@@ -28,15 +30,15 @@ export async function runStatus(ctx: AppContext): Promise<string> {
       ]),
     ),
   );
-  const users = (await ctx.db('listsync.sync_runs').where({ list_name: USERS_JOB_LIST }).orderBy('id', 'desc').first()) as { status: string; started_at: Date; error: string | null } | undefined;
+  const users = await latestRun(ctx.db, USERS_JOB_LIST);
   if (users) lines.push(`\nusers: last run ${users.status} at ${timestamp(users.started_at)}${users.error ? ` — ${truncate(users.error, 160)}` : ''}`);
   lines.push(...(await schemaChangeLines(ctx)));
-  const hooks = await webhookStatus(ctx.db);
+  const hooks = await webhookActivity(ctx.db);
   lines.push(`webhooks: ${hooks.subscriptions} subscription(s), ${hooks.eventsLastDay} event(s) in the last day${hooks.lastEventAt ? `, last at ${timestamp(hooks.lastEventAt)}` : ''}`);
   return lines.join('\n');
 }
 
-/** The latest changes listsync saw in the lists' fields (listsync.schema_changes). */
+/** The latest changes listsync saw in the lists' fields. */
 async function schemaChangeLines(ctx: AppContext): Promise<string[]> {
   const names = new Set(ctx.config.lists.map((l) => l.name));
   const recent = (await recentSchemaChanges(ctx.db, { limit: 20 })).filter((c) => names.has(c.list)).slice(0, 10);

@@ -22,7 +22,8 @@ import { fieldsFingerprint, readRegistry, writeRegistry, type RegistryField } fr
 import { createTableMapping, FIXED_COLUMNS, type MappedColumn, type TableMapping } from './table-mapping.js';
 import { ensureHistoryTable, historyTableName } from './history.js';
 import { columnComments, ensureView, historyViewSpec, liveViewSpec, renameColumnIfPresent, syncComments, tableComment, viewExists, type ViewSpec } from './reporting.js';
-import { describeSchemaChange, recordSchemaChanges, WARNING_KINDS, type SchemaChange } from './schema-change.js';
+import { recordSchemaChanges } from '../store/schema-changes.js';
+import { describeSchemaChange, WARNING_KINDS, type SchemaChange } from './schema-change.js';
 import { assertCaptureFunction, attachCaptureTriggers, tableOwner } from './triggers.js';
 import { isTransaction } from './writer.js';
 

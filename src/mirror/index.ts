@@ -22,14 +22,13 @@ export {
   attachCaptureTriggers,
   assertCaptureFunction,
   captureArguments,
-  pendingChanges,
   readTriggerArguments,
   tableOwner,
   CAPTURE_FUNCTION,
   TRIGGER_NAMES,
-  OPEN_STATUSES,
-  type OutboxChange,
 } from './triggers.js';
-export { describeSchemaChange, recordSchemaChanges, recentSchemaChanges, countSchemaChanges, FIELD_APPEARED_KINDS, type SchemaChange, type SchemaChangeKind, type RecordedSchemaChange } from './schema-change.js';
+export { pendingChanges, OPEN_STATUSES, type OutboxChange } from '../store/outbox.js';
+export { describeSchemaChange, FIELD_APPEARED_KINDS, type SchemaChange, type SchemaChangeKind } from './schema-change.js';
+export { recordSchemaChanges, recentSchemaChanges, countSchemaChanges, type RecordedSchemaChange } from '../store/schema-changes.js';
 export { historyTableName, ensureHistoryTable, closeDeletedVersions, reopenVersions } from './history.js';
 export { tableComment, fieldColumnComment, SYSTEM_COLUMN_COMMENTS, ensureView, liveViewSpec, historyViewSpec } from './reporting.js';

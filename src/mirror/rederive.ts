@@ -9,12 +9,12 @@
  * settles them, and the re-read after it brings the platform's values.
  */
 import type { Knex } from '../db.js';
+import { openItemChangeExists } from '../store/outbox.js';
 import { parseJson } from '../platform/json.js';
 import { SQL_TYPE, type ColumnKind } from './column-types.js';
 import { fromPlatformToSql, NOT_CONVERTED } from './convert.js';
 import { qualifiedName, quoteIdent } from './naming.js';
 import { arrayLiteral } from './pg-text.js';
-import { OPEN_STATUSES } from './triggers.js';
 import { markListsyncWriter } from './writer.js';
 
 export interface DerivedColumn {
@@ -42,10 +42,9 @@ export async function rederiveColumns(
   if (columns.length === 0) return result;
   await markListsyncWriter(trx);
   const qtable = qualifiedName(target.schema, target.table);
-  const open = OPEN_STATUSES.map((s) => `'${s}'`).join(', ');
   const select = `select t.id, t._raw::text as raw from ${qtable} t
     where t.id > ? and t._raw is not null
-      and not exists (select 1 from listsync.outbox o where o.list_name = ? and o.item_id = t.id and o.status in (${open}))
+      and not exists ${openItemChangeExists('t.id')}
     order by t.id limit ${BATCH}`;
   const sets = columns.map((c, i) => `${quoteIdent(c.column)} = v.c${i}::${SQL_TYPE[c.kind]}`).join(', ');
   const unnest = ['?::text[]', ...columns.map(() => '?::text[]')].join(', ');

@@ -11,10 +11,9 @@
 import { createHash } from 'node:crypto';
 import type { Knex } from '../db.js';
 import type { FieldMeta } from '../platform/types.js';
+import { selectRegistryRow, upsertRegistryRow } from '../store/registry.js';
 import { columnKindFor, isColumnKind, parseRules, type ColumnKind, type KindSource } from './column-types.js';
 import { createTableMapping, FIXED_COLUMNS, type TableMapping } from './table-mapping.js';
-
-export const REGISTRY_TABLE = 'listsync.lists';
 
 export interface RegistryField {
   field: string;
@@ -59,31 +58,23 @@ export interface ConversionSettings {
 }
 
 export async function readRegistry(db: Knex | Knex.Transaction, listName: string, options: { forUpdate?: boolean } = {}): Promise<RegistryEntry | undefined> {
-  const q = db('lists').withSchema('listsync').where({ name: listName }).first('name', 'app_id', 'list_id', 'table_name', 'fields', 'fingerprint', 'conversion', 'history', 'title');
-  const row = (await (options.forUpdate ? q.forUpdate() : q)) as
-    | { name: string; app_id: string; list_id: string; table_name: string; fields: unknown; fingerprint: string; conversion: unknown; history: boolean | null; title: string | null }
-    | undefined;
+  const row = await selectRegistryRow(db, listName, options);
   if (!row) return undefined;
   return { name: row.name, appID: row.app_id, listID: row.list_id, table: row.table_name, fields: parseRegistryFields(row.fields), fingerprint: row.fingerprint, conversion: parseConversion(row.conversion), history: row.history === true, ...(row.title !== null ? { title: row.title } : {}) };
 }
 
 export async function writeRegistry(db: Knex | Knex.Transaction, entry: RegistryEntry): Promise<void> {
-  await db('lists')
-    .withSchema('listsync')
-    .insert({
-      name: entry.name,
-      app_id: entry.appID,
-      list_id: entry.listID,
-      table_name: entry.table,
-      fields: JSON.stringify(entry.fields),
-      fingerprint: entry.fingerprint,
-      conversion: JSON.stringify(entry.conversion),
-      history: entry.history ?? false,
-      title: entry.title ?? null,
-      updated_at: db.fn.now(),
-    })
-    .onConflict('name')
-    .merge(['app_id', 'list_id', 'table_name', 'fields', 'fingerprint', 'conversion', 'history', 'title', 'updated_at']);
+  await upsertRegistryRow(db, {
+    name: entry.name,
+    app_id: entry.appID,
+    list_id: entry.listID,
+    table_name: entry.table,
+    fields: JSON.stringify(entry.fields),
+    fingerprint: entry.fingerprint,
+    conversion: JSON.stringify(entry.conversion),
+    history: entry.history ?? false,
+    title: entry.title ?? null,
+  });
 }
 
 function parseConversion(value: unknown): ConversionSettings {

@@ -7,7 +7,6 @@
  * Each row names the run that saw the change (the pull's run is open before
  * it touches the table).
  */
-import type { Knex } from '../db.js';
 
 export type SchemaChangeKind =
   /** The mirror table was created. */
@@ -81,78 +80,4 @@ export function describeSchemaChange(c: SchemaChange): string {
     case 'fixed-column-added':
       return `added missing column ${column} (${c.after ?? ''})`;
   }
-}
-
-/**
- * Writes the changes of one list to `listsync.schema_changes`; returns their
- * ids. Call inside the DDL's transaction.
- */
-export async function recordSchemaChanges(trx: Knex.Transaction, listName: string, changes: readonly SchemaChange[], runId?: number | null): Promise<number[]> {
-  if (changes.length === 0) return [];
-  const rows = (await trx('schema_changes')
-    .withSchema('listsync')
-    .insert(
-      changes.map((c) => ({
-        list_name: listName,
-        kind: c.kind,
-        field: c.field ?? null,
-        column_name: c.column ?? null,
-        before: c.before ?? null,
-        after: c.after ?? null,
-        message: describeSchemaChange(c),
-        run_id: runId ?? null,
-      })),
-    )
-    .returning('id')) as { id: string | number }[];
-  return rows.map((r) => Number(r.id));
-}
-
-export interface RecordedSchemaChange {
-  list: string;
-  kind: SchemaChangeKind;
-  field: string | null;
-  column: string | null;
-  before: string | null;
-  after: string | null;
-  message: string;
-  runId: number | null;
-  seenAt: Date;
-}
-
-/** The latest changes, newest first (for `status`). */
-export async function recentSchemaChanges(db: Knex, options: { list?: string; limit?: number } = {}): Promise<RecordedSchemaChange[]> {
-  const q = db('schema_changes').withSchema('listsync').orderBy('id', 'desc').limit(options.limit ?? 10);
-  if (options.list !== undefined) void q.where({ list_name: options.list });
-  const rows = (await q.select('list_name', 'kind', 'field', 'column_name', 'before', 'after', 'message', 'run_id', 'seen_at')) as {
-    list_name: string;
-    kind: SchemaChangeKind;
-    field: string | null;
-    column_name: string | null;
-    before: string | null;
-    after: string | null;
-    message: string;
-    run_id: string | number | null;
-    seen_at: Date;
-  }[];
-  return rows.map((r) => ({
-    list: r.list_name,
-    kind: r.kind,
-    field: r.field,
-    column: r.column_name,
-    before: r.before,
-    after: r.after,
-    message: r.message,
-    runId: r.run_id === null ? null : Number(r.run_id),
-    seenAt: r.seen_at,
-  }));
-}
-
-/** Changes recorded so far, by list and kind (for `/metrics`). */
-export async function countSchemaChanges(db: Knex): Promise<{ list: string; kind: string; count: number }[]> {
-  const rows = (await db('schema_changes').withSchema('listsync').select('list_name', 'kind').count('* as count').groupBy('list_name', 'kind')) as {
-    list_name: string;
-    kind: string;
-    count: string | number;
-  }[];
-  return rows.map((r) => ({ list: r.list_name, kind: r.kind, count: Number(r.count) }));
 }

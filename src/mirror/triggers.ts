@@ -3,11 +3,11 @@
  * `listsync.mirror_capture()` lives in migration 20261122000100_mirror_support;
  * this module attaches it to a mirror table with the list's name, its field
  * columns and its numeric columns as arguments, and reads the captured
- * changes back.
+ * changes back (`pendingChanges` in src/store/outbox.ts).
  *
  * What users' statements do (writes by listsync itself, marked with
  * `markListsyncWriter`, are never captured):
- * - UPDATE of field columns → one open 'update' per item in `listsync.outbox`,
+ * - UPDATE of field columns → one open 'update' per item in the outbox,
  *   `changes` = `{column: newValue}` (numeric values as strings), `base_version`
  *   = the row's `row_version` before the first edit; later edits merge in.
  * - INSERT → a 'create' with `local_id` = the row's id (`local-<uuid>` by
@@ -26,9 +26,6 @@ import type { MappedColumn } from './table-mapping.js';
 
 export const CAPTURE_FUNCTION = 'listsync.mirror_capture';
 export const TRIGGER_NAMES = { capture: 'listsync_capture', noDelete: 'listsync_no_delete', noTruncate: 'listsync_no_truncate' } as const;
-
-/** Outbox statuses under which a change is still open (one per item at most). */
-export const OPEN_STATUSES = ['pending', 'sending', 'conflict'] as const;
 
 /** The SQL condition that skips the trigger for listsync's own writes (no trigger event is even queued). */
 const NOT_LISTSYNC_WRITER = `current_setting('listsync.writer', true) is distinct from 'on'`;
@@ -123,60 +120,4 @@ export async function readTriggerArguments(db: Knex | Knex.Transaction, schema: 
 /** The list name a mirror table's capture trigger was attached for, if any. */
 export async function tableOwner(db: Knex | Knex.Transaction, schema: string, table: string): Promise<string | undefined> {
   return (await readTriggerArguments(db, schema, table)).get(TRIGGER_NAMES.capture)?.[0];
-}
-
-export interface OutboxChange {
-  id: number;
-  listName: string;
-  op: 'update' | 'create' | 'delete';
-  itemId: string | null;
-  localId: string | null;
-  /** `{column: value}`; numeric values are strings, date-times ISO 8601 with offset. Convert with `toPlatform`. */
-  changes: Record<string, unknown>;
-  baseVersion: number | null;
-  status: 'pending' | 'sending' | 'applied' | 'conflict' | 'failed' | 'superseded';
-  attempts: number;
-  lastError: string | null;
-  nextAttemptAt: Date;
-  createdAt: Date;
-  updatedAt: Date;
-}
-
-/** Open changes of a list (pending, sending, conflict), oldest first. */
-export async function pendingChanges(db: Knex | Knex.Transaction, listName: string): Promise<OutboxChange[]> {
-  const rows = (await db('outbox')
-    .withSchema('listsync')
-    .where({ list_name: listName })
-    .whereIn('status', [...OPEN_STATUSES])
-    .orderBy('id')
-    .select('*')) as {
-    id: number;
-    list_name: string;
-    op: 'update' | 'create' | 'delete';
-    item_id: string | null;
-    local_id: string | null;
-    changes: Record<string, unknown>;
-    base_version: number | null;
-    status: OutboxChange['status'];
-    attempts: number;
-    last_error: string | null;
-    next_attempt_at: Date;
-    created_at: Date;
-    updated_at: Date;
-  }[];
-  return rows.map((r) => ({
-    id: r.id,
-    listName: r.list_name,
-    op: r.op,
-    itemId: r.item_id,
-    localId: r.local_id,
-    changes: r.changes,
-    baseVersion: r.base_version,
-    status: r.status,
-    attempts: r.attempts,
-    lastError: r.last_error,
-    nextAttemptAt: r.next_attempt_at,
-    createdAt: r.created_at,
-    updatedAt: r.updated_at,
-  }));
 }

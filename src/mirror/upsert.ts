@@ -28,6 +28,7 @@
  */
 import type { Knex } from '../db.js';
 import type { Item, PlatformUser } from '../platform/types.js';
+import { openChangeExists, openChangeLookup } from '../store/outbox.js';
 import type { ColumnKind } from './column-types.js';
 import { fromPlatformToSql, NOT_CONVERTED, scalarString } from './convert.js';
 import { USERS_COLUMNS } from './ddl.js';
@@ -271,8 +272,6 @@ function statementsFor(mapping: TableMapping): Statements {
     'string_to_array(?::text, chr(30))',
     ...mapping.columns.map((c) => `?::${paramCast(c.kind)}`),
   ].join(', ')}) as s(${['id', 'row_version', 'created_at', 'modified_at', 'raw', ...aliases].join(', ')})`;
-  const openChange = (idExpr: string): string =>
-    `(select 1 from listsync.outbox o where o.list_name = ? and (o.item_id = ${idExpr} or (o.op = 'create' and o.local_id = ${idExpr})) and o.status in ('pending', 'sending', 'conflict') limit 1)`;
 
   const read = `
 select s.id, c.id is not null as present, c.row_version, c.deleted, p.hit is not null as pending, p.base_version
@@ -281,8 +280,7 @@ select s.id, c.id is not null as present, c.row_version, c.deleted, p.hit is not
     select cur.${q(F.id)} as id, cur.${q(F.rowVersion)} as row_version, cur.${q(F.deletedAt)} is not null as deleted
       from ${t} cur where cur.${q(F.id)} = s.id offset 0) c on true
   left join lateral (
-    select 1 as hit, o.base_version from listsync.outbox o
-     where o.list_name = ? and (o.item_id = s.id or (o.op = 'create' and o.local_id = s.id)) and o.status in ('pending', 'sending', 'conflict') limit 1) p on true`;
+    ${openChangeLookup('s.id')}) p on true`;
 
   const target = [F.id, F.rowVersion, F.createdAt, F.modifiedAt, ...mapping.columns.map((c) => c.column), F.raw, F.syncedAt, F.deletedAt].map(q);
   const values = ['s.id', 's.row_version', 's.created_at', 's.modified_at', ...mapping.columns.map((c, i) => valueExpr(c.kind, aliases[i]!)), 's.raw::jsonb', 'now()', 'null::timestamptz'];
@@ -302,7 +300,7 @@ update ${t} as t set ${sets.join(', ')}
         or s.row_version > t.${q(F.rowVersion)}
         or t.${q(F.deletedAt)} is not null
         or (s.row_version is null and t.${q(F.raw)} is distinct from s.raw::jsonb))
-   and ${openChange(`t.${q(F.id)}`)} is null${mapping.history ? `\nreturning t.${q(F.id)} as id` : ''}`;
+   and ${openChangeExists(`t.${q(F.id)}`)} is null${mapping.history ? `\nreturning t.${q(F.id)} as id` : ''}`;
 
   const statements: Statements = { read, insert, update, ...(mapping.history ? { history: historyStatement(mapping) } : {}) };
   statementCache.set(mapping, statements);

@@ -22,6 +22,7 @@
 import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { PlatformConfig } from '../config.js';
+import { pauseAccount, readPause, reserveSlots } from '../store/rate-budget.js';
 import { type Clock, systemClock } from './clock.js';
 import type { SlotSource } from './rate-limiter.js';
 
@@ -31,8 +32,6 @@ export interface SharedBudgetOptions {
   account: string;
   clock?: Clock;
 }
-
-const TABLE = 'listsync.rate_budget';
 
 /** The key under which processes share a budget: `platform.account`, or a hash of baseUrl + apiKey. */
 export function budgetAccount(config: Pick<PlatformConfig, 'account' | 'baseUrl' | 'apiKey'>): string {
@@ -85,20 +84,9 @@ export class SharedBudget implements SlotSource {
     // ahead so it can be used on time.
     const leadSeconds = Math.min(50, Math.max(1, this.rttEwma)) / 1000;
     const t0 = this.clock.now();
-    const result = await this.db.raw<{ rows: { next_ms: number; now_ms: number }[] }>(
-      `insert into ${TABLE} as b (account, next_slot, updated_at)
-         values (?, clock_timestamp() + make_interval(secs => ?) + make_interval(secs => ?), clock_timestamp())
-       on conflict (account) do update
-         set next_slot = greatest(b.next_slot, clock_timestamp() + make_interval(secs => ?), coalesce(b.paused_until, '-infinity'::timestamptz))
-                         + make_interval(secs => ?),
-             updated_at = clock_timestamp()
-       returning extract(epoch from next_slot)::float8 * 1000 as next_ms,
-                 extract(epoch from clock_timestamp())::float8 * 1000 as now_ms`,
-      [this.account, leadSeconds, spanSeconds, leadSeconds, spanSeconds],
-    );
+    const row = await reserveSlots(this.db, this.account, leadSeconds, spanSeconds);
     const t1 = this.clock.now();
     this.reservations++;
-    const row = result.rows[0];
     if (!row) throw new Error(`reserving request slots for account ${this.account} returned no row`);
     this.observeOffset(Number(row.now_ms) - (t0 + t1) / 2, t1 - t0, t1);
     const startDb = Number(row.next_ms) - n * intervalMs;
@@ -125,25 +113,13 @@ export class SharedBudget implements SlotSource {
 
   async pause(untilMs: number): Promise<void> {
     const seconds = Math.max(0, (untilMs - this.clock.now()) / 1000);
-    await this.db.raw(
-      `insert into ${TABLE} as b (account, next_slot, paused_until, updated_at)
-         values (?, clock_timestamp(), clock_timestamp() + make_interval(secs => ?), clock_timestamp())
-       on conflict (account) do update
-         set paused_until = greatest(coalesce(b.paused_until, '-infinity'::timestamptz), excluded.paused_until),
-             updated_at = clock_timestamp()`,
-      [this.account, seconds],
-    );
+    await pauseAccount(this.db, this.account, seconds);
   }
 
   /** Local epoch ms until which the account is paused, or undefined. */
   async pausedUntil(): Promise<number | undefined> {
     const t0 = this.clock.now();
-    const row = (await this.db.raw<{ rows: { until_ms: number | null; now_ms: number }[] }>(
-      `select extract(epoch from paused_until)::float8 * 1000 as until_ms,
-              extract(epoch from clock_timestamp())::float8 * 1000 as now_ms
-         from ${TABLE} where account = ?`,
-      [this.account],
-    )).rows[0];
+    const row = await readPause(this.db, this.account);
     const t1 = this.clock.now();
     if (!row || row.until_ms === null) return undefined;
     this.observeOffset(Number(row.now_ms) - (t0 + t1) / 2, t1 - t0, t1);

@@ -15,8 +15,8 @@ import type { PlatformClient } from '../platform/client.js';
 import { AuthError, PlatformError, RateLimitError, TransportError } from '../platform/errors.js';
 import { DIRECTORY_TABLES, ensureDirectoryTable, replaceDirectoryRows, type DirectorySyncResult, type DirectoryTableSpec } from '../mirror/directory.js';
 import { runJob } from './run-job.js';
-import { finishRun, zeroCounters, type RunCounters } from './runs.js';
-import { completeState, readState, writeCheckpoint } from './state.js';
+import { finishRun, zeroCounters, type RunCounters } from '../store/runs.js';
+import { completeState, readState, writeCheckpoint } from '../store/state.js';
 
 export const DIRECTORY_JOB_LIST = '_directory';
 const DIRECTORY_LOCK = 'directory';

@@ -25,8 +25,8 @@ import { runJob, type ActiveRun } from './run-job.js';
 import { FIELD_APPEARED_KINDS } from '../mirror/schema-change.js';
 import { listTitle } from './list-title.js';
 import { pendingConflictHandler } from './conflicts.js';
-import { addToRun, describeRun, finishRun, zeroCounters, type RunCounters } from './runs.js';
-import { completeState, readState, writeCheckpoint } from './state.js';
+import { addToRun, describeRun, finishRun, zeroCounters, type RunCounters } from '../store/runs.js';
+import { completeState, readState, writeCheckpoint } from '../store/state.js';
 
 export { listLockName };
 

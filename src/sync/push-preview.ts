@@ -9,7 +9,7 @@ import type { Knex } from '../db.js';
 import { toPlatform, type TableMapping } from '../mirror/index.js';
 import type { PlatformClient } from '../platform/client.js';
 import { Operator, type Item } from '../platform/types.js';
-import type { OutboxRow } from './conflicts.js';
+import { unsentChanges, type OutboxRow } from '../store/outbox.js';
 import { loadMappingOrExplain } from './push.js';
 
 export type Verdict = 'apply' | 'conflict' | 'fail';
@@ -47,7 +47,7 @@ export interface PushPreview {
 export async function previewPush(deps: { db: Knex; client: PlatformClient; config: Config }, list: ListConfig): Promise<PushPreview> {
   const { db, client, config } = deps;
   const mapping = await loadMappingOrExplain(db, config, list);
-  const rows = (await db('listsync.outbox').where({ list_name: list.name }).whereIn('status', ['pending', 'sending']).orderBy('id')) as OutboxRow[];
+  const rows = await unsentChanges(db, list.name);
   const ids = rows.filter((r) => r.item_id !== null).map((r) => r.item_id!);
   const platform = await currentItems(client, list, ids);
   const base = await mirrorRaw(db, mapping, ids);

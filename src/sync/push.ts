@@ -38,9 +38,11 @@ import { AuthError, NotFoundError, PlatformError } from '../platform/errors.js';
 import { Operator, type Item } from '../platform/types.js';
 import { LIST_JOBS, listLockName } from './exclusive.js';
 import { runJob, type ActiveRun } from './run-job.js';
-import { recordConflict, supersede, type OutboxRow } from './conflicts.js';
+import { recordConflict } from './conflicts.js';
 import { carries, findCreated, type LostCreateSearch } from './lost-creates.js';
-import { finishRun, zeroCounters, type RunCounters } from './runs.js';
+import { finishRun, zeroCounters, type RunCounters } from '../store/runs.js';
+import * as outbox from '../store/outbox.js';
+import type { OutboxRow } from '../store/outbox.js';
 
 export interface PushDeps {
   db: Knex;
@@ -120,7 +122,7 @@ async function pushLocked(deps: PushDeps, list: ListConfig, run: ActiveRun): Pro
   };
 
   try {
-    const rows = await dueChanges(db, list, now);
+    const rows = await outbox.dueChanges(db, list.name, now);
     log.info({ changes: rows.length }, 'push started');
     for (let i = 0; i < rows.length; i += BATCH) {
       const batch = rows.slice(i, i + BATCH);
@@ -128,7 +130,7 @@ async function pushLocked(deps: PushDeps, list: ListConfig, run: ActiveRun): Pro
       const written = tally(result, outcomes);
       result.behind += (await rereadWritten(deps, list, mapping, written)).length;
       // Applied changes are done (the run's counters keep the tally); the outbox holds only what is open or needs a look.
-      await db('listsync.outbox').where({ list_name: list.name, status: 'applied' }).whereIn('id', batch.map((r) => r.id)).delete();
+      await outbox.deleteApplied(db, list.name, batch.map((r) => r.id));
     }
     result.counters = { ...result.counters, ...counters() };
     await finishRun(db, runId, 'succeeded', { counters: result.counters, details: { created: result.created, deleted: result.deleted, withdrawn: result.withdrawn, retrying: result.retrying, behind: result.behind } });
@@ -139,14 +141,6 @@ async function pushLocked(deps: PushDeps, list: ListConfig, run: ActiveRun): Pro
     log.error({ err }, 'push failed; unsent changes stay pending');
     throw err;
   }
-}
-
-/** Pending changes whose backoff has passed, and changes a stopped push left 'sending'. */
-async function dueChanges(db: Knex, list: ListConfig, now: Date): Promise<OutboxRow[]> {
-  return (await db('listsync.outbox')
-    .where({ list_name: list.name })
-    .where((q) => q.where((p) => p.where('status', 'pending').where('next_attempt_at', '<=', now)).orWhere('status', 'sending'))
-    .orderBy('id')) as OutboxRow[];
 }
 
 /** Counts the outcomes into the result; returns the items written, with the version each should now have (null: unknown). */
@@ -285,7 +279,7 @@ async function deleteConflict(deps: PushDeps, list: ListConfig, mapping: TableMa
     // The platform's newer version wins: the row comes back as it is there; the deleted content stays with the conflict.
     await db.transaction(async (trx) => {
       await recordConflict(trx, list, row, row.changes, remote, remoteVersion, 'resolved', 'remote-wins', mapping);
-      await supersede(trx, row.id, "conflict: the item changed on the platform since the row was deleted; the platform's version was kept (remote-wins)");
+      await outbox.supersede(trx, row.id, "conflict: the item changed on the platform since the row was deleted; the platform's version was kept (remote-wins)");
       await upsertItems(trx, mapping, [remote], deps.config.platform.timeZone);
     });
     return { kind: 'conflict', id: itemId, reread: false, version: null };
@@ -367,7 +361,7 @@ async function withdrawCreate(deps: PushDeps, list: ListConfig, mapping: TableMa
       note = `withdrawn: the local row was deleted; item ${search.id}, created by an attempt whose answer was lost, was deleted on the platform`;
     }
   }
-  await db('listsync.outbox').where({ id: row.id }).update({ status: 'superseded', sent_changes: null, last_error: note, updated_at: db.fn.now() });
+  await outbox.supersede(db, row.id, note);
   return { kind: 'withdrawn' };
 }
 
@@ -395,41 +389,17 @@ function wireOrFail(deps: PushDeps, mapping: TableMapping, changes: Record<strin
 /** Marks the change as being sent (a create also counts the send and keeps its first attempt's time); returns now. */
 async function markSending(db: Knex, row: OutboxRow, sent: Record<string, unknown>, options: { create?: boolean } = {}): Promise<Date> {
   const now = new Date();
-  await db('listsync.outbox')
-    .where({ id: row.id })
-    .update({
-      status: 'sending',
-      sent_changes: JSON.stringify(sent),
-      updated_at: db.fn.now(),
-      ...(options.create ? { sends: db.raw('sends + 1'), attempted_at: db.raw('coalesce(attempted_at, ?)', [now]) } : {}),
-    });
+  await outbox.markSending(db, row.id, sent, now, options);
   return now;
 }
-
-/** The outbox row's changes that differ from what was sent (bound: the sent changes as JSON): edits made meanwhile. */
-const REMAINDER = `(select coalesce(jsonb_object_agg(k, v), '{}'::jsonb) from jsonb_each(o.changes) e(k, v) where (?::jsonb) -> k is distinct from v)`;
 
 /**
  * The sent part is applied. Edits made while it was in flight (the remainder)
  * stay pending against the new version.
  */
 async function settleApplied(db: Knex | Knex.Transaction, row: OutboxRow, sent: Record<string, unknown>, newVersion: number | null): Promise<void> {
-  if (row.op === 'delete') {
-    await db('listsync.outbox').where({ id: row.id }).update({ status: 'applied', applied_at: db.fn.now(), last_error: null, sent_changes: null, updated_at: db.fn.now() });
-    return;
-  }
-  await db.raw(
-    `with cur as (
-       select o.id, ${REMAINDER} as rest
-         from listsync.outbox o where o.id = ?)
-     update listsync.outbox o
-        set status = case when cur.rest = '{}'::jsonb then 'applied' else 'pending' end,
-            changes = case when cur.rest = '{}'::jsonb then o.changes else cur.rest end,
-            base_version = case when cur.rest = '{}'::jsonb then o.base_version else coalesce(?::bigint, o.base_version) end,
-            applied_at = now(), last_error = null, sent_changes = null, updated_at = now(), next_attempt_at = now()
-       from cur where o.id = cur.id`,
-    [JSON.stringify(sent), row.id, newVersion],
-  );
+  if (row.op === 'delete') await outbox.markApplied(db, row.id);
+  else await outbox.settleSentEdit(db, row.id, sent, newVersion);
 }
 
 /**
@@ -439,33 +409,19 @@ async function settleApplied(db: Knex | Knex.Transaction, row: OutboxRow, sent: 
  */
 async function settleCreated(deps: PushDeps, list: ListConfig, mapping: TableMapping, row: OutboxRow, sent: Record<string, unknown>, id: string): Promise<Outcome> {
   const withdrawn = await deps.db.transaction(async (trx) => {
-    const current = (await trx('listsync.outbox').where({ id: row.id }).forUpdate().first('withdrawn_at')) as { withdrawn_at: Date | null } | undefined;
-    if (current?.withdrawn_at) return true;
+    if (await outbox.lockWithdrawn(trx, row.id)) return true;
     await markListsyncWriter(trx);
     const table = `${mapping.schema}.${mapping.table}`;
     const taken = (await trx.raw('select 1 from ?? where id = ?', [table, id])) as { rows: unknown[] };
     if (taken.rows.length > 0) await trx.raw('delete from ?? where id = ?', [table, row.local_id]);
     else await trx.raw('update ?? set id = ? where id = ?', [table, id, row.local_id]);
     // Edits made to the row while it was being created stay pending as an update of the new item (version 1).
-    await trx.raw(
-      `with cur as (
-         select o.id, ${REMAINDER} as rest
-           from listsync.outbox o where o.id = ?)
-       update listsync.outbox o
-          set item_id = ?,
-              status = case when cur.rest = '{}'::jsonb then 'applied' else 'pending' end,
-              op = case when cur.rest = '{}'::jsonb then 'create' else 'update' end,
-              changes = case when cur.rest = '{}'::jsonb then o.changes else cur.rest end,
-              base_version = case when cur.rest = '{}'::jsonb then null else 1 end,
-              applied_at = now(), last_error = null, sent_changes = null, updated_at = now()
-         from cur where o.id = cur.id`,
-      [JSON.stringify(sent), row.id, id],
-    );
+    await outbox.settleSentCreate(trx, row.id, sent, id);
     return false;
   });
   if (!withdrawn) return { kind: 'created', id };
   await deleteOnPlatform(deps, list, id);
-  await deps.db('listsync.outbox').where({ id: row.id }).update({ status: 'superseded', sent_changes: null, last_error: `withdrawn: the local row was deleted while it was being created; item ${id} was deleted on the platform`, updated_at: deps.db.fn.now() });
+  await outbox.supersede(deps.db, row.id, `withdrawn: the local row was deleted while it was being created; item ${id} was deleted on the platform`);
   return { kind: 'withdrawn' };
 }
 
@@ -473,16 +429,7 @@ async function settleCreated(deps: PushDeps, list: ListConfig, mapping: TableMap
 async function fail(db: Knex, row: OutboxRow, error: string, final: boolean, maxAttempts: number): Promise<Outcome> {
   const attempts = row.attempts + 1;
   const failed = final || attempts >= maxAttempts;
-  await db('listsync.outbox')
-    .where({ id: row.id })
-    .update({
-      status: failed ? 'failed' : 'pending',
-      attempts,
-      last_error: error,
-      sent_changes: null,
-      next_attempt_at: db.raw('now() + make_interval(secs => ?)', [failed ? 0 : backoffSeconds(attempts)]),
-      updated_at: db.fn.now(),
-    });
+  await outbox.recordFailure(db, row.id, { attempts, failed, error, retryInSeconds: backoffSeconds(attempts) });
   return failed ? { kind: 'failed', error } : { kind: 'retry', error };
 }
 
@@ -491,10 +438,7 @@ const backoffSeconds = (attempts: number): number => Math.min(30 * 2 ** (attempt
 /** A change stopped by an error that ends the push: pending again, with the error and the attempt counted (no backoff: the cause is outside the change). */
 async function interrupted(db: Knex, row: OutboxRow, err: unknown): Promise<void> {
   const message = err instanceof Error ? err.message : String(err);
-  await db('listsync.outbox')
-    .where({ id: row.id })
-    .whereIn('status', ['sending', 'pending'])
-    .update({ status: 'pending', attempts: row.attempts + 1, last_error: `interrupted: ${message}`, next_attempt_at: db.fn.now(), updated_at: db.fn.now() });
+  await outbox.markInterrupted(db, row.id, row.attempts + 1, `interrupted: ${message}`);
 }
 
 async function conflict(
@@ -521,7 +465,7 @@ async function conflict(
   if (policy === 'remote-wins') {
     await db.transaction(async (trx) => {
       await recordConflict(trx, list, row, sent, remote, remoteVersion, 'resolved', 'remote-wins', mapping);
-      await supersede(trx, row.id, "conflict: the platform's newer version won (remote-wins)");
+      await outbox.supersede(trx, row.id, "conflict: the platform's newer version won (remote-wins)");
       await upsertItems(trx, mapping, [remote], deps.config.platform.timeZone);
     });
     return { kind: 'conflict', id: itemId, reread: false, version: null };
@@ -535,9 +479,7 @@ async function holdConflict(db: Knex, list: ListConfig, mapping: TableMapping, r
   await db.transaction(async (trx) => {
     await recordConflict(trx, list, row, local, remote, remoteVersion, 'open', null, mapping);
     const what = row.op === 'delete' ? 'the row was deleted on' : 'the change was made on';
-    await trx('listsync.outbox')
-      .where({ id: row.id })
-      .update({ status: 'conflict', sent_changes: null, last_error: `conflict: the platform is at version ${remoteVersion}, ${what} ${row.base_version}; settle it with "listsync conflicts resolve"`, updated_at: trx.fn.now() });
+    await outbox.holdAsConflict(trx, row.id, `conflict: the platform is at version ${remoteVersion}, ${what} ${row.base_version}; settle it with "listsync conflicts resolve"`, { clearSent: true });
   });
 }
 

@@ -41,7 +41,8 @@ import type { PlatformClient } from '../platform/client.js';
 import { Operator, type Item, type ItemQuery } from '../platform/types.js';
 import { LIST_JOBS, listLockName } from './exclusive.js';
 import { runJob, type ActiveRun } from './run-job.js';
-import { finishRun, zeroCounters, type RunCounters } from './runs.js';
+import { unsettledChangeExists } from '../store/outbox.js';
+import { finishRun, zeroCounters, type RunCounters } from '../store/runs.js';
 
 /** IDs a sweep request asks for, and IDs a confirming In lookup sends. */
 export const RECONCILE_PAGE_SIZE = 1000;
@@ -259,9 +260,7 @@ const SNAPSHOT_CHUNK = 2000;
  * a delete, or a create under an id the user chose, unconfirmed): reconcile
  * leaves it alone. Binds the list's name.
  */
-const OPEN_LOCAL_CHANGE = `(select 1 from listsync.outbox o
-   where o.list_name = ? and (o.item_id = m.id or (o.op = 'create' and o.local_id = m.id))
-     and (o.status in ('pending', 'sending', 'conflict') or (o.op = 'create' and o.status = 'failed')))`;
+const OPEN_LOCAL_CHANGE = unsettledChangeExists('m.id');
 
 class SweepTables {
   seen = 0;

@@ -22,7 +22,7 @@ import type { ClientStats, PlatformClient } from '../platform/client.js';
 import { scrubSecrets } from '../secrets.js';
 import { secretsOf } from '../config.js';
 import { acquireLock } from './lock.js';
-import { closeAbandonedRuns, describeRunning, finishRun, isRunOpen, startRun, type Job, type RunCounters } from './runs.js';
+import { closeAbandonedRuns, describeRunning, finishRun, isRunOpen, startRun, type Job, type RunCounters } from '../store/runs.js';
 
 export interface RunJobDeps {
   db: Knex;

@@ -5,8 +5,8 @@ import type { Logger } from '../logger.js';
 import type { PlatformClient } from '../platform/client.js';
 import { ensureUsersTable, upsertUsers } from '../mirror/index.js';
 import { runJob } from './run-job.js';
-import { addToRun, finishRun, zeroCounters, type RunCounters } from './runs.js';
-import { completeState } from './state.js';
+import { addToRun, finishRun, zeroCounters, type RunCounters } from '../store/runs.js';
+import { completeState } from '../store/state.js';
 
 export const USERS_JOB_LIST = '_users';
 const USERS_LOCK = 'users';

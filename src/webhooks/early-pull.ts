@@ -8,6 +8,7 @@
  */
 import type { Config, ListConfig } from '../config.js';
 import type { Knex } from '../db.js';
+import { markProcessed, unprocessedEventIds } from '../store/webhook-inbox.js';
 import type { ItemEvent } from './receiver.js';
 
 export function listsToPullFor(config: Config, _event?: Pick<ItemEvent, 'resource'>): readonly ListConfig[] {
@@ -27,9 +28,9 @@ export function earlyPullOnItemEvent(config: Config, requestPull: (list: string)
  * the early pull they were owed (once for all of them) and marks them processed.
  */
 export async function replayUnprocessedEvents(db: Knex, config: Config, requestPull: (list: string) => void): Promise<number> {
-  const ids = (await db('listsync.webhook_inbox').whereNull('processed_at').pluck('id')) as number[];
+  const ids = await unprocessedEventIds(db);
   if (ids.length === 0) return 0;
   for (const list of listsToPullFor(config)) requestPull(list.name);
-  await db('listsync.webhook_inbox').whereIn('id', ids).update({ processed_at: db.fn.now() });
+  await markProcessed(db, ids);
   return ids.length;
 }

@@ -42,6 +42,8 @@ import type { Config } from '../config.js';
 import type { Knex } from '../db.js';
 import { pgCode } from '../errors.js';
 import type { Logger } from '../logger.js';
+import { markProcessed, storeEvent } from '../store/webhook-inbox.js';
+import { subscriptionByToken, type SubscriptionRow } from '../store/webhook-subscriptions.js';
 import { HOOKS_PATH } from './subscribe.js';
 
 export type RejectReason = 'method' | 'unknown_token' | 'channel' | 'type' | 'content_type' | 'too_large' | 'bad_body';
@@ -70,13 +72,6 @@ export interface ReceiverOptions {
 }
 
 export type HookHandler = (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>;
-
-interface SubscriptionRow {
-  id: number;
-  resource: string;
-  channel: string;
-  type: number;
-}
 
 /** Headers kept with an event (never credentials or cookies). */
 const KEPT_HEADERS = ['channel', 'type', 'content-type', 'content-length', 'user-agent', 'date', 'x-request-id', 'x-forwarded-for'];
@@ -132,7 +127,7 @@ export function createHookReceiver(options: ReceiverOptions): HookHandler {
 
       const token = url.pathname.startsWith(HOOKS_PATH) ? url.pathname.slice(HOOKS_PATH.length) : '';
       const sub = /^[A-Za-z0-9_-]{8,128}$/.test(token)
-        ? ((await db('listsync.webhook_subscriptions').where({ token }).first('id', 'resource', 'channel', 'type')) as SubscriptionRow | undefined)
+        ? await subscriptionByToken(db, token)
         : undefined;
       if (!sub) return reject(req, res, 404, 'unknown_token', 'no subscription has this callback path');
 
@@ -167,7 +162,7 @@ export function createHookReceiver(options: ReceiverOptions): HookHandler {
 
       let stored: { id: number; duplicate: boolean; listDataId: string | null; event: string | null };
       try {
-        stored = await store(db, sub, channel, Number(typeText), keptHeaders(req), text, windowMinutes);
+        stored = await storeEvent(db, sub.id, { channel, type: Number(typeText), headers: keptHeaders(req), body: text }, windowMinutes);
       } catch (err) {
         // 22xxx: data exceptions, e.g. a \u0000 escape that jsonb cannot hold.
         if (pgCode(err)?.startsWith('22')) return reject(req, res, 400, 'bad_body', 'the body is JSON that cannot be stored (e.g. a \\u0000 escape)', sub);
@@ -194,46 +189,11 @@ export function createHookReceiver(options: ReceiverOptions): HookHandler {
   async function dispatch(fn: NonNullable<ReceiverOptions['onItemEvent']>, event: ItemEvent): Promise<void> {
     try {
       await fn(event);
-      await db('listsync.webhook_inbox').where({ id: event.inboxId }).update({ processed_at: db.fn.now() });
+      await markProcessed(db, [event.inboxId]);
     } catch (err) {
       log.error({ inboxId: event.inboxId, error: errorSummary(err) }, 'handling a webhook item event failed; it stays unprocessed');
     }
   }
-}
-
-/** Stores one event unless the same delivery is already in the window; race-free through an advisory lock on the key. */
-async function store(
-  db: Knex,
-  sub: SubscriptionRow,
-  channel: string,
-  type: number,
-  headers: Record<string, string>,
-  body: string,
-  windowMinutes: number,
-): Promise<{ id: number; duplicate: boolean; listDataId: string | null; event: string | null }> {
-  return db.transaction(async (trx) => {
-    const keyed = (await trx.raw(
-      `select k, pg_advisory_xact_lock(hashtextextended('listsync:webhook:' || k, 0))
-         from (select encode(sha256(convert_to(?::text || E'\\n' || ? || E'\\n' || ?::text || E'\\n' || (?::jsonb)::text, 'UTF8')), 'hex') as k) x`,
-      [sub.id, channel, type, body],
-    )) as { rows: { k: string }[] };
-    const key = keyed.rows[0]!.k;
-    const existing = (await trx('listsync.webhook_inbox')
-      .where({ dedup_key: key, subscription_id: sub.id })
-      .where('received_at', '>', trx.raw('now() - make_interval(mins => ?)', [windowMinutes]))
-      .orderBy('id')
-      .first('id', trx.raw("body ->> 'ListDataID' as list_data_id"), trx.raw("body ->> 'Event' as event"))) as { id: number; list_data_id: string | null; event: string | null } | undefined;
-    if (existing) return { id: Number(existing.id), duplicate: true, listDataId: existing.list_data_id, event: existing.event };
-    const inserted = (await trx.raw(
-      `insert into listsync.webhook_inbox (subscription_id, dedup_key, channel, type, headers, body, processed_at)
-       select ?, ?, ?, ?, ?::jsonb, b, case when b ->> 'ListDataID' is null or b ->> 'ListDataID' = '' then now() end
-         from (select ?::jsonb as b) x
-       returning id, body ->> 'ListDataID' as list_data_id, body ->> 'Event' as event`,
-      [sub.id, key, channel, type, JSON.stringify(headers), body],
-    )) as { rows: { id: number; list_data_id: string | null; event: string | null }[] };
-    const row = inserted.rows[0]!;
-    return { id: Number(row.id), duplicate: false, listDataId: row.list_data_id === '' ? null : row.list_data_id, event: row.event };
-  });
 }
 
 function header(req: IncomingMessage, name: string): string | undefined {

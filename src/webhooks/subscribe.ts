@@ -13,6 +13,7 @@ import type { Config } from '../config.js';
 import type { Knex } from '../db.js';
 import { ConfigError, UsageError } from '../errors.js';
 import type { PlatformClient } from '../platform/client.js';
+import { deleteSubscription, insertSubscription, setPlatformId, subscriptionsWithActivity } from '../store/webhook-subscriptions.js';
 
 export const DEFAULT_HOOK_RESOURCE = 'workflow/tasks';
 /** Path prefix of the receiver in `serve`. */
@@ -89,38 +90,20 @@ export async function subscribe(deps: { db: Knex; client: PlatformClient; config
   const token = newToken();
   const callbackUrl = callbackUrlFor(deps.config, token, options.callbackUrl);
 
-  const [row] = (await deps
-    .db('listsync.webhook_subscriptions')
-    .insert({ resource, channel, type: options.type, token, callback_url: callbackUrl })
-    .returning(['id', 'created_at'])) as { id: number; created_at: Date }[];
+  const row = await insertSubscription(deps.db, { resource, channel, type: options.type, token, callbackUrl });
   let platformId: string;
   try {
     ({ id: platformId } = await deps.client.subscribeHook({ resource, channel, type: options.type, callbackUrl }));
   } catch (err) {
-    await deps.db('listsync.webhook_subscriptions').where({ id: row!.id }).delete();
+    await deleteSubscription(deps.db, row.id);
     throw err;
   }
-  await deps.db('listsync.webhook_subscriptions').where({ id: row!.id }).update({ platform_id: platformId });
-  return { id: row!.id, platformId, resource, channel, type: options.type, token, callbackUrl, createdAt: row!.created_at };
+  await setPlatformId(deps.db, row.id, platformId);
+  return { id: row.id, platformId, resource, channel, type: options.type, token, callbackUrl, createdAt: row.created_at };
 }
 
 export async function listSubscriptions(db: Knex): Promise<SubscriptionSummary[]> {
-  const rows = (await db('listsync.webhook_subscriptions as s')
-    .leftJoin('listsync.webhook_inbox as i', 'i.subscription_id', 's.id')
-    .groupBy('s.id')
-    .orderBy('s.id')
-    .select('s.*', db.raw('count(i.id)::bigint as events'), db.raw('max(i.received_at) as last_event_at'))) as {
-    id: number;
-    platform_id: string | null;
-    resource: string;
-    channel: string;
-    type: number;
-    token: string;
-    callback_url: string;
-    created_at: Date;
-    events: number;
-    last_event_at: Date | null;
-  }[];
+  const rows = await subscriptionsWithActivity(db);
   return rows.map((r) => ({
     id: Number(r.id),
     platformId: r.platform_id,

@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pullList } from '../../src/sync/pull.js';
-import { readState } from '../../src/sync/state.js';
+import { readState } from '../../src/store/state.js';
 import { runCli } from '../helpers/cli.js';
 import { startWorld, type World } from '../helpers/world.js';
 

@@ -3,7 +3,7 @@ import { DateTime } from 'luxon';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SAMPLE_FIELDS as F } from '../../src/emulator/index.js';
 import { pullList } from '../../src/sync/pull.js';
-import { readState } from '../../src/sync/state.js';
+import { readState } from '../../src/store/state.js';
 import { BIN, childEnv, runCli } from '../helpers/cli.js';
 import { expectMirrorEqualsPlatform, startWorld, type World } from '../helpers/world.js';
 

@@ -1,5 +1,7 @@
-/** Per-list sync state: the watermark (a platform calendar date) and the in-flight checkpoint. */
+/** Per-list sync state (`listsync.sync_state`): the watermark (a platform calendar date) and the in-flight checkpoint. */
 import type { Knex } from '../db.js';
+
+export const STATE_TABLE = 'listsync.sync_state';
 
 export interface SyncState<C = Record<string, unknown>> {
   watermark: string | null;
@@ -8,7 +10,7 @@ export interface SyncState<C = Record<string, unknown>> {
 }
 
 export async function readState<C>(db: Knex, listName: string, job: string): Promise<SyncState<C>> {
-  const row = (await db('listsync.sync_state').where({ list_name: listName, job }).first()) as
+  const row = (await db(STATE_TABLE).where({ list_name: listName, job }).first()) as
     | { watermark: string | null; checkpoint: C | null; last_success_at: Date | null }
     | undefined;
   return { watermark: row?.watermark ?? null, checkpoint: row?.checkpoint ?? null, lastSuccessAt: row?.last_success_at ?? null };
@@ -20,7 +22,7 @@ export async function readState<C>(db: Knex, listName: string, job: string): Pro
  */
 export async function writeCheckpoint(db: Knex, listName: string, job: string, checkpoint: { runId?: number; nextPage?: number; [key: string]: unknown } | null): Promise<void> {
   await db.raw(
-    `insert into listsync.sync_state (list_name, job, checkpoint, updated_at) values (?, ?, ?::jsonb, now())
+    `insert into ${STATE_TABLE} (list_name, job, checkpoint, updated_at) values (?, ?, ?::jsonb, now())
      on conflict (list_name, job) do update set checkpoint = excluded.checkpoint, updated_at = now()
       where excluded.checkpoint is null or sync_state.checkpoint is null
          or (sync_state.checkpoint->>'runId') is distinct from (excluded.checkpoint->>'runId')
@@ -37,5 +39,5 @@ export async function completeState(db: Knex, listName: string, job: string, wat
     row.watermark = watermark;
     merge.push('watermark');
   }
-  await db('listsync.sync_state').insert(row).onConflict(['list_name', 'job']).merge(merge);
+  await db(STATE_TABLE).insert(row).onConflict(['list_name', 'job']).merge(merge);
 }

@@ -1,0 +1,88 @@
+/**
+ * `listsync.conflicts`: write-back conflicts with both sides (and the values
+ * the change was made on), `open` until settled by the list's policy or by
+ * `listsync conflicts resolve`.
+ */
+import type { Knex } from '../db.js';
+import type { Item } from '../platform/types.js';
+
+export const CONFLICTS_TABLE = 'listsync.conflicts';
+
+export type ConflictStatus = 'open' | 'resolved';
+
+type Db = Knex | Knex.Transaction;
+
+export interface ConflictRow {
+  id: number;
+  outbox_id: number | null;
+  list_name: string;
+  item_id: string;
+  policy: string;
+  /** What the local change was: an update of fields, or a delete of the row (`local` then holds its content). */
+  op: 'update' | 'delete';
+  base_version: number | null;
+  remote_version: number | null;
+  local: Record<string, unknown>;
+  remote: Item | null;
+  base: Item | null;
+  status: ConflictStatus;
+  resolution: string | null;
+  created_at: Date;
+  resolved_at: Date | null;
+}
+
+export interface NewConflict {
+  outboxId: number;
+  op: 'update' | 'delete';
+  listName: string;
+  itemId: string | null;
+  policy: string;
+  baseVersion: number | null;
+  remoteVersion: number;
+  base: Item | null | undefined;
+  local: Record<string, unknown>;
+  remote: Item;
+  status: ConflictStatus;
+  resolution: string | null;
+}
+
+/** For the demo's walkthrough: the newest conflict's id. */
+export const LATEST_CONFLICT_ID_SQL = `select max(id) as id from ${CONFLICTS_TABLE}`;
+
+export async function insertConflict(db: Db, c: NewConflict): Promise<void> {
+  await db(CONFLICTS_TABLE).insert({
+    base: c.base ? JSON.stringify(c.base) : null,
+    outbox_id: c.outboxId,
+    op: c.op,
+    list_name: c.listName,
+    item_id: c.itemId,
+    policy: c.policy,
+    base_version: c.baseVersion,
+    remote_version: c.remoteVersion,
+    local: JSON.stringify(c.local),
+    remote: JSON.stringify(c.remote),
+    status: c.status,
+    resolution: c.resolution,
+    resolved_at: c.status === 'resolved' ? db.fn.now() : null,
+  });
+}
+
+export async function listConflicts(db: Db, options: { list?: string; all?: boolean } = {}): Promise<ConflictRow[]> {
+  const q = db(CONFLICTS_TABLE).orderBy('id');
+  if (options.list) q.where({ list_name: options.list });
+  if (!options.all) q.where({ status: 'open' });
+  return (await q) as ConflictRow[];
+}
+
+export async function getConflict(db: Db, id: number): Promise<ConflictRow | undefined> {
+  return (await db(CONFLICTS_TABLE).where({ id }).first()) as ConflictRow | undefined;
+}
+
+export async function countOpenConflicts(db: Db, listName: string): Promise<number> {
+  const rows = (await db(CONFLICTS_TABLE).where({ list_name: listName, status: 'open' }).count<{ count: string }[]>('* as count')) as { count: string | number }[];
+  return Number(rows[0]?.count ?? 0);
+}
+
+export async function markResolved(db: Db, id: number, resolution: string): Promise<void> {
+  await db(CONFLICTS_TABLE).where({ id }).update({ status: 'resolved', resolution, resolved_at: db.fn.now() });
+}

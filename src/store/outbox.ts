@@ -1,0 +1,278 @@
+/**
+ * `listsync.outbox`: local changes waiting to be written back. The capture
+ * trigger (migration 20261122000100_mirror_support) inserts and merges open
+ * rows; the push moves them through their statuses; the pull and reconcile
+ * leave rows with an open change alone.
+ *
+ * A change is open while `pending` (waiting to be sent, maybe after a
+ * backoff), `sending` (in flight; a stopped push leaves it so) or `conflict`
+ * (held for `listsync conflicts resolve`). `applied` rows are deleted at the
+ * end of the push batch; `failed` and `superseded` rows stay to be looked at.
+ */
+import type { Knex } from '../db.js';
+
+export const OUTBOX_TABLE = 'listsync.outbox';
+
+export type OutboxStatus = 'pending' | 'sending' | 'conflict' | 'applied' | 'failed' | 'superseded';
+export type OutboxOp = 'update' | 'create' | 'delete';
+
+/** The statuses of a change not yet settled: the mirror row keeps its local values while one is open. */
+export const OPEN_STATUSES = ['pending', 'sending', 'conflict'] as const satisfies readonly OutboxStatus[];
+/** The statuses a push (or its dry run) sends. */
+export const UNSENT_STATUSES = ['pending', 'sending'] as const satisfies readonly OutboxStatus[];
+
+type Db = Knex | Knex.Transaction;
+
+export interface OutboxRow {
+  id: number;
+  list_name: string;
+  op: OutboxOp;
+  item_id: string | null;
+  local_id: string | null;
+  /** For a delete: the row's whole content (field columns). */
+  changes: Record<string, unknown>;
+  sent_changes: Record<string, unknown> | null;
+  base_version: number | null;
+  status: OutboxStatus;
+  attempts: number;
+  /** Creates: when first sent, and how many times. */
+  attempted_at: Date | null;
+  sends: number;
+  /** Creates: the local row was deleted before the create was confirmed. */
+  withdrawn_at: Date | null;
+}
+
+export interface OutboxChange {
+  id: number;
+  listName: string;
+  op: OutboxOp;
+  itemId: string | null;
+  localId: string | null;
+  /** `{column: value}`; numeric values are strings, date-times ISO 8601 with offset. Convert with `toPlatform`. */
+  changes: Record<string, unknown>;
+  baseVersion: number | null;
+  status: OutboxStatus;
+  attempts: number;
+  lastError: string | null;
+  nextAttemptAt: Date;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+const quoted = (statuses: readonly OutboxStatus[]): string => statuses.map((s) => `'${s}'`).join(', ');
+
+/**
+ * SQL fragments for set-based statements over a mirror table (the upsert's
+ * pending check, rederive, reconcile), which join the outbox per row. Each
+ * binds the list's name (one `?`).
+ */
+
+/** An open change (`o`) for the item whose id is `idExpr`: an edit or delete of it, or an unconfirmed create under that id. */
+export const openChangeFor = (idExpr: string): string =>
+  `o.list_name = ? and (o.item_id = ${idExpr} or (o.op = 'create' and o.local_id = ${idExpr})) and o.status in (${quoted(OPEN_STATUSES)})`;
+
+/** `(select 1 ... limit 1)`: an open change exists for `idExpr` (see `openChangeFor`). */
+export const openChangeExists = (idExpr: string): string => `(select 1 from ${OUTBOX_TABLE} o where ${openChangeFor(idExpr)} limit 1)`;
+
+/** A lateral subquery: `hit` and the change's `base_version` when an open change exists for `idExpr`. */
+export const openChangeLookup = (idExpr: string): string => `select 1 as hit, o.base_version from ${OUTBOX_TABLE} o
+     where ${openChangeFor(idExpr)} limit 1`;
+
+/** An open edit or delete of the item `idExpr` (creates not counted): for rederive. */
+export const openItemChangeExists = (idExpr: string): string =>
+  `(select 1 from ${OUTBOX_TABLE} o where o.list_name = ? and o.item_id = ${idExpr} and o.status in (${quoted(OPEN_STATUSES)}))`;
+
+/** As `openChangeExists`, and a create that failed for good (its row never reached the platform): for reconcile. */
+export const unsettledChangeExists = (idExpr: string): string => `(select 1 from ${OUTBOX_TABLE} o
+   where o.list_name = ? and (o.item_id = ${idExpr} or (o.op = 'create' and o.local_id = ${idExpr}))
+     and (o.status in (${quoted(OPEN_STATUSES)}) or (o.op = 'create' and o.status = 'failed')))`;
+
+/** For the demo's walkthrough: the captured changes, as a user would query them. */
+export const PENDING_CHANGES_SQL = `select op, item_id, changes, base_version from ${OUTBOX_TABLE} where status = 'pending'`;
+
+/** Open changes of a list (pending, sending, conflict), oldest first. */
+export async function pendingChanges(db: Db, listName: string): Promise<OutboxChange[]> {
+  const rows = (await db(OUTBOX_TABLE)
+    .where({ list_name: listName })
+    .whereIn('status', [...OPEN_STATUSES])
+    .orderBy('id')
+    .select('*')) as {
+    id: number;
+    list_name: string;
+    op: OutboxOp;
+    item_id: string | null;
+    local_id: string | null;
+    changes: Record<string, unknown>;
+    base_version: number | null;
+    status: OutboxStatus;
+    attempts: number;
+    last_error: string | null;
+    next_attempt_at: Date;
+    created_at: Date;
+    updated_at: Date;
+  }[];
+  return rows.map((r) => ({
+    id: r.id,
+    listName: r.list_name,
+    op: r.op,
+    itemId: r.item_id,
+    localId: r.local_id,
+    changes: r.changes,
+    baseVersion: r.base_version,
+    status: r.status,
+    attempts: r.attempts,
+    lastError: r.last_error,
+    nextAttemptAt: r.next_attempt_at,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  }));
+}
+
+/** Pending changes whose backoff has passed, and changes a stopped push left 'sending'. */
+export async function dueChanges(db: Db, listName: string, now: Date): Promise<OutboxRow[]> {
+  return (await db(OUTBOX_TABLE)
+    .where({ list_name: listName })
+    .where((q) => q.where((p) => p.where('status', 'pending').where('next_attempt_at', '<=', now)).orWhere('status', 'sending'))
+    .orderBy('id')) as OutboxRow[];
+}
+
+/** Changes a push would send now or later (pending, sending), oldest first. */
+export async function unsentChanges(db: Db, listName: string): Promise<OutboxRow[]> {
+  return (await db(OUTBOX_TABLE)
+    .where({ list_name: listName })
+    .whereIn('status', [...UNSENT_STATUSES])
+    .orderBy('id')) as OutboxRow[];
+}
+
+/** The pending edit of an item, if any (what a pull can find in conflict with the platform). */
+export async function pendingUpdateOf(db: Db, listName: string, itemId: string): Promise<OutboxRow | undefined> {
+  return (await db(OUTBOX_TABLE).where({ list_name: listName, item_id: itemId, status: 'pending', op: 'update' }).first()) as OutboxRow | undefined;
+}
+
+/** A list's changes counted by status. */
+export async function countByStatus(db: Db, listName: string): Promise<Partial<Record<OutboxStatus, number>>> {
+  const rows = (await db(OUTBOX_TABLE).where({ list_name: listName }).select('status').count<{ status: string; count: string }[]>('* as count').groupBy('status')) as {
+    status: OutboxStatus;
+    count: string | number;
+  }[];
+  return Object.fromEntries(rows.map((c) => [c.status, Number(c.count)]));
+}
+
+/** Applied changes of the batch are done (the run's counters keep the tally): removed. */
+export async function deleteApplied(db: Db, listName: string, ids: readonly number[]): Promise<void> {
+  await db(OUTBOX_TABLE).where({ list_name: listName, status: 'applied' }).whereIn('id', [...ids]).delete();
+}
+
+/** Marks the change as being sent with what is sent; a create also counts the send and keeps its first attempt's time (`now`). */
+export async function markSending(db: Db, id: number, sent: Record<string, unknown>, now: Date, options: { create?: boolean } = {}): Promise<void> {
+  await db(OUTBOX_TABLE)
+    .where({ id })
+    .update({
+      status: 'sending',
+      sent_changes: JSON.stringify(sent),
+      updated_at: db.fn.now(),
+      ...(options.create ? { sends: db.raw('sends + 1'), attempted_at: db.raw('coalesce(attempted_at, ?)', [now]) } : {}),
+    });
+}
+
+/** The change will never be sent: a newer version won, or the local row went away. */
+export async function supersede(db: Db, id: number, reason: string): Promise<void> {
+  await db(OUTBOX_TABLE).where({ id }).update({ status: 'superseded', sent_changes: null, last_error: reason, updated_at: db.fn.now() });
+}
+
+/** A delete went through. */
+export async function markApplied(db: Db, id: number): Promise<void> {
+  await db(OUTBOX_TABLE).where({ id }).update({ status: 'applied', applied_at: db.fn.now(), last_error: null, sent_changes: null, updated_at: db.fn.now() });
+}
+
+/** The outbox row's changes that differ from what was sent (bound: the sent changes as JSON): edits made meanwhile. */
+const REMAINDER = `(select coalesce(jsonb_object_agg(k, v), '{}'::jsonb) from jsonb_each(o.changes) e(k, v) where (?::jsonb) -> k is distinct from v)`;
+
+/**
+ * The sent part of an edit is applied. Edits made while it was in flight (the
+ * remainder) stay pending against `newVersion` (null: the base is kept).
+ */
+export async function settleSentEdit(db: Db, id: number, sent: Record<string, unknown>, newVersion: number | null): Promise<void> {
+  await db.raw(
+    `with cur as (
+       select o.id, ${REMAINDER} as rest
+         from ${OUTBOX_TABLE} o where o.id = ?)
+     update ${OUTBOX_TABLE} o
+        set status = case when cur.rest = '{}'::jsonb then 'applied' else 'pending' end,
+            changes = case when cur.rest = '{}'::jsonb then o.changes else cur.rest end,
+            base_version = case when cur.rest = '{}'::jsonb then o.base_version else coalesce(?::bigint, o.base_version) end,
+            applied_at = now(), last_error = null, sent_changes = null, updated_at = now(), next_attempt_at = now()
+       from cur where o.id = cur.id`,
+    [JSON.stringify(sent), id, newVersion],
+  );
+}
+
+/** A create went through as item `itemId`; edits made while it was being created stay pending as an update of the new item (version 1). */
+export async function settleSentCreate(trx: Knex.Transaction, id: number, sent: Record<string, unknown>, itemId: string): Promise<void> {
+  await trx.raw(
+    `with cur as (
+       select o.id, ${REMAINDER} as rest
+         from ${OUTBOX_TABLE} o where o.id = ?)
+     update ${OUTBOX_TABLE} o
+        set item_id = ?,
+            status = case when cur.rest = '{}'::jsonb then 'applied' else 'pending' end,
+            op = case when cur.rest = '{}'::jsonb then 'create' else 'update' end,
+            changes = case when cur.rest = '{}'::jsonb then o.changes else cur.rest end,
+            base_version = case when cur.rest = '{}'::jsonb then null else 1 end,
+            applied_at = now(), last_error = null, sent_changes = null, updated_at = now()
+       from cur where o.id = cur.id`,
+    [JSON.stringify(sent), id, itemId],
+  );
+}
+
+/** Locks the row and tells whether its create was withdrawn (the local row deleted while it was in flight). */
+export async function lockWithdrawn(trx: Knex.Transaction, id: number): Promise<boolean> {
+  const current = (await trx(OUTBOX_TABLE).where({ id }).forUpdate().first('withdrawn_at')) as { withdrawn_at: Date | null } | undefined;
+  return Boolean(current?.withdrawn_at);
+}
+
+/** An error: `failed` for good, or `pending` again after `retryInSeconds`. */
+export async function recordFailure(db: Db, id: number, outcome: { attempts: number; failed: boolean; error: string; retryInSeconds: number }): Promise<void> {
+  await db(OUTBOX_TABLE)
+    .where({ id })
+    .update({
+      status: outcome.failed ? 'failed' : 'pending',
+      attempts: outcome.attempts,
+      last_error: outcome.error,
+      sent_changes: null,
+      next_attempt_at: db.raw('now() + make_interval(secs => ?)', [outcome.failed ? 0 : outcome.retryInSeconds]),
+      updated_at: db.fn.now(),
+    });
+}
+
+/** A change stopped by an error that ends the push: pending again at once, unless something else settled it meanwhile. */
+export async function markInterrupted(db: Db, id: number, attempts: number, error: string): Promise<void> {
+  await db(OUTBOX_TABLE)
+    .where({ id })
+    .whereIn('status', [...UNSENT_STATUSES])
+    .update({ status: 'pending', attempts, last_error: error, next_attempt_at: db.fn.now(), updated_at: db.fn.now() });
+}
+
+/** The change waits for `listsync conflicts resolve`; `clearSent` drops the snapshot of what was sent. */
+export async function holdAsConflict(db: Db, id: number, error: string, options: { clearSent?: boolean } = {}): Promise<void> {
+  await db(OUTBOX_TABLE)
+    .where({ id })
+    .update({ status: 'conflict', ...(options.clearSent ? { sent_changes: null } : {}), last_error: error, updated_at: db.fn.now() });
+}
+
+/** local-wins: the next push overwrites whatever version the platform has (base version 0). */
+export async function forceOverwrite(db: Db, id: number): Promise<void> {
+  await db(OUTBOX_TABLE).where({ id }).update({ base_version: 0, updated_at: db.fn.now() });
+}
+
+/** A conflict settled for the local side: pending again against the platform's version, sent at the next push. */
+export async function requeueAgainst(db: Db, id: number | null, baseVersion: number | null): Promise<void> {
+  await db(OUTBOX_TABLE)
+    .where({ id })
+    .update({ status: 'pending', base_version: baseVersion, attempts: 0, last_error: null, next_attempt_at: db.fn.now(), updated_at: db.fn.now() });
+}
+
+/** `push --retry-failed`: a list's failed changes are pending again with their attempts reset; returns how many. */
+export async function requeueFailed(db: Db, listName: string): Promise<number> {
+  return db(OUTBOX_TABLE).where({ list_name: listName, status: 'failed' }).update({ status: 'pending', attempts: 0, next_attempt_at: db.fn.now(), updated_at: db.fn.now() });
+}

@@ -1,0 +1,216 @@
+/**
+ * Run history (`listsync.sync_runs`): a row when a run starts, counters as
+ * pages land (in the page's own transaction), and the outcome at the end.
+ */
+import { hostname } from 'node:os';
+import type { Knex } from '../db.js';
+
+export const RUNS_TABLE = 'listsync.sync_runs';
+
+export type Job = 'pull' | 'backfill' | 'push' | 'reconcile' | 'users' | 'directory';
+export type RunStatus = 'running' | 'succeeded' | 'failed' | 'skipped';
+
+export interface RunCounters {
+  pages: number;
+  requests: number;
+  retries: number;
+  rows_inserted: number;
+  rows_updated: number;
+  rows_unchanged: number;
+  rows_deleted: number;
+  rows_undeleted: number;
+  rows_failed: number;
+  rows_skipped_pending: number;
+  changes_applied: number;
+  changes_conflicted: number;
+  changes_failed: number;
+}
+
+export const zeroCounters = (): RunCounters => ({
+  pages: 0,
+  requests: 0,
+  retries: 0,
+  rows_inserted: 0,
+  rows_updated: 0,
+  rows_unchanged: 0,
+  rows_deleted: 0,
+  rows_undeleted: 0,
+  rows_failed: 0,
+  rows_skipped_pending: 0,
+  changes_applied: 0,
+  changes_conflicted: 0,
+  changes_failed: 0,
+});
+
+export const HOLDER = `${hostname()}:${process.pid}`;
+
+export async function startRun(db: Knex, listName: string, job: Job, extra: { windowFrom?: string | null; windowTo?: string | null; resumed?: boolean; details?: object } = {}): Promise<number> {
+  const [row] = (await db(RUNS_TABLE)
+    .insert({
+      list_name: listName,
+      job,
+      status: 'running',
+      holder: HOLDER,
+      window_from: extra.windowFrom ?? null,
+      window_to: extra.windowTo ?? null,
+      resumed: extra.resumed ?? false,
+      details: JSON.stringify(extra.details ?? {}),
+    })
+    .returning('id')) as { id: number }[];
+  return row!.id;
+}
+
+/** Sets what a run found out after it opened: its window, whether it resumed, details. */
+export async function describeRun(db: Knex, runId: number, extra: { windowFrom?: string | null; windowTo?: string | null; resumed?: boolean; details?: object }): Promise<void> {
+  await db(RUNS_TABLE)
+    .where({ id: runId })
+    .update({ window_from: extra.windowFrom ?? null, window_to: extra.windowTo ?? null, resumed: extra.resumed ?? false, details: JSON.stringify(extra.details ?? {}) });
+}
+
+/** True while the run has no outcome recorded. */
+export async function isRunOpen(db: Knex, runId: number): Promise<boolean> {
+  return Boolean(await db(RUNS_TABLE).where({ id: runId, status: 'running' }).first('id'));
+}
+
+/** Adds to a run's counters (use the page's transaction). */
+export async function addToRun(db: Knex, runId: number, delta: Partial<RunCounters>): Promise<void> {
+  const entries = Object.entries(delta).filter(([, v]) => typeof v === 'number' && v !== 0);
+  if (entries.length === 0) return;
+  const update: Record<string, Knex.Raw> = {};
+  for (const [k, v] of entries) update[k] = db.raw('?? + ?', [k, v]);
+  await db(RUNS_TABLE).where({ id: runId }).update(update);
+}
+
+export async function finishRun(db: Knex, runId: number, status: Exclude<RunStatus, 'running'>, extra: { error?: string; details?: object; counters?: Partial<RunCounters> } = {}): Promise<void> {
+  const update: Record<string, unknown> = { status, finished_at: db.fn.now(), error: extra.error ?? null };
+  if (extra.details) update.details = db.raw(`details || ?::jsonb`, [JSON.stringify(extra.details)]);
+  for (const [k, v] of Object.entries(extra.counters ?? {})) update[k] = v;
+  await db(RUNS_TABLE).where({ id: runId }).update(update);
+}
+
+/** Runs left 'running' by a process that died are closed as failed (called at start by the next run). */
+export async function closeAbandonedRuns(db: Knex, listName: string, jobs: readonly Job[]): Promise<number> {
+  return db(RUNS_TABLE)
+    .where({ list_name: listName, status: 'running' })
+    .whereIn('job', [...jobs])
+    .update({ status: 'failed', finished_at: db.fn.now(), error: 'abandoned: the process running it stopped before it finished (its checkpoint is kept)' });
+}
+
+export async function describeRunning(db: Knex, listName: string, jobs: readonly Job[]): Promise<string | undefined> {
+  const row = (await db(RUNS_TABLE).where({ list_name: listName, status: 'running' }).whereIn('job', [...jobs]).orderBy('id', 'desc').first()) as
+    | { id: number; job: string; holder: string; started_at: Date }
+    | undefined;
+  return row ? `${row.job} run ${row.id} by ${row.holder} since ${row.started_at.toISOString()}` : undefined;
+}
+
+/** A run as `status` reports it. */
+export interface RunRow {
+  list_name: string;
+  job: string;
+  status: RunStatus;
+  started_at: Date;
+  finished_at: Date | null;
+  error: string | null;
+}
+
+/** A list's newest run, optionally of some jobs or with one status. */
+export async function latestRun(db: Knex, listName: string, filter: { jobs?: readonly Job[]; status?: RunStatus } = {}): Promise<RunRow | undefined> {
+  const q = db(RUNS_TABLE).where({ list_name: listName });
+  if (filter.status) void q.where({ status: filter.status });
+  if (filter.jobs) void q.whereIn('job', [...filter.jobs]);
+  return (await q.orderBy('id', 'desc').first()) as RunRow | undefined;
+}
+
+/** True while some run of the list has no outcome recorded. */
+export async function isListRunning(db: Knex, listName: string): Promise<boolean> {
+  return Boolean(await db(RUNS_TABLE).where({ list_name: listName, status: 'running' }).first());
+}
+
+/** For the demo's walkthrough: how many runs are recorded (a scalar subquery). */
+export const COUNT_RUNS_SQL = `select count(*) from ${RUNS_TABLE}`;
+
+// What `/metrics` reads from the run history: per list and job, totals and the latest outcomes.
+
+const CHANGED_ROWS = 'rows_inserted + rows_updated + rows_deleted + rows_undeleted';
+
+/** Per list and job, the newest successful run: its pages, requests and rows changed. */
+export async function lastSucceededRuns(db: Knex): Promise<{ list_name: string; job: string; pages: number; requests: number; changed: string | number }[]> {
+  const last = (await db.raw(
+    `select distinct on (list_name, job) list_name, job, pages, requests, ${CHANGED_ROWS} as changed
+       from ${RUNS_TABLE} where status = 'succeeded'
+      order by list_name, job, started_at desc, id desc`,
+  )) as { rows: { list_name: string; job: string; pages: number; requests: number; changed: string | number }[] };
+  return last.rows;
+}
+
+/** Per list and job, the failed runs since the last successful one. */
+export async function failureStreaks(db: Knex): Promise<{ list_name: string; job: string; failed: string | number }[]> {
+  const streaks = (await db.raw(
+    `select r.list_name, r.job, count(*) filter (where r.status = 'failed' and (ok.at is null or r.started_at > ok.at)) as failed
+       from ${RUNS_TABLE} r
+       left join (select list_name, job, max(started_at) as at from ${RUNS_TABLE} where status = 'succeeded' group by 1, 2) ok using (list_name, job)
+      group by 1, 2`,
+  )) as { rows: { list_name: string; job: string; failed: string | number }[] };
+  return streaks.rows;
+}
+
+/** Per list, when the last successful pull that changed rows started (epoch seconds). */
+export async function lastChangingPulls(db: Knex): Promise<{ list_name: string; at: number }[]> {
+  const changes = (await db.raw(
+    `select list_name, extract(epoch from max(started_at))::float8 as at
+       from ${RUNS_TABLE} where job = 'pull' and status = 'succeeded' and ${CHANGED_ROWS} > 0 group by 1`,
+  )) as { rows: { list_name: string; at: number }[] };
+  return changes.rows;
+}
+
+/** Per list, the rows reconcile marked deleted and brought back. */
+export async function reconcileHeals(db: Knex): Promise<{ list_name: string; deleted: string | number; undeleted: string | number }[]> {
+  const heals = (await db.raw(
+    `select list_name, sum(rows_deleted)::bigint as deleted, sum(rows_undeleted)::bigint as undeleted
+       from ${RUNS_TABLE} where job = 'reconcile' group by 1`,
+  )) as { rows: { list_name: string; deleted: string | number; undeleted: string | number }[] };
+  return heals.rows;
+}
+
+/** Per list, the counters summed over every run. */
+export async function counterTotals(db: Knex): Promise<Record<string, string | number | null>[]> {
+  return (await db(RUNS_TABLE)
+    .select('list_name')
+    .sum({
+      inserted: 'rows_inserted',
+      updated: 'rows_updated',
+      unchanged: 'rows_unchanged',
+      deleted: 'rows_deleted',
+      undeleted: 'rows_undeleted',
+      failed: 'rows_failed',
+      applied: 'changes_applied',
+      conflicted: 'changes_conflicted',
+      changes_failed: 'changes_failed',
+    })
+    .groupBy('list_name')) as Record<string, string | number | null>[];
+}
+
+/** Runs counted by list, job and status. */
+export async function runCounts(db: Knex): Promise<{ list_name: string; job: string; status: string; n: string | number }[]> {
+  return (await db(RUNS_TABLE).select('list_name', 'job', 'status').count({ n: '*' }).groupBy('list_name', 'job', 'status')) as {
+    list_name: string;
+    job: string;
+    status: string;
+    n: string | number;
+  }[];
+}
+
+/** Runs that finished after `cursor` (Postgres text form of a timestamptz), oldest first: their duration and their own cursor. */
+export async function runsFinishedAfter(db: Knex, cursor: string, limit: number): Promise<{ job: string; status: string; seconds: number; cursor: string }[]> {
+  return (await db(RUNS_TABLE)
+    .whereNotNull('finished_at')
+    .where('finished_at', '>', db.raw('?::timestamptz', [cursor]))
+    .orderBy('finished_at')
+    .limit(limit)
+    .select('job', 'status', db.raw('extract(epoch from finished_at - started_at)::float8 as seconds'), db.raw('finished_at::text as cursor'))) as {
+    job: string;
+    status: string;
+    seconds: number;
+    cursor: string;
+  }[];
+}

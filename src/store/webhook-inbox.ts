@@ -1,0 +1,86 @@
+/**
+ * `listsync.webhook_inbox`: every accepted webhook delivery, stored before it
+ * is answered; `processed_at` is set once its early pull was asked for (or at
+ * once for events that need none).
+ */
+import type { Knex } from '../db.js';
+import { SUBSCRIPTIONS_TABLE } from './webhook-subscriptions.js';
+
+export const INBOX_TABLE = 'listsync.webhook_inbox';
+
+export interface StoredEvent {
+  id: number;
+  duplicate: boolean;
+  listDataId: string | null;
+  event: string | null;
+}
+
+export interface WebhookActivity {
+  subscriptions: number;
+  eventsLastDay: number;
+  lastEventAt: Date | null;
+}
+
+/**
+ * Stores one event unless the same delivery (subscription, channel, type,
+ * body) is already in the window; race-free through an advisory lock on the
+ * key. An event without a `ListDataID` is stored processed.
+ */
+export async function storeEvent(
+  db: Knex,
+  subscriptionId: number,
+  event: { channel: string; type: number; headers: Record<string, string>; body: string },
+  windowMinutes: number,
+): Promise<StoredEvent> {
+  const { channel, type, headers, body } = event;
+  return db.transaction(async (trx) => {
+    const keyed = (await trx.raw(
+      `select k, pg_advisory_xact_lock(hashtextextended('listsync:webhook:' || k, 0))
+         from (select encode(sha256(convert_to(?::text || E'\\n' || ? || E'\\n' || ?::text || E'\\n' || (?::jsonb)::text, 'UTF8')), 'hex') as k) x`,
+      [subscriptionId, channel, type, body],
+    )) as { rows: { k: string }[] };
+    const key = keyed.rows[0]!.k;
+    const existing = (await trx(INBOX_TABLE)
+      .where({ dedup_key: key, subscription_id: subscriptionId })
+      .where('received_at', '>', trx.raw('now() - make_interval(mins => ?)', [windowMinutes]))
+      .orderBy('id')
+      .first('id', trx.raw("body ->> 'ListDataID' as list_data_id"), trx.raw("body ->> 'Event' as event"))) as { id: number; list_data_id: string | null; event: string | null } | undefined;
+    if (existing) return { id: Number(existing.id), duplicate: true, listDataId: existing.list_data_id, event: existing.event };
+    const inserted = (await trx.raw(
+      `insert into ${INBOX_TABLE} (subscription_id, dedup_key, channel, type, headers, body, processed_at)
+       select ?, ?, ?, ?, ?::jsonb, b, case when b ->> 'ListDataID' is null or b ->> 'ListDataID' = '' then now() end
+         from (select ?::jsonb as b) x
+       returning id, body ->> 'ListDataID' as list_data_id, body ->> 'Event' as event`,
+      [subscriptionId, key, channel, type, JSON.stringify(headers), body],
+    )) as { rows: { id: number; list_data_id: string | null; event: string | null }[] };
+    const row = inserted.rows[0]!;
+    return { id: Number(row.id), duplicate: false, listDataId: row.list_data_id === '' ? null : row.list_data_id, event: row.event };
+  });
+}
+
+export async function markProcessed(db: Knex, ids: readonly number[]): Promise<void> {
+  await db(INBOX_TABLE).whereIn('id', [...ids]).update({ processed_at: db.fn.now() });
+}
+
+export async function unprocessedEventIds(db: Knex): Promise<number[]> {
+  return (await db(INBOX_TABLE).whereNull('processed_at').pluck('id')) as number[];
+}
+
+/** For `status`: subscriptions, events in the last day, the last event's time. */
+export async function webhookActivity(db: Knex): Promise<WebhookActivity> {
+  const subs = (await db(SUBSCRIPTIONS_TABLE).count<{ count: string }[]>('* as count')) as { count: string | number }[];
+  const events = (await db(INBOX_TABLE)
+    .where('received_at', '>', db.raw("now() - interval '1 day'"))
+    .count<{ count: string }[]>('* as count')) as { count: string | number }[];
+  const last = (await db(INBOX_TABLE).max('received_at as at').first()) as { at: Date | null } | undefined;
+  return { subscriptions: Number(subs[0]?.count ?? 0), eventsLastDay: Number(events[0]?.count ?? 0), lastEventAt: last?.at ?? null };
+}
+
+/** For `/metrics`: subscriptions, and events not acted on yet. */
+export async function webhookBacklog(db: Knex): Promise<{ subscriptions: number; unprocessed: number }> {
+  const hooks = (await db.raw(
+    `select (select count(*) from ${SUBSCRIPTIONS_TABLE})::bigint as subs,
+            (select count(*) from ${INBOX_TABLE} where processed_at is null)::bigint as unprocessed`,
+  )) as { rows: { subs: number; unprocessed: number }[] };
+  return { subscriptions: Number(hooks.rows[0]?.subs ?? 0), unprocessed: Number(hooks.rows[0]?.unprocessed ?? 0) };
+}
