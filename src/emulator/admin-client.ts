@@ -1,3 +1,4 @@
+import type { ItemDeliverySettings, ItemDeliveryStats, ItemHook } from './item-hooks.js';
 import type { ActivityCounts, ActivitySettings } from './activity.js';
 import type { ResetOptions, RuntimeSettings } from './emulator-state.js';
 import type { FaultSettings, FaultSettingsPatch } from './faults.js';
@@ -144,6 +145,16 @@ export class EmulatorAdminClient {
   /** Adds a field at run time; existing items get its DefaultValue. */
   addField(appID: string, listID: string, field: FieldSpec): Promise<FieldMeta> {
     return this.call('POST', `${EmulatorAdminClient.listPath(appID, listID)}/fields`, field);
+  }
+
+  /** List item event subscriptions, delivery settings and delivery counts. */
+  itemHooks(): Promise<{ subscriptions: ItemHook[]; delivery: ItemDeliverySettings; stats: ItemDeliveryStats }> {
+    return this.call('GET', '/item-hooks');
+  }
+
+  /** Changes how list item events are delivered (delay, jitter, duplicates, loss, retries); null restores a default. */
+  setItemDelivery(patch: { [K in keyof ItemDeliverySettings]?: ItemDeliverySettings[K] | null }): Promise<ItemDeliverySettings> {
+    return this.call('PUT', '/item-hooks/delivery', patch);
   }
 
   /** Starts (or with null stops) simulated activity. */

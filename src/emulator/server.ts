@@ -120,7 +120,7 @@ async function handleV1(state: EmulatorState, req: IncomingMessage, res: ServerR
 
   let reply: ApiReply;
   try {
-    reply = route.handle(state, { body, faultsApply });
+    reply = route.handle(state, { body, faultsApply, query: url.searchParams });
   } catch (e) {
     reply = { httpStatus: 500, body: envelopeJson(STATUS.internal, 'null', `Emulator error: ${e instanceof Error ? e.message : String(e)}`), envelopeStatus: STATUS.internal };
   }
