@@ -15,7 +15,7 @@ import { parseDay, runPulls, selectLists } from './commands/pull.js';
 import { runStatus } from './commands/status.js';
 import { conflictsTable, resolveConflictCommand, runPushes, showConflict } from './commands/push.js';
 import { runReconcile } from './commands/reconcile.js';
-import { runHooksList, runHooksSubscribe } from './commands/hooks.js';
+import { runHooksList, runHooksRemove, runHooksSubscribe, runHooksSubscribeList } from './commands/hooks.js';
 import { DEFAULT_HOOK_RESOURCE, callbackUrlFor, parseHookType } from './webhooks/subscribe.js';
 import { runServe } from './commands/serve.js';
 import { runDemo } from './commands/demo.js';
@@ -200,18 +200,34 @@ export function buildProgram(io: Output, setCode: (code: number) => void): Comma
     .option('--wait', 'wait for a run of the same list in another process instead of exiting', false)
     .action((opts: { list?: string; wait: boolean }) => withContext((ctx) => runReconcile(ctx, selectLists(ctx, opts.list), { wait: opts.wait })));
 
-  const hooks = program.command('hooks').description('webhook subscriptions: subscribe, list');
+  const hooks = program.command('hooks').description('webhook subscriptions: subscribe, list, remove');
   hooks
     .command('subscribe')
-    .description('create a webhook subscription on the platform (POST /hooks) with a secret callback URL served by "listsync serve"')
-    .requiredOption('--channel <name>', 'channel name; the platform sends it back as the Channel header')
-    .requiredOption('--type <n>', 'event type code: an integer the platform defines for the event kind (it publishes no list; ask its admin). Sent back as the Type header, which every callback must match')
-    .option('--resource <resource>', 'subscribed resource', DEFAULT_HOOK_RESOURCE)
+    .description(
+      'with --list: subscribe the list\'s item events (created or modified, deleted) once, as serve does for lists with "realtime"; otherwise create a workflow subscription (POST /hooks). Callbacks go to a secret URL served by "listsync serve"',
+    )
+    .option('-l, --list <name>', 'subscribe this list\'s item events (reuses its subscriptions when they exist)')
+    .option('--channel <name>', 'workflow subscriptions: channel name; the platform sends it back as the Channel header')
+    .option('--type <n>', 'workflow subscriptions: event type code, an integer the platform defines for the event kind (it publishes no list; ask its admin). Sent back as the Type header, which every callback must match')
+    .option('--resource <resource>', 'workflow subscriptions: subscribed resource', DEFAULT_HOOK_RESOURCE)
     .option('--callback-url <url>', 'public base URL the platform reaches serve at (default serve.publicUrl); /hooks/<token> is appended')
-    .action((opts: { channel: string; type: string; resource: string; callbackUrl?: string }) => {
-      const type = parseHookType(opts.type);
+    .action((opts: { list?: string; channel?: string; type?: string; resource: string; callbackUrl?: string }) => {
       callbackUrlFor(loadAppConfig(globals()), 'check', opts.callbackUrl);
-      return withContext((ctx) => runHooksSubscribe(ctx, { channel: opts.channel, type, resource: opts.resource, callbackUrl: opts.callbackUrl }));
+      if (opts.list !== undefined) {
+        const name = opts.list;
+        return withContext((ctx) => runHooksSubscribeList(ctx, selectLists(ctx, name)[0]!, { callbackUrl: opts.callbackUrl }));
+      }
+      if (opts.channel === undefined || opts.type === undefined) throw new UsageError('hooks subscribe needs --list L (a list\'s item events) or --channel C --type N (a workflow subscription).');
+      const type = parseHookType(opts.type);
+      const channel = opts.channel;
+      return withContext((ctx) => runHooksSubscribe(ctx, { channel, type, resource: opts.resource, callbackUrl: opts.callbackUrl }));
+    });
+  hooks
+    .command('remove <id>')
+    .description('remove a subscription (the id "hooks list" shows): here, and on the platform for a list\'s item events')
+    .action((id: string) => {
+      if (!/^\d{1,18}$/.test(id)) throw new UsageError(`hooks remove takes the subscription id "listsync hooks list" shows (got ${JSON.stringify(id)}).`);
+      return withContext((ctx) => runHooksRemove(ctx, Number(id)));
     });
   hooks
     .command('list')

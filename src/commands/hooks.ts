@@ -1,5 +1,7 @@
-/** `listsync hooks subscribe|list`: webhook subscriptions. */
+/** `listsync hooks subscribe|list|remove`: webhook subscriptions (workflow tasks and list item events). */
+import type { ListConfig } from '../config.js';
 import type { AppContext } from '../context.js';
+import { ensureItemSubscriptions, removeSubscription } from '../realtime/subscriptions.js';
 import { table } from '../format.js';
 import { listSubscriptions, subscribe, type SubscribeOptions } from '../webhooks/subscribe.js';
 
@@ -25,9 +27,32 @@ export async function runHooksList(ctx: AppContext): Promise<number> {
   }
   ctx.io.out(
     table(
-      ['id', 'platform id', 'resource', 'channel', 'type', 'callback URL', 'events', 'last event', 'created'],
-      subs.map((s) => [s.id, s.platformId, s.resource, s.channel, s.type, s.maskedCallbackUrl, s.events, s.lastEventAt, s.createdAt]),
+      ['id', 'platform id', 'list', 'resource', 'channel', 'type', 'callback URL', 'events', 'last event', 'created'],
+      subs.map((s) => [s.id, s.platformId, s.listName ?? '-', s.resource, s.channel, s.type, s.maskedCallbackUrl, s.events, s.lastEventAt, s.createdAt]),
     ),
+  );
+  return 0;
+}
+
+const EVENT_NAMES: Record<number, string> = { 3: 'created or modified', 4: 'deleted' };
+
+/** `hooks subscribe --list L`: the list's item event subscriptions (created-or-modified, deleted), reused when they exist. */
+export async function runHooksSubscribeList(ctx: AppContext, list: ListConfig, options: { callbackUrl?: string }): Promise<number> {
+  const subs = await ensureItemSubscriptions({ db: ctx.db, client: ctx.client, config: ctx.config }, list, options);
+  const lines = subs.map(
+    (s) => `  ${EVENT_NAMES[s.type] ?? `type ${s.type}`}: listsync subscription ${s.id}, platform hook ${s.platformId ?? '-'} (${s.outcome === 'reused' ? 'already subscribed' : s.outcome})`,
+  );
+  ctx.io.out([`item events of list ${list.name}:`, ...lines, '"listsync serve" applies them to the mirror; it must be reachable at serve.publicUrl.'].join('\n'));
+  return 0;
+}
+
+/** `hooks remove ID`. */
+export async function runHooksRemove(ctx: AppContext, id: number): Promise<number> {
+  const r = await removeSubscription({ db: ctx.db, client: ctx.client, config: ctx.config }, id);
+  ctx.io.out(
+    r.unsubscribedOnPlatform
+      ? `removed subscription ${r.id} (${r.resource}) here and on the platform`
+      : `removed subscription ${r.id} (${r.resource}) here; the platform has no documented way to drop it, so its callbacks are now refused (404)`,
   );
   return 0;
 }

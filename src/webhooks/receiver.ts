@@ -63,8 +63,12 @@ export interface ReceiverOptions {
   db: Knex;
   config: Config;
   logger: Logger;
-  /** Called once per new (not duplicate) event that names a list item. */
-  onItemEvent?: (event: ItemEvent) => void | Promise<void>;
+  /**
+   * Called once per new (not duplicate) event that names a list item. The
+   * event is then marked processed, unless the handler answers 'deferred'
+   * (it marks the event itself once acted on).
+   */
+  onItemEvent?: (event: ItemEvent) => void | 'deferred' | Promise<void | 'deferred'>;
   /** Called for every request with its outcome (metrics). */
   onOutcome?: (outcome: ReceiveOutcome) => void;
 }
@@ -193,7 +197,7 @@ export function createHookReceiver(options: ReceiverOptions): HookHandler {
 
   async function dispatch(fn: NonNullable<ReceiverOptions['onItemEvent']>, event: ItemEvent): Promise<void> {
     try {
-      await fn(event);
+      if ((await fn(event)) === 'deferred') return;
       await db('listsync.webhook_inbox').where({ id: event.inboxId }).update({ processed_at: db.fn.now() });
     } catch (err) {
       log.error({ inboxId: event.inboxId, error: errorSummary(err) }, 'handling a webhook item event failed; it stays unprocessed');
