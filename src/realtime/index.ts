@@ -34,6 +34,8 @@ export interface RealtimeOptions extends Omit<ApplierOptions, 'db' | 'client' | 
   client: PlatformClient;
   config: Config;
   logger: Logger;
+  /** Base URL for the callbacks instead of serve.publicUrl (tests: serve on a random port). */
+  callbackBase?: string;
 }
 
 /** Subscribes the realtime lists (once), replays unapplied events and returns the applier's hooks. */
@@ -43,7 +45,7 @@ export async function startRealtime(opts: RealtimeOptions): Promise<Realtime> {
   const applier = new RealtimeApplier(opts);
   for (const list of config.lists.filter((l) => l.realtime)) {
     try {
-      const subs = await ensureItemSubscriptions({ db, client, config }, list);
+      const subs = await ensureItemSubscriptions({ db, client, config }, list, opts.callbackBase === undefined ? {} : { callbackUrl: opts.callbackBase });
       log.info({ list: list.name, subscriptions: subs.map((s) => ({ id: s.id, type: s.type, outcome: s.outcome })) }, 'item event subscriptions in place');
     } catch (err) {
       // serve still runs (the scheduled pull keeps the mirror fresh); /healthz reports it degraded.
