@@ -27,8 +27,8 @@ export async function runHooksList(ctx: AppContext): Promise<number> {
   }
   ctx.io.out(
     table(
-      ['id', 'platform id', 'list', 'resource', 'channel', 'type', 'callback URL', 'events', 'last event', 'created'],
-      subs.map((s) => [s.id, s.platformId, s.listName ?? '-', s.resource, s.channel, s.type, s.maskedCallbackUrl, s.events, s.lastEventAt, s.createdAt]),
+      ['id', 'platform id', 'resource', 'channel', 'type', 'callback URL', 'events', 'last event', 'created', 'list'],
+      subs.map((s) => [s.id, s.platformId, s.resource, s.channel, s.type, s.maskedCallbackUrl, s.events, s.lastEventAt, s.createdAt, s.listName ?? '-']),
     ),
   );
   return 0;
