@@ -72,6 +72,7 @@ const CLEAR_FAULTS = {
   malformedRate: null,
   rateLimitStorm: null,
   emptyPages: null,
+  pageFault: null,
   faultPaths: null,
 };
 
