@@ -317,7 +317,7 @@ async function readWindow(ctx: RunContext, cp: PullCheckpoint): Promise<ReadOutc
   let stopped = false;
   let previousCursor: number | undefined;
   try {
-    for await (const page of readPages(deps.client, list, query, { order: cp.plan.order, startPage: cp.nextPage, zone: ctx.zone, stopBeforeMs, signal: deps.signal }, checks)) {
+    for await (const page of readPages(deps.client, list, query, { order: cp.plan.order, startPage: cp.nextPage, zone: ctx.zone, stopBeforeMs }, checks)) {
       if (cp.plan.order === 'newest-first') {
         previousCursor = checkNewestFirst(page, list.cursorField, ctx.zone, previousCursor);
         if (page.index === 1 && cp.highWaterAtStart === null && page.items[0]) cp.highWaterAtStart = cursorText(String(page.items[0][list.cursorField]), ctx.zone);

@@ -35,7 +35,6 @@ export interface ReadOptions {
   zone: string;
   /** newest-first: the last page wanted is the first one reaching items modified before this (epoch ms). */
   stopBeforeMs: number | null;
-  signal?: AbortSignal;
 }
 
 /** Checks pages against each other; `verify` is pure, `accept` records a page handed out. */
@@ -95,7 +94,7 @@ export async function* readPages(client: PlatformClient, list: ListConfig, query
   const pages = client.pages(list.appID, list.listID, query, {
     startPage: opts.startPage,
     pageSize: list.pageSize,
-    signal: opts.signal,
+    // No shutdown signal here: the caller checks it between pages, so the page in flight is finished and written.
     verify: (r, i) => checks.verify(r, i),
     isLast,
     maxPages: list.maxPages,
