@@ -37,7 +37,7 @@ describe('malformed answers: the run ends by itself, keeps its marks, and the ne
     it(`${fault.kind}${fault.count ? ` by ${fault.count}` : ''}: fails naming the check and page ${page}`, async () => {
       w = await startWorld({ emulator: { items: 350 }, list: { pageSize: 100 } });
       const list = w.config.lists[0]!;
-      // An incremental run first, so there is a watermark that must not move.
+      // A mirror already loaded, then its marks cleared: the faulty run is a full read over several pages, and its marks must stay unset.
       await pullList(w.deps(), list);
       const before = await readState(w.t.db, 'orders', 'pull');
       await w.t.db('listsync.sync_state').where({ list_name: 'orders', job: 'pull' }).update({ watermark: null, high_water: null });
