@@ -251,7 +251,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
   });
   const healed = new Counter({
     name: 'listsync_reconcile_healed_total',
-    help: 'Rows reconcile marked deleted or undeleted (kind), summed over the run history.',
+    help: 'Rows reconcile healed, by kind (deleted, undeleted, missing: re-read IDs the mirror lacked, behind: re-read rows whose version was behind), summed over the run history.',
     labelNames: ['list', 'kind'] as const,
     registers: [registry],
     collect,
@@ -285,9 +285,10 @@ export function createMetrics(options: MetricsOptions): Metrics {
          from listsync.sync_runs where job = 'pull' and status = 'succeeded' and ${changedSql} > 0 group by 1`,
     )) as { rows: { list_name: string; at: number }[] };
     const heals = (await db.raw(
-      `select list_name, sum(rows_deleted)::bigint as deleted, sum(rows_undeleted)::bigint as undeleted
+      `select list_name, sum(rows_deleted)::bigint as deleted, sum(rows_undeleted)::bigint as undeleted,
+              coalesce(sum((details->'healed'->>'missing')::bigint), 0) as missing, coalesce(sum((details->'healed'->>'behind')::bigint), 0) as behind
          from listsync.sync_runs where job = 'reconcile' group by 1`,
-    )) as { rows: { list_name: string; deleted: string | number; undeleted: string | number }[] };
+    )) as { rows: { list_name: string; deleted: string | number; undeleted: string | number; missing: string | number; behind: string | number }[] };
 
     for (const g of [lastRunChanged, lastRunPages, lastRunRequests, failedStreak, lastChange, healed]) g.reset();
     for (const r of last.rows) {
@@ -301,6 +302,8 @@ export function createMetrics(options: MetricsOptions): Metrics {
     for (const r of heals.rows) {
       healed.inc({ list: r.list_name, kind: 'deleted' }, Number(r.deleted));
       healed.inc({ list: r.list_name, kind: 'undeleted' }, Number(r.undeleted));
+      healed.inc({ list: r.list_name, kind: 'missing' }, Number(r.missing));
+      healed.inc({ list: r.list_name, kind: 'behind' }, Number(r.behind));
     }
   }
   registerSchemaChangeMetrics(registry, db, options.logger);

@@ -74,6 +74,7 @@ const CLEAR_FAULTS = {
   loseWriteAnswers: null,
   rateLimitStorm: null,
   emptyPages: null,
+  pageFault: null,
   faultPaths: null,
 };
 
