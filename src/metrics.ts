@@ -31,6 +31,8 @@ import { listStatuses } from './status.js';
 import { counterTotals, failureStreaks, lastChangingPulls, lastSucceededRuns, reconcileHeals, runCounts, runsFinishedAfter } from './store/runs.js';
 import { webhookBacklog } from './store/webhook-inbox.js';
 import type { ReceiveOutcome } from './webhooks/receiver.js';
+import type { FlushResult } from './realtime/applier.js';
+import { realtimeStatuses } from './realtime/stats.js';
 
 export const ROW_KINDS = ['inserted', 'updated', 'unchanged', 'deleted', 'undeleted', 'failed'] as const;
 
@@ -49,6 +51,8 @@ export interface Metrics {
   onRequest(event: RequestEvent): void;
   /** Pass as the webhook receiver's `onOutcome`. */
   onWebhook(outcome: ReceiveOutcome): void;
+  /** Pass as the realtime applier's `onFlush`. */
+  onRealtimeFlush(flush: FlushResult): void;
   /** Reads the Postgres-backed values now (scrapes do this themselves). */
   refresh(): Promise<void>;
   /** The `/metrics` route. */
@@ -166,6 +170,40 @@ export function createMetrics(options: MetricsOptions): Metrics {
     registers: [registry],
     collect,
   });
+  const realtimeFlushes = new Counter({
+    name: 'listsync_realtime_flushes_total',
+    help: 'Realtime applier flushes in this process (each coalesces the events queued for a list).',
+    labelNames: ['list'] as const,
+    registers: [registry],
+  });
+  const realtimeEvents = new Gauge({
+    name: 'listsync_realtime_events',
+    help: 'Item events of realtime lists by state: received (stored), queued (not applied yet), applied; from Postgres, every process.',
+    labelNames: ['list', 'state'] as const,
+    registers: [registry],
+    collect,
+  });
+  const realtimeReread = new Gauge({
+    name: 'listsync_realtime_reread',
+    help: 'Item IDs re-read through the API for realtime events (kind items) and the requests that took (kind requests).',
+    labelNames: ['list', 'kind'] as const,
+    registers: [registry],
+    collect,
+  });
+  const realtimeFreshness = new Gauge({
+    name: 'listsync_realtime_last_event_lag_seconds',
+    help: 'Seconds from receiving the latest applied item event to applying it.',
+    labelNames: ['list'] as const,
+    registers: [registry],
+    collect,
+  });
+  const realtimeLastApplied = new Gauge({
+    name: 'listsync_realtime_last_applied_timestamp_seconds',
+    help: 'When the latest item event of the list was applied (Unix seconds).',
+    labelNames: ['list'] as const,
+    registers: [registry],
+    collect,
+  });
 
   const listInfo = new Gauge({
     name: 'listsync_list_info',
@@ -215,7 +253,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
   });
   const healed = new Counter({
     name: 'listsync_reconcile_healed_total',
-    help: 'Rows reconcile marked deleted or undeleted (kind), summed over the run history.',
+    help: 'Rows reconcile healed, by kind (deleted, undeleted, missing: re-read IDs the mirror lacked, behind: re-read rows whose version was behind), summed over the run history.',
     labelNames: ['list', 'kind'] as const,
     registers: [registry],
     collect,
@@ -249,9 +287,26 @@ export function createMetrics(options: MetricsOptions): Metrics {
     for (const r of heals) {
       healed.inc({ list: r.list_name, kind: 'deleted' }, Number(r.deleted));
       healed.inc({ list: r.list_name, kind: 'undeleted' }, Number(r.undeleted));
+      healed.inc({ list: r.list_name, kind: 'missing' }, Number(r.missing));
+      healed.inc({ list: r.list_name, kind: 'behind' }, Number(r.behind));
     }
   }
   registerSchemaChangeMetrics(registry, db, options.logger);
+
+  /** Per realtime list: events received, queued and applied, re-reads, the latest event's freshness. */
+  async function readRealtime(): Promise<void> {
+    const rts = await realtimeStatuses(db, config);
+    for (const g of [realtimeEvents, realtimeReread, realtimeFreshness, realtimeLastApplied]) g.reset();
+    for (const r of rts) {
+      realtimeEvents.set({ list: r.list, state: 'received' }, r.received);
+      realtimeEvents.set({ list: r.list, state: 'queued' }, r.queued);
+      realtimeEvents.set({ list: r.list, state: 'applied' }, r.applied);
+      realtimeReread.set({ list: r.list, kind: 'items' }, r.reread);
+      realtimeReread.set({ list: r.list, kind: 'requests' }, r.rereadRequests);
+      if (r.lastLagSeconds !== null) realtimeFreshness.set({ list: r.list }, r.lastLagSeconds);
+      if (r.lastAppliedAt) realtimeLastApplied.set({ list: r.list }, r.lastAppliedAt.getTime() / 1000);
+    }
+  }
 
   /** Runs that finished after this (Postgres text form of a timestamptz) were not observed yet. */
   let runCursor: string = now().toISOString();
@@ -297,6 +352,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
       const hooks = await webhookBacklog(db);
       webhookSubs.set(hooks.subscriptions);
       webhookUnprocessed.set(hooks.unprocessed);
+      await readRealtime();
       databaseUp.set(1);
     } catch (err) {
       databaseUp.set(0);
@@ -316,6 +372,9 @@ export function createMetrics(options: MetricsOptions): Metrics {
       if (o.result === 'accepted') webhookEvents.inc({ result: 'accepted', reason: o.duplicate ? 'duplicate' : 'new' });
       else if (o.result === 'rejected') webhookEvents.inc({ result: 'rejected', reason: o.reason });
       else webhookEvents.inc({ result: 'error', reason: 'error' });
+    },
+    onRealtimeFlush(f) {
+      realtimeFlushes.inc({ list: f.list });
     },
     async refresh() {
       await shared();

@@ -32,6 +32,8 @@ export interface ServeOptions {
   routes?: Record<string, RouteHandler>;
   /** Start without the cron schedules (tests, receiver-only replicas). */
   schedule?: boolean;
+  /** More for /healthz (e.g. realtime subscriptions): merged into its answer; `degraded: true` makes it degraded. */
+  health?: () => Promise<{ degraded: boolean; [key: string]: unknown }>;
 }
 
 export interface RunningServe {
@@ -134,9 +136,12 @@ export async function startServe(opts: ServeOptions): Promise<RunningServe> {
     }
     const lists = await listStatuses(db, config);
     const stale = lists.filter((l) => l.lagMinutes !== null && l.lagMinutes > config.serve.maxLagMinutes);
-    const degraded = stale.length > 0 || lists.some((l) => l.lastError);
+    const extra = opts.health ? await opts.health() : undefined;
+    const degraded = stale.length > 0 || lists.some((l) => l.lastError) || extra?.degraded === true;
+    const { degraded: _extraDegraded, ...more } = extra ?? { degraded: false };
     json(res, 200, {
       status: degraded ? 'degraded' : 'ok',
+      ...more,
       database: 'ok',
       lists: lists.map((l) => ({
         list: l.list,

@@ -8,7 +8,7 @@ import type { Config, ListConfig } from './config.js';
 import type { Knex } from './db.js';
 import { countOpenConflicts } from './store/conflicts.js';
 import { countByStatus } from './store/outbox.js';
-import { isListRunning, latestRun } from './store/runs.js';
+import { isListRunning, latestRun, type RunRow } from './store/runs.js';
 import { readState } from './store/state.js';
 
 export interface ListStatus {
@@ -19,6 +19,8 @@ export interface ListStatus {
   lastRunStatus: string | null;
   running: boolean;
   watermark: string | null;
+  /** The last successful reconcile's heals by kind; null before the first. */
+  lastReconcileHealed: { at: Date; deleted: number; undeleted: number; missing: number; behind: number } | null;
   /** Minutes since the start of the last successful pull (the mirror is at least that fresh); null before the first. */
   lagMinutes: number | null;
   /** Start of the last successful pull (what the lag is measured from); null before the first. */
@@ -50,6 +52,7 @@ export async function listStatus(db: Knex, config: Config, list: ListConfig, now
   const lastFailure = await latestRun(db, list.name, { status: 'failed' });
   const lastSuccess = await latestRun(db, list.name, { status: 'succeeded' });
   const lastPull = await latestRun(db, list.name, { status: 'succeeded', jobs: ['pull'] });
+  const lastReconcile = await latestRun(db, list.name, { status: 'succeeded', jobs: ['reconcile'] });
   const running = await isListRunning(db, list.name);
   const byStatus = await countByStatus(db, list.name);
   const openConflicts = await countOpenConflicts(db, list.name);
@@ -80,5 +83,13 @@ export async function listStatus(db: Knex, config: Config, list: ListConfig, now
     failedChanges: byStatus.failed ?? 0,
     openConflicts,
     resumeFromPage: state.checkpoint?.nextPage ?? null,
+    lastReconcileHealed: lastReconcile ? healedOf(lastReconcile) : null,
   };
 }
+
+/** What the last reconcile healed, by kind (all zero when the mirror was in line). */
+function healedOf(r: RunRow): ListStatus['lastReconcileHealed'] {
+  const h = (r.details?.healed ?? {}) as { missing?: number; behind?: number };
+  return { at: r.started_at, deleted: Number(r.rows_deleted), undeleted: Number(r.rows_undeleted), missing: Number(h.missing ?? 0), behind: Number(h.behind ?? 0) };
+}
+

@@ -1,6 +1,8 @@
 /** `listsync status`: a table per list, then changes, conflicts and webhook activity. */
 import type { AppContext } from '../context.js';
 import { duration, table, timestamp } from '../format.js';
+import { realtimeStatuses } from '../realtime/stats.js';
+import { listsMissingSubscriptions } from '../realtime/subscriptions.js';
 import { listStatuses } from '../status.js';
 import { latestRun } from '../store/runs.js';
 import { webhookActivity } from '../store/webhook-inbox.js';
@@ -30,11 +32,41 @@ export async function runStatus(ctx: AppContext): Promise<string> {
       ]),
     ),
   );
+  for (const l of lists) {
+    const h = l.lastReconcileHealed;
+    if (h && h.deleted + h.undeleted + h.missing + h.behind > 0) {
+      lines.push(
+        `\n${l.list}: the last reconcile (${timestamp(h.at)}) healed ${h.missing} missing, ${h.behind} behind, ${h.deleted} deleted, ${h.undeleted} undeleted row(s) the pulls had not brought in line — check the cursor field, the platform's clock and back-dated edits`,
+      );
+    }
+  }
   const users = await latestRun(ctx.db, USERS_JOB_LIST);
   if (users) lines.push(`\nusers: last run ${users.status} at ${timestamp(users.started_at)}${users.error ? ` — ${truncate(users.error, 160)}` : ''}`);
   lines.push(...(await schemaChangeLines(ctx)));
   const hooks = await webhookActivity(ctx.db);
   lines.push(`webhooks: ${hooks.subscriptions} subscription(s), ${hooks.eventsLastDay} event(s) in the last day${hooks.lastEventAt ? `, last at ${timestamp(hooks.lastEventAt)}` : ''}`);
+  const realtime = await realtimeStatuses(ctx.db, ctx.config);
+  if (realtime.length) {
+    const missing = new Set(await listsMissingSubscriptions(ctx.db, ctx.config));
+    lines.push(
+      '\nreal time:\n' +
+        table(
+          ['list', 'subscribed', 'events received', 'applied', 'queued', 're-read (requests)', 'from body', 'deletes', 'last applied', 'freshness'],
+          realtime.map((r) => [
+            r.list,
+            missing.has(r.list) ? 'MISSING (start serve)' : 'yes',
+            r.received,
+            r.applied,
+            r.queued,
+            `${r.reread} (${r.rereadRequests})`,
+            r.fromBody,
+            r.deletesMarked,
+            r.lastAppliedAt,
+            r.lastLagSeconds === null ? null : `${r.lastLagSeconds.toFixed(2)} s`,
+          ]),
+        ),
+    );
+  }
   return lines.join('\n');
 }
 

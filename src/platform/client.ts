@@ -11,6 +11,8 @@
  *   rate-limit envelopes, and 2xx bodies that are not a readable envelope;
  *   with exponential backoff and full jitter, or Retry-After (capped at
  *   `maxRetryAfterSeconds`), up to `retries` times;
+ * - reads answered with an unknown non-zero Status (not auth, validation,
+ *   not-found, conflict or rate limit) are retried too: they are idempotent;
  * - reads sent as POST (`items/query`, `users/search`) are retried like GETs;
  * - `createItem` is retried only when the attempt surely did not reach the
  *   server (connection refused, DNS failure) or was refused with 429;
@@ -47,7 +49,7 @@ import {
 } from './errors.js';
 import { type PlatformHttp, createPlatformHttp } from './http.js';
 import { parseJson } from './json.js';
-import { MAX_PAGE_SIZE, type PageResult, assertPageSize, paginate } from './paging.js';
+import { MAX_PAGE_SIZE, type PageResult, type PaginateOptions, assertPageSize, paginate } from './paging.js';
 import { RateLimiter, type SendSlot } from './rate-limiter.js';
 import type { SharedBudget } from './shared-budget.js';
 import { normalizeFields } from './field-meta.js';
@@ -100,6 +102,13 @@ export interface PageOptions {
   /** 1..1000. Default: the query's PageSize, else 1000. */
   pageSize?: number;
   signal?: AbortSignal;
+  /** Completeness checks and stopping rules (see PaginateOptions). */
+  verify?: PaginateOptions<Item>['verify'];
+  isLast?: PaginateOptions<Item>['isLast'];
+  maxPages?: number;
+  confirmEnd?: boolean;
+  /** Pages fetched ahead; default maxInFlight. */
+  window?: number;
 }
 
 export interface UserPageOptions {
@@ -144,7 +153,7 @@ export interface Envelope {
 }
 
 type Attempt =
-  | { ok: true; envelope: Envelope; httpStatus: number; durationMs: number }
+  | { ok: true; envelope: Envelope; httpStatus: number; durationMs: number; location?: string }
   | {
       ok: false;
       kind: 'transport' | 'malformed' | 'answer';
@@ -170,6 +179,8 @@ export class PlatformClient {
   private readonly closing = new AbortController();
   private readonly counters: ClientStats = { requests: 0, retries: 0, rateLimited: 0, errors: 0 };
   private closed = false;
+  /** The Location header of a successful answer, by its envelope (read by subscribeItemHook). */
+  private readonly locations = new WeakMap<Envelope, string>();
 
   constructor(options: PlatformClientOptions) {
     const config = options.config;
@@ -360,6 +371,33 @@ export class PlatformClient {
     return { id: idOf(env.Data, 'POST', '/hooks') };
   }
 
+  /**
+   * Subscribes a list's item events (event type 1 created, 2 modified, 3
+   * created or modified, 4 deleted). The platform answers 201; the new hook's
+   * ID is read from Data (a string, a number or an object with an ID) or else
+   * from the last segment of a Location header.
+   */
+  async subscribeItemHook(appID: string, listID: string, eventType: number, channel: string, callbackUrl: string, signal?: AbortSignal): Promise<{ id: string }> {
+    const path = `${listPath(appID, listID)}/hooks/${eventType}?channel=${encodeURIComponent(channel)}`;
+    const env = await this.request({ method: 'POST', endpoint: 'lists/{appID}/{listID}/hooks/{eventType}', path, body: { callbackUrl, columnType: 0 }, repeat: 'create', signal });
+    const fromLocation = this.locations.get(env)?.split('?')[0]?.replace(/\/+$/, '').split('/').pop();
+    if (env.Data === null || env.Data === undefined || env.Data === '') {
+      if (fromLocation) return { id: decodeURIComponent(fromLocation) };
+    }
+    try {
+      return { id: idOf(env.Data, 'POST', `/${path.split('?')[0]}`) };
+    } catch (err) {
+      if (fromLocation) return { id: decodeURIComponent(fromLocation) };
+      throw err;
+    }
+  }
+
+  /** Removes a list item event subscription. An unknown hook throws NotFoundError. */
+  async unsubscribeItemHook(appID: string, listID: string, hookId: string, signal?: AbortSignal): Promise<void> {
+    const path = `${listPath(appID, listID)}/hooks/${encodeURIComponent(hookId)}`;
+    await this.request({ method: 'DELETE', endpoint: 'lists/{appID}/{listID}/hooks/{hookId}', path, repeat: 'delete', signal });
+  }
+
   /** Pages of a list query, in order, with up to `maxInFlight` pages fetched ahead. */
   pages(appID: string, listID: string, query: ItemQuery = {}, options: PageOptions = {}): AsyncGenerator<Page<Item>, void, undefined> {
     const path = `/${listPath(appID, listID)}/items/query`;
@@ -368,10 +406,14 @@ export class PlatformClient {
     return paginate<Item>((pageIndex, size, signal) => this.queryPage(appID, listID, { ...query, PageIndex: pageIndex, PageSize: size }, signal), {
       startPage: options.startPage ?? query.PageIndex,
       pageSize,
-      window: this.config.maxInFlight,
+      window: options.window ?? this.config.maxInFlight,
       signal: options.signal,
       onEmptyPageRetry: () => this.counters.retries++,
       describe: { method: 'POST', path },
+      verify: options.verify,
+      isLast: options.isLast,
+      maxPages: options.maxPages,
+      confirmEnd: options.confirmEnd,
     });
   }
 
@@ -433,13 +475,14 @@ export class PlatformClient {
       if (result.ok) {
         this.limiter.succeeded();
         this.report(call, attempt, 'ok', result.httpStatus, result.envelope.Status, result.durationMs);
+        if (result.location !== undefined) this.locations.set(result.envelope, result.location);
         return result.envelope;
       }
 
       const errorClass = result.kind === 'answer' ? classifyFailure(result.httpStatus, result.status, result.message) : TransportError;
       const rateLimited = errorClass === RateLimitError;
       if (rateLimited) this.counters.rateLimited++;
-      const retryable = this.isRetryable(call.repeat, result, rateLimited);
+      const retryable = this.isRetryable(call.repeat, result, rateLimited) || (call.repeat === 'read' && result.kind === 'answer' && errorClass === PlatformError);
       if (call.repeat !== 'read' && this.mayHaveReachedServer(result, rateLimited)) maybeApplied = true;
       const final = !retryable || attempt >= this.config.retries;
       this.report(call, attempt, rateLimited ? 'rate_limited' : final ? 'error' : 'retry', result.httpStatus, result.status, result.durationMs);
@@ -500,6 +543,7 @@ export class PlatformClient {
     let statusCode: number;
     let text: string;
     let retryAfter: string | string[] | undefined;
+    let location: string | undefined;
     try {
       const pending = this.http.got(call.path, {
         method: call.method,
@@ -512,6 +556,7 @@ export class PlatformClient {
       statusCode = response.statusCode;
       text = response.body;
       retryAfter = response.headers['retry-after'];
+      location = response.headers.location;
     } catch (err) {
       if (signal.aborted) throw abortReason(signal);
       const code = typeof (err as { code?: unknown }).code === 'string' ? (err as { code: string }).code : undefined;
@@ -534,7 +579,7 @@ export class PlatformClient {
       if (is2xx) return { ok: false, kind: 'malformed', httpStatus: statusCode, code: 'EMALFORMED', message: 'response body is not the {Status, Data, Message} envelope', durationMs };
       return { ok: false, kind: 'answer', httpStatus: statusCode, retryAfterMs, durationMs };
     }
-    if (is2xx && envelope.Status === 0) return { ok: true, envelope, httpStatus: statusCode, durationMs };
+    if (is2xx && envelope.Status === 0) return { ok: true, envelope, httpStatus: statusCode, durationMs, ...(location ? { location } : {}) };
     return {
       ok: false,
       kind: 'answer',

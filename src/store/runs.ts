@@ -103,14 +103,17 @@ export async function describeRunning(db: Knex, listName: string, jobs: readonly
   return row ? `${row.job} run ${row.id} by ${row.holder} since ${row.started_at.toISOString()}` : undefined;
 }
 
-/** A run as `status` reports it. */
-export interface RunRow {
+/** A run's row: what `status` reports of it. */
+export interface RunRow extends RunCounters {
+  id: number;
   list_name: string;
-  job: string;
+  job: Job;
   status: RunStatus;
+  holder: string;
   started_at: Date;
   finished_at: Date | null;
   error: string | null;
+  details: Record<string, unknown> | null;
 }
 
 /** A list's newest run, optionally of some jobs or with one status. */
@@ -163,12 +166,15 @@ export async function lastChangingPulls(db: Knex): Promise<{ list_name: string; 
   return changes.rows;
 }
 
-/** Per list, the rows reconcile marked deleted and brought back. */
-export async function reconcileHeals(db: Knex): Promise<{ list_name: string; deleted: string | number; undeleted: string | number }[]> {
+/** Per list, the rows reconcile healed by kind: marked deleted, brought back, missing, behind. */
+export async function reconcileHeals(
+  db: Knex,
+): Promise<{ list_name: string; deleted: string | number; undeleted: string | number; missing: string | number; behind: string | number }[]> {
   const heals = (await db.raw(
-    `select list_name, sum(rows_deleted)::bigint as deleted, sum(rows_undeleted)::bigint as undeleted
+    `select list_name, sum(rows_deleted)::bigint as deleted, sum(rows_undeleted)::bigint as undeleted,
+            coalesce(sum((details->'healed'->>'missing')::bigint), 0) as missing, coalesce(sum((details->'healed'->>'behind')::bigint), 0) as behind
        from ${RUNS_TABLE} where job = 'reconcile' group by 1`,
-  )) as { rows: { list_name: string; deleted: string | number; undeleted: string | number }[] };
+  )) as { rows: { list_name: string; deleted: string | number; undeleted: string | number; missing: string | number; behind: string | number }[] };
   return heals.rows;
 }
 

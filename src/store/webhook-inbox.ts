@@ -1,12 +1,16 @@
 /**
  * `listsync.webhook_inbox`: every accepted webhook delivery, stored before it
- * is answered; `processed_at` is set once its early pull was asked for (or at
- * once for events that need none).
+ * is answered; `processed_at` is set once it was acted on (its early pull
+ * asked for, or a list's item event applied), or at once for events that
+ * carry no item.
  */
 import type { Knex } from '../db.js';
 import { SUBSCRIPTIONS_TABLE } from './webhook-subscriptions.js';
 
 export const INBOX_TABLE = 'listsync.webhook_inbox';
+
+/** The item ID of a stored body: the item itself, or an item wrapped in `Data`. */
+const BODY_ITEM_ID = (col: string): string => `coalesce(nullif(${col} ->> 'ListDataID', ''), nullif(${col} -> 'Data' ->> 'ListDataID', ''))`;
 
 export interface StoredEvent {
   id: number;
@@ -24,7 +28,7 @@ export interface WebhookActivity {
 /**
  * Stores one event unless the same delivery (subscription, channel, type,
  * body) is already in the window; race-free through an advisory lock on the
- * key. An event without a `ListDataID` is stored processed.
+ * key. An event without an item ID is stored processed.
  */
 export async function storeEvent(
   db: Knex,
@@ -44,13 +48,13 @@ export async function storeEvent(
       .where({ dedup_key: key, subscription_id: subscriptionId })
       .where('received_at', '>', trx.raw('now() - make_interval(mins => ?)', [windowMinutes]))
       .orderBy('id')
-      .first('id', trx.raw("body ->> 'ListDataID' as list_data_id"), trx.raw("body ->> 'Event' as event"))) as { id: number; list_data_id: string | null; event: string | null } | undefined;
+      .first('id', trx.raw(`${BODY_ITEM_ID('body')} as list_data_id`), trx.raw("body ->> 'Event' as event"))) as { id: number; list_data_id: string | null; event: string | null } | undefined;
     if (existing) return { id: Number(existing.id), duplicate: true, listDataId: existing.list_data_id, event: existing.event };
     const inserted = (await trx.raw(
       `insert into ${INBOX_TABLE} (subscription_id, dedup_key, channel, type, headers, body, processed_at)
-       select ?, ?, ?, ?, ?::jsonb, b, case when b ->> 'ListDataID' is null or b ->> 'ListDataID' = '' then now() end
+       select ?, ?, ?, ?, ?::jsonb, b, case when ${BODY_ITEM_ID('b')} is null then now() end
          from (select ?::jsonb as b) x
-       returning id, body ->> 'ListDataID' as list_data_id, body ->> 'Event' as event`,
+       returning id, ${BODY_ITEM_ID('body')} as list_data_id, body ->> 'Event' as event`,
       [subscriptionId, key, channel, type, JSON.stringify(headers), body],
     )) as { rows: { id: number; list_data_id: string | null; event: string | null }[] };
     const row = inserted.rows[0]!;
@@ -62,8 +66,13 @@ export async function markProcessed(db: Knex, ids: readonly number[]): Promise<v
   await db(INBOX_TABLE).whereIn('id', [...ids]).update({ processed_at: db.fn.now() });
 }
 
+/** Events not acted on yet, of subscriptions that are no list's own (the realtime applier replays those). */
 export async function unprocessedEventIds(db: Knex): Promise<number[]> {
-  return (await db(INBOX_TABLE).whereNull('processed_at').pluck('id')) as number[];
+  return (await db(`${INBOX_TABLE} as i`)
+    .join(`${SUBSCRIPTIONS_TABLE} as s`, 's.id', 'i.subscription_id')
+    .whereNull('i.processed_at')
+    .whereNull('s.list_name')
+    .pluck('i.id')) as number[];
 }
 
 /** For `status`: subscriptions, events in the last day, the last event's time. */

@@ -13,6 +13,8 @@ export interface SubscriptionRow {
   resource: string;
   channel: string;
   type: number;
+  /** Set for a list's item event subscription. */
+  list_name: string | null;
 }
 
 export interface SubscriptionWithActivity {
@@ -24,6 +26,7 @@ export interface SubscriptionWithActivity {
   token: string;
   callback_url: string;
   created_at: Date;
+  list_name: string | null;
   events: number;
   last_event_at: Date | null;
 }
@@ -45,7 +48,7 @@ export async function setPlatformId(db: Knex, id: number, platformId: string): P
 }
 
 export async function subscriptionByToken(db: Knex, token: string): Promise<SubscriptionRow | undefined> {
-  return (await db(SUBSCRIPTIONS_TABLE).where({ token }).first('id', 'resource', 'channel', 'type')) as SubscriptionRow | undefined;
+  return (await db(SUBSCRIPTIONS_TABLE).where({ token }).first('id', 'resource', 'channel', 'type', 'list_name')) as SubscriptionRow | undefined;
 }
 
 /** Every subscription with the events received for it and the last one's time, oldest first. */

@@ -25,7 +25,8 @@ export function earlyPullOnItemEvent(config: Config, requestPull: (list: string)
 
 /**
  * Item events stored by a process that stopped before acting on them: at start, serve asks for
- * the early pull they were owed (once for all of them) and marks them processed.
+ * the early pull they were owed (once for all of them) and marks them processed. A list's own item
+ * event subscriptions (realtime) are not theirs: the realtime applier replays those.
  */
 export async function replayUnprocessedEvents(db: Knex, config: Config, requestPull: (list: string) => void): Promise<number> {
   const ids = await unprocessedEventIds(db);

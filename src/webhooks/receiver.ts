@@ -10,7 +10,10 @@
  * | `<token>` belongs to a subscription                            | 404    |
  * | `Channel` header present and equal to the subscription's       | 403    |
  * | `Type` header an integer equal to the subscription's           | 400    |
- * | `Content-Type` is `application/json` (charset utf-8 if given)  | 415    |
+ * |   (item event subscriptions: both checked only when sent, and  |        |
+ * |   Type may be any event the subscription covers)               |        |
+ * | `Content-Type` is `application/json` (charset utf-8 if given;  | 415    |
+ * |   not checked for item event subscriptions)                    |        |
  * | body within `serve.webhookBodyLimitBytes` (Content-Length is   | 413    |
  * |   checked first, then bytes are counted while reading; reading |        |
  * |   stops at the limit)                                          |        |
@@ -65,13 +68,25 @@ export interface ReceiverOptions {
   db: Knex;
   config: Config;
   logger: Logger;
-  /** Called once per new (not duplicate) event that names a list item. */
-  onItemEvent?: (event: ItemEvent) => void | Promise<void>;
+  /**
+   * Called once per new (not duplicate) event that names a list item. The
+   * event is then marked processed, unless the handler answers 'deferred'
+   * (it marks the event itself once acted on).
+   */
+  onItemEvent?: (event: ItemEvent) => void | 'deferred' | Promise<void | 'deferred'>;
   /** Called for every request with its outcome (metrics). */
   onOutcome?: (outcome: ReceiveOutcome) => void;
 }
 
 export type HookHandler = (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>;
+
+/**
+ * Item event callbacks carry the item; which headers come with them is not
+ * documented. For a list's item subscription, Channel and Type are checked
+ * only when sent, and Type may name any event the subscription covers
+ * (created-or-modified, 3, covers created, 1, and modified, 2).
+ */
+const ITEM_TYPES_COVERED: Readonly<Record<number, readonly number[]>> = { 3: [1, 2, 3] };
 
 /** Headers kept with an event (never credentials or cookies). */
 const KEPT_HEADERS = ['channel', 'type', 'content-type', 'content-length', 'user-agent', 'date', 'x-request-id', 'x-forwarded-for'];
@@ -131,16 +146,19 @@ export function createHookReceiver(options: ReceiverOptions): HookHandler {
         : undefined;
       if (!sub) return reject(req, res, 404, 'unknown_token', 'no subscription has this callback path');
 
-      const channel = header(req, 'channel');
+      const itemEvents = sub.list_name !== null;
+      const channel = header(req, 'channel') ?? (itemEvents ? sub.channel : undefined);
       if (channel === undefined) return reject(req, res, 403, 'channel', 'the Channel header is missing', sub);
       if (channel !== sub.channel) return reject(req, res, 403, 'channel', "the Channel header does not match the subscription's channel", sub);
 
-      const typeText = header(req, 'type');
+      const typeText = header(req, 'type') ?? (itemEvents ? String(sub.type) : undefined);
       if (typeText === undefined) return reject(req, res, 400, 'type', 'the Type header is missing', sub);
       if (!/^\s*-?\d{1,9}\s*$/.test(typeText)) return reject(req, res, 400, 'type', 'the Type header is not an integer', sub);
-      if (Number(typeText) !== sub.type) return reject(req, res, 400, 'type', "the Type header does not match the subscription's type", sub);
+      const covered = itemEvents ? (ITEM_TYPES_COVERED[sub.type] ?? [sub.type]) : [sub.type];
+      if (!covered.includes(Number(typeText))) return reject(req, res, 400, 'type', "the Type header does not match the subscription's type", sub);
 
-      if (!isJsonContentType(header(req, 'content-type'))) return reject(req, res, 415, 'content_type', 'Content-Type must be application/json', sub);
+      // Item callbacks' content type is not documented: their body must still be one JSON object.
+      if (!itemEvents && !isJsonContentType(header(req, 'content-type'))) return reject(req, res, 415, 'content_type', 'Content-Type must be application/json', sub);
 
       const declared = header(req, 'content-length');
       if (declared !== undefined && (!/^\d+$/.test(declared) || Number(declared) > limit)) {
@@ -188,7 +206,7 @@ export function createHookReceiver(options: ReceiverOptions): HookHandler {
 
   async function dispatch(fn: NonNullable<ReceiverOptions['onItemEvent']>, event: ItemEvent): Promise<void> {
     try {
-      await fn(event);
+      if ((await fn(event)) === 'deferred') return;
       await markProcessed(db, [event.inboxId]);
     } catch (err) {
       log.error({ inboxId: event.inboxId, error: errorSummary(err) }, 'handling a webhook item event failed; it stays unprocessed');

@@ -39,6 +39,8 @@ export interface Subscription {
 }
 
 export interface SubscriptionSummary extends Omit<Subscription, 'token' | 'callbackUrl'> {
+  /** The list of an item event subscription (null for others). */
+  listName: string | null;
   /** The token with all but its last 4 characters masked. */
   maskedToken: string;
   /** The callback URL with the token masked. */
@@ -110,6 +112,7 @@ export async function listSubscriptions(db: Knex): Promise<SubscriptionSummary[]
     resource: r.resource,
     channel: r.channel,
     type: r.type,
+    listName: r.list_name ?? null,
     createdAt: r.created_at,
     maskedCallbackUrl: r.callback_url.split(r.token).join(maskToken(r.token)),
     maskedToken: maskToken(r.token),
