@@ -36,6 +36,8 @@ import type { PlatformClient } from '../platform/client.js';
 import { NotFoundError } from '../platform/errors.js';
 import { parseJson } from '../platform/json.js';
 import { Operator, type Item } from '../platform/types.js';
+import { addFlush } from '../store/realtime-stats.js';
+import { markProcessed, markUnprocessedDone, unappliedItemEvents, unprocessedEvents, type ItemEventRow } from '../store/webhook-inbox.js';
 import { pendingConflictHandler } from '../sync/conflicts.js';
 import { ITEM_EVENT } from './subscriptions.js';
 
@@ -96,13 +98,6 @@ interface ListQueue {
   lastFlushAt: number;
 }
 
-interface InboxRow {
-  id: number;
-  type: number;
-  body: string;
-  received_at: Date;
-}
-
 export class RealtimeApplier {
   private readonly queues = new Map<string, ListQueue>();
   private readonly log: Logger;
@@ -136,12 +131,7 @@ export class RealtimeApplier {
 
   /** Queues the item events a previous process stored but did not apply. Returns how many. */
   async replay(): Promise<number> {
-    const rows = (await this.opts.db('listsync.webhook_inbox as i')
-      .join('listsync.webhook_subscriptions as s', 's.id', 'i.subscription_id')
-      .whereNull('i.processed_at')
-      .whereNotNull('s.list_name')
-      .orderBy('i.id')
-      .select('i.id', 's.list_name', 's.resource')) as { id: number; list_name: string; resource: string }[];
+    const rows = await unappliedItemEvents(this.opts.db);
     for (const r of rows) {
       const list = this.listForResource(r.resource) ?? this.opts.config.lists.find((l) => l.name === r.list_name);
       if (list) this.enqueue(list.name, Number(r.id));
@@ -231,15 +221,13 @@ export class RealtimeApplier {
     const list = q.list;
     const inboxIds = [...q.inbox];
     const carried = [...q.rechecks.values()];
-    const rows = inboxIds.length
-      ? ((await db('listsync.webhook_inbox').whereIn('id', inboxIds).whereNull('processed_at').select('id', 'type', db.raw('body::text as body'), 'received_at')) as InboxRow[])
-      : [];
+    const rows = inboxIds.length ? await unprocessedEvents(db, inboxIds) : [];
     const mapping = await loadTableMapping(db, config.database.schema, list.name);
     if (!mapping) {
       // No mirror yet: the first pull reads every item, these included.
       this.log.info({ list: list.name, events: rows.length }, 'item events for a list not pulled yet: asking for a pull');
       this.opts.requestPull?.(list.name);
-      await db('listsync.webhook_inbox').whereIn('id', inboxIds).update({ processed_at: db.fn.now() });
+      await markProcessed(db, inboxIds);
       for (const id of inboxIds) q.inbox.delete(id);
       q.rechecks.clear();
       return;
@@ -334,7 +322,7 @@ export class RealtimeApplier {
   }
 
   /** One transaction: upserts, deletes, processed events, counters. */
-  private async write(list: ListConfig, mapping: TableMapping, claims: Map<string, Claim>, plan: Plan, read: ReadResult, rows: InboxRow[]): Promise<FlushResult> {
+  private async write(list: ListConfig, mapping: TableMapping, claims: Map<string, Claim>, plan: Plan, read: ReadResult, rows: ItemEventRow[]): Promise<FlushResult> {
     const { db, config } = this.opts;
     const zone = config.platform.timeZone;
     const recheckIds = new Set(read.recheck.map((c) => c.id));
@@ -360,22 +348,8 @@ export class RealtimeApplier {
         result.applied += r.inserted + r.updated;
       }
       if (gone.length) result.deleted = await markDeleted(trx, mapping, gone);
-      if (done.length) await trx('listsync.webhook_inbox').whereIn('id', done).whereNull('processed_at').update({ processed_at: trx.fn.now() });
-      await trx.raw(
-        `insert into listsync.realtime_stats as s (list_name, events_applied, items_reread, reread_requests, applied_from_body, deletes_marked, last_applied_at, last_received_at, last_lag_ms, updated_at)
-         values (?, ?, ?, ?, ?, ?, case when ? then now() end, ?::timestamptz, case when ?::timestamptz is not null then (extract(epoch from now() - ?::timestamptz) * 1000)::int end, now())
-         on conflict (list_name) do update set
-           events_applied = s.events_applied + excluded.events_applied,
-           items_reread = s.items_reread + excluded.items_reread,
-           reread_requests = s.reread_requests + excluded.reread_requests,
-           applied_from_body = s.applied_from_body + excluded.applied_from_body,
-           deletes_marked = s.deletes_marked + excluded.deletes_marked,
-           last_applied_at = coalesce(excluded.last_applied_at, s.last_applied_at),
-           last_received_at = coalesce(excluded.last_received_at, s.last_received_at),
-           last_lag_ms = coalesce(excluded.last_lag_ms, s.last_lag_ms),
-           updated_at = now()`,
-        [list.name, done.length, read.reread, read.requests, plan.fromBody.length, result.deleted, done.length > 0, newest, newest, newest],
-      );
+      if (done.length) await markUnprocessedDone(trx, done);
+      await addFlush(trx, list.name, { applied: done.length, reread: read.reread, requests: read.requests, fromBody: plan.fromBody.length, deleted: result.deleted, newestReceivedAt: newest });
     });
     return result;
   }
@@ -415,7 +389,7 @@ function itemOf(body: unknown, idField: string): Item | null {
 }
 
 /** Events merged per item: one claim each, carrying every event's inbox ID. */
-function mergeClaims(rows: readonly InboxRow[], carried: readonly Claim[], mapping: TableMapping, list: ListConfig): Map<string, Claim> {
+function mergeClaims(rows: readonly ItemEventRow[], carried: readonly Claim[], mapping: TableMapping, list: ListConfig): Map<string, Claim> {
   const claims = new Map<string, Claim>(carried.map((c) => [c.id, { ...c }]));
   const orphan: number[] = [];
   for (const r of rows) {

@@ -4,6 +4,8 @@
  */
 import type { Config } from '../config.js';
 import type { Knex } from '../db.js';
+import { readRealtimeStats } from '../store/realtime-stats.js';
+import { itemEventCounts, listsWithItemSubscriptions } from '../store/webhook-subscriptions.js';
 
 export interface RealtimeStatus {
   list: string;
@@ -24,28 +26,10 @@ export interface RealtimeStatus {
 
 export async function realtimeStatuses(db: Knex, config: Config): Promise<RealtimeStatus[]> {
   const names = config.lists.filter((l) => l.realtime).map((l) => l.name);
-  const withSubs = (await db('listsync.webhook_subscriptions').whereNotNull('list_name').distinct('list_name')) as { list_name: string }[];
-  for (const r of withSubs) if (!names.includes(r.list_name) && config.lists.some((l) => l.name === r.list_name)) names.push(r.list_name);
+  for (const name of await listsWithItemSubscriptions(db)) if (!names.includes(name) && config.lists.some((l) => l.name === name)) names.push(name);
   if (names.length === 0) return [];
-  const counts = (await db('listsync.webhook_subscriptions as s')
-    .leftJoin('listsync.webhook_inbox as i', 'i.subscription_id', 's.id')
-    .whereIn('s.list_name', names)
-    .groupBy('s.list_name')
-    .select('s.list_name', db.raw('count(i.id)::bigint as received'), db.raw('count(i.id) filter (where i.processed_at is null)::bigint as queued'))) as {
-    list_name: string;
-    received: string;
-    queued: string;
-  }[];
-  const stats = (await db('listsync.realtime_stats').whereIn('list_name', names).select()) as {
-    list_name: string;
-    events_applied: string;
-    items_reread: string;
-    reread_requests: string;
-    applied_from_body: string;
-    deletes_marked: string;
-    last_applied_at: Date | null;
-    last_lag_ms: number | null;
-  }[];
+  const counts = await itemEventCounts(db, names);
+  const stats = await readRealtimeStats(db, names);
   return names.map((name) => {
     const c = counts.find((x) => x.list_name === name);
     const s = stats.find((x) => x.list_name === name);

@@ -14,6 +14,7 @@ import type { Knex } from '../db.js';
 import { NotFoundError } from '../platform/errors.js';
 import type { PlatformClient } from '../platform/client.js';
 import { UsageError } from '../errors.js';
+import { deleteSubscription, insertItemSubscription, itemSubscriptionOf, setPlatformId, subscribedItemTypes, subscriptionById, type StoredSubscription } from '../store/webhook-subscriptions.js';
 import { callbackUrlFor, newToken } from '../webhooks/subscribe.js';
 
 /** Event types the platform defines for list item hooks. */
@@ -39,17 +40,6 @@ interface Deps {
   config: Config;
 }
 
-interface SubscriptionRow {
-  id: number;
-  platform_id: string | null;
-  resource: string;
-  channel: string;
-  type: number;
-  token: string;
-  callback_url: string;
-  list_name: string | null;
-}
-
 export function itemResource(list: Pick<ListConfig, 'appID' | 'listID'>): string {
   return `lists/${list.appID}/${list.listID}`;
 }
@@ -63,7 +53,7 @@ export async function ensureItemSubscriptions(deps: Deps, list: ListConfig, opti
 
 async function ensureOne(deps: Deps, list: ListConfig, type: number, base: string | undefined): Promise<ItemSubscription> {
   const { db } = deps;
-  const existing = (await db('listsync.webhook_subscriptions').where({ list_name: list.name, type }).first()) as SubscriptionRow | undefined;
+  const existing = await itemSubscriptionOf(db, list.name, type);
   const wantedBase = callbackUrlFor(deps.config, '', base);
   if (existing && existing.platform_id !== null && existing.callback_url.startsWith(wantedBase) && existing.resource === itemResource(list)) {
     return { id: Number(existing.id), listName: list.name, type, platformId: existing.platform_id, callbackUrl: existing.callback_url, outcome: 'reused' };
@@ -75,29 +65,24 @@ async function ensureOne(deps: Deps, list: ListConfig, type: number, base: strin
       outcome = 'replaced';
       await unsubscribeOnPlatform(deps, existing);
     }
-    await db('listsync.webhook_subscriptions').where({ id: existing.id }).delete();
+    await deleteSubscription(db, existing.id);
   }
   const token = newToken();
   const callbackUrl = callbackUrlFor(deps.config, token, base);
-  const inserted = (await db('listsync.webhook_subscriptions')
-    .insert({ resource: itemResource(list), channel: REALTIME_CHANNEL, type, token, callback_url: callbackUrl, list_name: list.name })
-    .onConflict(db.raw('(list_name, type) where list_name is not null'))
-    .ignore()
-    .returning(['id'])) as { id: number }[];
-  if (inserted.length === 0) {
+  const id = await insertItemSubscription(db, { resource: itemResource(list), channel: REALTIME_CHANNEL, type, token, callbackUrl, listName: list.name });
+  if (id === undefined) {
     // Another process subscribed this list at the same moment: use its subscription.
-    const other = (await db('listsync.webhook_subscriptions').where({ list_name: list.name, type }).first()) as SubscriptionRow;
+    const other = (await itemSubscriptionOf(db, list.name, type))!;
     return { id: Number(other.id), listName: list.name, type, platformId: other.platform_id, callbackUrl: other.callback_url, outcome: 'reused' };
   }
-  const id = Number(inserted[0]!.id);
   let platformId: string;
   try {
     ({ id: platformId } = await deps.client.subscribeItemHook(list.appID, list.listID, type, REALTIME_CHANNEL, callbackUrl));
   } catch (err) {
-    await db('listsync.webhook_subscriptions').where({ id }).delete();
+    await deleteSubscription(db, id);
     throw err;
   }
-  await db('listsync.webhook_subscriptions').where({ id }).update({ platform_id: platformId });
+  await setPlatformId(db, id, platformId);
   return { id, listName: list.name, type, platformId, callbackUrl, outcome };
 }
 
@@ -105,13 +90,10 @@ async function ensureOne(deps: Deps, list: ListConfig, type: number, base: strin
 export async function listsMissingSubscriptions(db: Knex, config: Config): Promise<string[]> {
   const lists = config.lists.filter((l) => l.realtime);
   if (lists.length === 0) return [];
-  const rows = (await db('listsync.webhook_subscriptions')
-    .whereIn(
-      'list_name',
-      lists.map((l) => l.name),
-    )
-    .whereNotNull('platform_id')
-    .select('list_name', 'type')) as { list_name: string; type: number }[];
+  const rows = await subscribedItemTypes(
+    db,
+    lists.map((l) => l.name),
+  );
   return lists.filter((l) => !REALTIME_EVENT_TYPES.every((t) => rows.some((r) => r.list_name === l.name && r.type === t))).map((l) => l.name);
 }
 
@@ -129,18 +111,18 @@ export interface RemovedSubscription {
  * are refused (404) from now on.
  */
 export async function removeSubscription(deps: Deps, id: number): Promise<RemovedSubscription> {
-  const row = (await deps.db('listsync.webhook_subscriptions').where({ id }).first()) as SubscriptionRow | undefined;
+  const row = await subscriptionById(deps.db, id);
   if (!row) throw new UsageError(`no webhook subscription with id ${id}; "listsync hooks list" shows them`);
   let onPlatform = false;
   if (row.list_name !== null && row.platform_id !== null) {
     await unsubscribeOnPlatform(deps, row);
     onPlatform = true;
   }
-  await deps.db('listsync.webhook_subscriptions').where({ id }).delete();
+  await deleteSubscription(deps.db, id);
   return { id, resource: row.resource, unsubscribedOnPlatform: onPlatform };
 }
 
-async function unsubscribeOnPlatform(deps: Deps, row: SubscriptionRow): Promise<void> {
+async function unsubscribeOnPlatform(deps: Deps, row: StoredSubscription): Promise<void> {
   const m = /^lists\/([^/]+)\/([^/]+)$/.exec(row.resource);
   if (!m || row.platform_id === null) return;
   try {

@@ -93,3 +93,32 @@ export async function webhookBacklog(db: Knex): Promise<{ subscriptions: number;
   )) as { rows: { subs: number; unprocessed: number }[] };
   return { subscriptions: Number(hooks.rows[0]?.subs ?? 0), unprocessed: Number(hooks.rows[0]?.unprocessed ?? 0) };
 }
+
+/** A list's item event as the realtime applier reads it. */
+export interface ItemEventRow {
+  id: number;
+  type: number;
+  /** The body as JSON text. */
+  body: string;
+  received_at: Date;
+}
+
+/** Item events of lists' own subscriptions not applied yet, oldest first, with their list and resource (replayed at start). */
+export async function unappliedItemEvents(db: Knex): Promise<{ id: number; list_name: string; resource: string }[]> {
+  return (await db(`${INBOX_TABLE} as i`)
+    .join(`${SUBSCRIPTIONS_TABLE} as s`, 's.id', 'i.subscription_id')
+    .whereNull('i.processed_at')
+    .whereNotNull('s.list_name')
+    .orderBy('i.id')
+    .select('i.id', 's.list_name', 's.resource')) as { id: number; list_name: string; resource: string }[];
+}
+
+/** The events among `ids` not processed yet. */
+export async function unprocessedEvents(db: Knex, ids: readonly number[]): Promise<ItemEventRow[]> {
+  return (await db(INBOX_TABLE).whereIn('id', [...ids]).whereNull('processed_at').select('id', 'type', db.raw('body::text as body'), 'received_at')) as ItemEventRow[];
+}
+
+/** Marks the events among `ids` processed that are not yet (in the applier's transaction). */
+export async function markUnprocessedDone(db: Knex | Knex.Transaction, ids: readonly number[]): Promise<void> {
+  await db(INBOX_TABLE).whereIn('id', [...ids]).whereNull('processed_at').update({ processed_at: db.fn.now() });
+}
