@@ -27,7 +27,7 @@ import type { Config } from './config.js';
 import type { Knex } from './db.js';
 import type { Logger } from './logger.js';
 import type { RequestEvent } from './platform/client.js';
-import { listStatuses } from './status.js';
+import { listStatuses, type ListStatus } from './status.js';
 import type { ReceiveOutcome } from './webhooks/receiver.js';
 
 export const ROW_KINDS = ['inserted', 'updated', 'unchanged', 'deleted', 'undeleted', 'failed'] as const;
@@ -53,296 +53,366 @@ export interface Metrics {
   handler(req: IncomingMessage, res: ServerResponse): Promise<void>;
 }
 
+// ---- the declaration ----------------------------------------------------------
+
+type Labels = Record<string, string>;
+
+/** A metric as declared: its kind, name, help and label names. */
+interface Declaration {
+  kind: 'counter' | 'gauge' | 'histogram';
+  name: string;
+  help: string;
+  labels?: readonly string[];
+  buckets?: readonly number[];
+}
+
+/** What a reader writes: one metric's values (a counter's `add` after its reset rebuilds a total from the history). */
+interface Values {
+  set(labels: Labels, value: number): void;
+  add(labels: Labels, value: number): void;
+  observe(labels: Labels, value: number): void;
+}
+
+/** A metric whose values are read from a source (`S`) rather than counted as events happen. */
+interface ReadMetric<S> extends Declaration {
+  read(values: Values, source: S): void;
+  /** Keep the values between reads (a histogram observing only what is new); default: reset before each read. */
+  accumulates?: boolean;
+}
+
+/** Counted in process, as requests are made and webhooks arrive. */
+const IN_PROCESS = {
+  requests: { kind: 'counter', name: 'listsync_platform_requests_total', help: 'Platform API attempts by endpoint and outcome (ok, error, retry, rate_limited).', labels: ['endpoint', 'outcome'] },
+  retries: { kind: 'counter', name: 'listsync_platform_retries_total', help: 'Platform API attempts that were retries.', labels: ['endpoint'] },
+  rateLimited: { kind: 'counter', name: 'listsync_platform_rate_limited_total', help: 'Platform API attempts refused with 429 or a rate-limit envelope.', labels: ['endpoint'] },
+  requestSeconds: {
+    kind: 'histogram',
+    name: 'listsync_platform_request_duration_seconds',
+    help: 'Platform API attempt durations.',
+    labels: ['endpoint'],
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+  },
+  webhookEvents: {
+    kind: 'counter',
+    name: 'listsync_webhook_events_total',
+    help: 'Webhook callbacks: result accepted (reason new or duplicate), rejected (reason: method, unknown_token, channel, type, content_type, too_large, bad_body) or error.',
+    labels: ['result', 'reason'],
+  },
+} as const satisfies Record<string, Declaration>;
+
+/** What one scrape reads from Postgres (one shared read per scrape). */
+interface Snapshot {
+  at: Date;
+  lists: ListStatus[];
+  /** Per list: rows written by kind and changes pushed by outcome, summed over the run history. */
+  sums: Record<string, string | number | null>[];
+  runs: { list_name: string; job: string; status: string; n: string | number }[];
+  /** Runs that finished since the last scrape. */
+  finished: { job: string; status: string; seconds: number; cursor: string }[];
+  lastRuns: { list_name: string; job: string; pages: number; requests: number; changed: string | number }[];
+  streaks: { list_name: string; job: string; failed: string | number }[];
+  changedPulls: { list_name: string; at: number }[];
+  heals: { list_name: string; deleted: string | number; undeleted: string | number }[];
+  hooks: { subs: number; unprocessed: number };
+}
+
+const perList = (list: string) => ({ list });
+
+/** Read from Postgres at scrape time, each with its reader. */
+const FROM_POSTGRES: readonly ReadMetric<Snapshot>[] = [
+  { kind: 'gauge', name: 'listsync_database_up', help: '1 when the last scrape could read Postgres.', read: (v) => v.set({}, 1) },
+  {
+    kind: 'gauge',
+    name: 'listsync_lag_seconds',
+    help: 'Seconds since the start of the last successful pull of the list (absent before the first).',
+    labels: ['list'],
+    read: (v, s) => {
+      for (const l of s.lists) if (l.lastPullStartedAt) v.set(perList(l.list), Math.max(0, (s.at.getTime() - l.lastPullStartedAt.getTime()) / 1000));
+    },
+  },
+  {
+    kind: 'gauge',
+    name: 'listsync_last_pull_success_timestamp_seconds',
+    help: 'Start of the last successful pull (Unix seconds).',
+    labels: ['list'],
+    read: (v, s) => {
+      for (const l of s.lists) if (l.lastPullStartedAt) v.set(perList(l.list), l.lastPullStartedAt.getTime() / 1000);
+    },
+  },
+  {
+    kind: 'gauge',
+    name: 'listsync_mirror_rows',
+    help: 'Mirror rows by state (live, deleted).',
+    labels: ['list', 'state'],
+    read: (v, s) => {
+      for (const l of s.lists) {
+        if (l.rows !== null) v.set({ list: l.list, state: 'live' }, l.rows);
+        if (l.deletedRows !== null) v.set({ list: l.list, state: 'deleted' }, l.deletedRows);
+      }
+    },
+  },
+  {
+    kind: 'gauge',
+    name: 'listsync_changes',
+    help: 'Local changes waiting in the outbox by state (pending, failed).',
+    labels: ['list', 'state'],
+    read: (v, s) => {
+      for (const l of s.lists) {
+        v.set({ list: l.list, state: 'pending' }, l.pendingChanges);
+        v.set({ list: l.list, state: 'failed' }, l.failedChanges);
+      }
+    },
+  },
+  { kind: 'gauge', name: 'listsync_conflicts_open', help: 'Open write-back conflicts.', labels: ['list'], read: (v, s) => s.lists.forEach((l) => v.set(perList(l.list), l.openConflicts)) },
+  { kind: 'gauge', name: 'listsync_run_in_progress', help: '1 while a run of the list is in progress.', labels: ['list'], read: (v, s) => s.lists.forEach((l) => v.set(perList(l.list), l.running ? 1 : 0)) },
+  {
+    kind: 'gauge',
+    name: 'listsync_last_run_failed',
+    help: '1 when the most recent outcome of the list was a failure (the healthz "last error").',
+    labels: ['list'],
+    read: (v, s) => s.lists.forEach((l) => v.set(perList(l.list), l.lastError ? 1 : 0)),
+  },
+  {
+    kind: 'counter',
+    name: 'listsync_rows_total',
+    help: 'Rows written by kind (inserted, updated, unchanged, deleted, undeleted, failed), summed over the run history.',
+    labels: ['list', 'kind'],
+    read: (v, s) => {
+      for (const sum of s.sums) for (const kind of ROW_KINDS) v.add({ list: String(sum.list_name), kind }, Number(sum[kind] ?? 0));
+    },
+  },
+  {
+    kind: 'counter',
+    name: 'listsync_runs_total',
+    help: 'Runs by job and outcome, from the run history.',
+    labels: ['list', 'job', 'status'],
+    read: (v, s) => s.runs.forEach((r) => v.add({ list: r.list_name, job: r.job, status: r.status }, Number(r.n))),
+  },
+  {
+    kind: 'counter',
+    name: 'listsync_changes_pushed_total',
+    help: 'Local changes handled by push runs by outcome (applied, conflicted, failed).',
+    labels: ['list', 'outcome'],
+    read: (v, s) => {
+      for (const sum of s.sums) {
+        const list = String(sum.list_name);
+        v.add({ list, outcome: 'applied' }, Number(sum.applied ?? 0));
+        v.add({ list, outcome: 'conflicted' }, Number(sum.conflicted ?? 0));
+        v.add({ list, outcome: 'failed' }, Number(sum.changes_failed ?? 0));
+      }
+    },
+  },
+  {
+    kind: 'histogram',
+    name: 'listsync_run_duration_seconds',
+    help: 'Durations of the runs that finished since this process started, by job and status.',
+    labels: ['job', 'status'],
+    buckets: [0.5, 1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600],
+    accumulates: true,
+    read: (v, s) => s.finished.forEach((r) => v.observe({ job: r.job, status: r.status }, Math.max(0, Number(r.seconds)))),
+  },
+  { kind: 'gauge', name: 'listsync_webhook_subscriptions', help: 'Webhook subscriptions.', read: (v, s) => v.set({}, s.hooks.subs) },
+  { kind: 'gauge', name: 'listsync_webhook_inbox_unprocessed', help: 'Stored webhook events not acted on yet.', read: (v, s) => v.set({}, s.hooks.unprocessed) },
+  {
+    kind: 'gauge',
+    name: 'listsync_last_run_rows_changed',
+    help: 'Rows inserted, updated, deleted or undeleted by the last successful run of the list, by job.',
+    labels: ['list', 'job'],
+    read: (v, s) => s.lastRuns.forEach((r) => v.set({ list: r.list_name, job: r.job }, Number(r.changed))),
+  },
+  {
+    kind: 'gauge',
+    name: 'listsync_last_run_pages',
+    help: 'Pages read by the last successful run, by job.',
+    labels: ['list', 'job'],
+    read: (v, s) => s.lastRuns.forEach((r) => v.set({ list: r.list_name, job: r.job }, Number(r.pages))),
+  },
+  {
+    kind: 'gauge',
+    name: 'listsync_last_run_requests',
+    help: 'Platform requests (retries included) sent by the last successful run, by job.',
+    labels: ['list', 'job'],
+    read: (v, s) => s.lastRuns.forEach((r) => v.set({ list: r.list_name, job: r.job }, Number(r.requests))),
+  },
+  {
+    kind: 'gauge',
+    name: 'listsync_consecutive_failed_runs',
+    help: 'Failed runs since the last successful one, by job (0 once a run succeeds).',
+    labels: ['list', 'job'],
+    read: (v, s) => s.streaks.forEach((r) => v.set({ list: r.list_name, job: r.job }, Number(r.failed))),
+  },
+  {
+    kind: 'gauge',
+    name: 'listsync_last_pull_with_changes_timestamp_seconds',
+    help: 'Start of the last successful pull that changed at least one row (Unix seconds; absent before the first).',
+    labels: ['list'],
+    read: (v, s) => s.changedPulls.forEach((r) => v.set(perList(r.list_name), Number(r.at))),
+  },
+  {
+    kind: 'counter',
+    name: 'listsync_reconcile_healed_total',
+    help: 'Rows reconcile marked deleted or undeleted (kind), summed over the run history.',
+    labels: ['list', 'kind'],
+    read: (v, s) => {
+      for (const r of s.heals) {
+        v.add({ list: r.list_name, kind: 'deleted' }, Number(r.deleted));
+        v.add({ list: r.list_name, kind: 'undeleted' }, Number(r.undeleted));
+      }
+    },
+  },
+];
+
+/** From the config, set once: what dashboards and alert rules compare against. */
+const FROM_CONFIG: readonly ReadMetric<Config>[] = [
+  {
+    kind: 'gauge',
+    name: 'listsync_list_info',
+    help: "Always 1; the labels carry each configured list's platform IDs and conflict policy.",
+    labels: ['list', 'app_id', 'list_id', 'conflict_policy'],
+    read: (v, c) => c.lists.forEach((l) => v.set({ list: l.name, app_id: l.appID, list_id: l.listID, conflict_policy: l.conflictPolicy }, 1)),
+  },
+  {
+    kind: 'gauge',
+    name: 'listsync_lag_limit_seconds',
+    help: 'The lag past which a list counts as stale (serve.maxLagMinutes).',
+    labels: ['list'],
+    read: (v, c) => c.lists.forEach((l) => v.set(perList(l.name), c.serve.maxLagMinutes * 60)),
+  },
+  {
+    kind: 'gauge',
+    name: 'listsync_request_budget_per_second',
+    help: "The account's request budget (platform.requestsPerSecond), shared by every process of the account.",
+    read: (v, c) => v.set({}, c.platform.requestsPerSecond),
+  },
+];
+
+// ---- the registry ---------------------------------------------------------------
+
+type PromMetric = Counter | Gauge | Histogram;
+
+function create(registry: Registry, d: Declaration, collect?: () => Promise<void>): PromMetric {
+  const common = { name: d.name, help: d.help, labelNames: [...(d.labels ?? [])], registers: [registry], ...(collect ? { collect } : {}) };
+  if (d.kind === 'counter') return new Counter(common);
+  if (d.kind === 'gauge') return new Gauge(common);
+  return new Histogram({ ...common, buckets: [...(d.buckets ?? [])] });
+}
+
+function valuesOf(metric: PromMetric, name: string): Values {
+  const wrong = (what: string) => () => {
+    throw new Error(`metric ${name} cannot ${what}`);
+  };
+  return {
+    set: metric instanceof Gauge ? (labels, value) => metric.set(labels, value) : wrong('set'),
+    add: metric instanceof Counter || metric instanceof Gauge ? (labels, value) => metric.inc(labels, value) : wrong('add'),
+    observe: metric instanceof Histogram ? (labels, value) => metric.observe(labels, value) : wrong('observe'),
+  };
+}
+
+/** Registers the read metrics; `apply(source)` rebuilds their values from a source. */
+function readMetrics<S>(registry: Registry, defs: readonly ReadMetric<S>[], collect?: () => Promise<void>): (source: S) => void {
+  const metrics = defs.map((d) => ({ def: d, metric: create(registry, d, collect) }));
+  return (source) => {
+    for (const { def, metric } of metrics) {
+      if (!def.accumulates) metric.reset();
+      def.read(valuesOf(metric, def.name), source);
+    }
+  };
+}
+
+// ---- the Postgres read ----------------------------------------------------------
+
+async function readSnapshot(db: Knex, config: Config, at: Date, finishedAfter: string): Promise<Snapshot> {
+  const changedSql = 'rows_inserted + rows_updated + rows_deleted + rows_undeleted';
+  const lists = await listStatuses(db, config, at);
+  const sums = (await db('listsync.sync_runs')
+    .select('list_name')
+    .sum({
+      inserted: 'rows_inserted',
+      updated: 'rows_updated',
+      unchanged: 'rows_unchanged',
+      deleted: 'rows_deleted',
+      undeleted: 'rows_undeleted',
+      failed: 'rows_failed',
+      applied: 'changes_applied',
+      conflicted: 'changes_conflicted',
+      changes_failed: 'changes_failed',
+    })
+    .groupBy('list_name')) as Snapshot['sums'];
+  const runs = (await db('listsync.sync_runs').select('list_name', 'job', 'status').count({ n: '*' }).groupBy('list_name', 'job', 'status')) as Snapshot['runs'];
+  const finished = (await db('listsync.sync_runs')
+    .whereNotNull('finished_at')
+    .where('finished_at', '>', db.raw('?::timestamptz', [finishedAfter]))
+    .orderBy('finished_at')
+    .limit(10_000)
+    .select('job', 'status', db.raw('extract(epoch from finished_at - started_at)::float8 as seconds'), db.raw('finished_at::text as cursor'))) as Snapshot['finished'];
+  const lastRuns = (await db.raw(
+    `select distinct on (list_name, job) list_name, job, pages, requests, ${changedSql} as changed
+       from listsync.sync_runs where status = 'succeeded'
+      order by list_name, job, started_at desc, id desc`,
+  )) as { rows: Snapshot['lastRuns'] };
+  const streaks = (await db.raw(
+    `select r.list_name, r.job, count(*) filter (where r.status = 'failed' and (ok.at is null or r.started_at > ok.at)) as failed
+       from listsync.sync_runs r
+       left join (select list_name, job, max(started_at) as at from listsync.sync_runs where status = 'succeeded' group by 1, 2) ok using (list_name, job)
+      group by 1, 2`,
+  )) as { rows: Snapshot['streaks'] };
+  const changedPulls = (await db.raw(
+    `select list_name, extract(epoch from max(started_at))::float8 as at
+       from listsync.sync_runs where job = 'pull' and status = 'succeeded' and ${changedSql} > 0 group by 1`,
+  )) as { rows: Snapshot['changedPulls'] };
+  const heals = (await db.raw(
+    `select list_name, sum(rows_deleted)::bigint as deleted, sum(rows_undeleted)::bigint as undeleted
+       from listsync.sync_runs where job = 'reconcile' group by 1`,
+  )) as { rows: Snapshot['heals'] };
+  const hooks = (await db.raw(
+    `select (select count(*) from listsync.webhook_subscriptions)::bigint as subs,
+            (select count(*) from listsync.webhook_inbox where processed_at is null)::bigint as unprocessed`,
+  )) as { rows: { subs: number; unprocessed: number }[] };
+  return {
+    at,
+    lists,
+    sums,
+    runs,
+    finished,
+    lastRuns: lastRuns.rows,
+    streaks: streaks.rows,
+    changedPulls: changedPulls.rows,
+    heals: heals.rows,
+    hooks: { subs: Number(hooks.rows[0]?.subs ?? 0), unprocessed: Number(hooks.rows[0]?.unprocessed ?? 0) },
+  };
+}
+
+// ---- assembled ------------------------------------------------------------------
+
 export function createMetrics(options: MetricsOptions): Metrics {
   const { db, config } = options;
   const now = options.now ?? (() => new Date());
   const registry = new Registry();
-  if (options.defaultMetrics !== false) {
-    collectDefaultMetrics({ register: registry, prefix: 'listsync_' });
-    // prom-client names some gauges *_total (active handles, requests, resources), which promtool rejects: drop them.
-    for (const m of registry.getMetricsAsArray()) if (m instanceof Gauge && m.name.endsWith('_total')) registry.removeSingleMetric(m.name);
-  }
+  if (options.defaultMetrics !== false) registerProcessMetrics(registry);
 
-  // ---- in process -------------------------------------------------------
-  const requests = new Counter({
-    name: 'listsync_platform_requests_total',
-    help: 'Platform API attempts by endpoint and outcome (ok, error, retry, rate_limited).',
-    labelNames: ['endpoint', 'outcome'] as const,
-    registers: [registry],
-  });
-  const retries = new Counter({ name: 'listsync_platform_retries_total', help: 'Platform API attempts that were retries.', labelNames: ['endpoint'] as const, registers: [registry] });
-  const rateLimited = new Counter({
-    name: 'listsync_platform_rate_limited_total',
-    help: 'Platform API attempts refused with 429 or a rate-limit envelope.',
-    labelNames: ['endpoint'] as const,
-    registers: [registry],
-  });
-  const requestSeconds = new Histogram({
-    name: 'listsync_platform_request_duration_seconds',
-    help: 'Platform API attempt durations.',
-    labelNames: ['endpoint'] as const,
-    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-    registers: [registry],
-  });
-  const webhookEvents = new Counter({
-    name: 'listsync_webhook_events_total',
-    help: 'Webhook callbacks: result accepted (reason new or duplicate), rejected (reason: method, unknown_token, channel, type, content_type, too_large, bad_body) or error.',
-    labelNames: ['result', 'reason'] as const,
-    registers: [registry],
-  });
+  const counted = registerInProcess(registry);
 
-  // ---- from Postgres, at scrape time --------------------------------------
-  let pending: Promise<void> | undefined;
   /** One read per scrape: a scrape calls every collect() at once, and they share the read in flight. */
+  let pending: Promise<void> | undefined;
   const shared = (): Promise<void> => {
     pending ??= readPostgres().finally(() => {
       pending = undefined;
     });
     return pending;
   };
-  const collect = async (): Promise<void> => shared();
-
-  const databaseUp = new Gauge({ name: 'listsync_database_up', help: '1 when the last scrape could read Postgres.', registers: [registry], collect });
-  const lag = new Gauge({
-    name: 'listsync_lag_seconds',
-    help: 'Seconds since the start of the last successful pull of the list (absent before the first).',
-    labelNames: ['list'] as const,
-    registers: [registry],
-    collect,
-  });
-  const lastSuccess = new Gauge({
-    name: 'listsync_last_pull_success_timestamp_seconds',
-    help: 'Start of the last successful pull (Unix seconds).',
-    labelNames: ['list'] as const,
-    registers: [registry],
-    collect,
-  });
-  const mirrorRows = new Gauge({ name: 'listsync_mirror_rows', help: 'Mirror rows by state (live, deleted).', labelNames: ['list', 'state'] as const, registers: [registry], collect });
-  const changes = new Gauge({
-    name: 'listsync_changes',
-    help: 'Local changes waiting in the outbox by state (pending, failed).',
-    labelNames: ['list', 'state'] as const,
-    registers: [registry],
-    collect,
-  });
-  const conflicts = new Gauge({ name: 'listsync_conflicts_open', help: 'Open write-back conflicts.', labelNames: ['list'] as const, registers: [registry], collect });
-  const running = new Gauge({ name: 'listsync_run_in_progress', help: '1 while a run of the list is in progress.', labelNames: ['list'] as const, registers: [registry], collect });
-  const lastError = new Gauge({
-    name: 'listsync_last_run_failed',
-    help: '1 when the most recent outcome of the list was a failure (the healthz "last error").',
-    labelNames: ['list'] as const,
-    registers: [registry],
-    collect,
-  });
-  const rowsTotal = new Counter({
-    name: 'listsync_rows_total',
-    help: 'Rows written by kind (inserted, updated, unchanged, deleted, undeleted, failed), summed over the run history.',
-    labelNames: ['list', 'kind'] as const,
-    registers: [registry],
-    collect,
-  });
-  const runsTotal = new Counter({ name: 'listsync_runs_total', help: 'Runs by job and outcome, from the run history.', labelNames: ['list', 'job', 'status'] as const, registers: [registry], collect });
-  const changesTotal = new Counter({
-    name: 'listsync_changes_pushed_total',
-    help: 'Local changes handled by push runs by outcome (applied, conflicted, failed).',
-    labelNames: ['list', 'outcome'] as const,
-    registers: [registry],
-    collect,
-  });
-  const runSeconds = new Histogram({
-    name: 'listsync_run_duration_seconds',
-    help: 'Durations of the runs that finished since this process started, by job and status.',
-    labelNames: ['job', 'status'] as const,
-    buckets: [0.5, 1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600],
-    registers: [registry],
-    collect,
-  });
-  const webhookSubs = new Gauge({ name: 'listsync_webhook_subscriptions', help: 'Webhook subscriptions.', registers: [registry], collect });
-  const webhookUnprocessed = new Gauge({
-    name: 'listsync_webhook_inbox_unprocessed',
-    help: 'Stored webhook events not acted on yet.',
-    registers: [registry],
-    collect,
-  });
-
-  const listInfo = new Gauge({
-    name: 'listsync_list_info',
-    help: 'Always 1; the labels carry each configured list\'s platform IDs and conflict policy.',
-    labelNames: ['list', 'app_id', 'list_id', 'conflict_policy'] as const,
-    registers: [registry],
-  });
-  const lagLimit = new Gauge({
-    name: 'listsync_lag_limit_seconds',
-    help: 'The lag past which a list counts as stale (serve.maxLagMinutes).',
-    labelNames: ['list'] as const,
-    registers: [registry],
-  });
-  const budgetLimit = new Gauge({
-    name: 'listsync_request_budget_per_second',
-    help: 'The account\'s request budget (platform.requestsPerSecond), shared by every process of the account.',
-    registers: [registry],
-  });
-  const lastRunChanged = new Gauge({
-    name: 'listsync_last_run_rows_changed',
-    help: 'Rows inserted, updated, deleted or undeleted by the last successful run of the list, by job.',
-    labelNames: ['list', 'job'] as const,
-    registers: [registry],
-    collect,
-  });
-  const lastRunPages = new Gauge({ name: 'listsync_last_run_pages', help: 'Pages read by the last successful run, by job.', labelNames: ['list', 'job'] as const, registers: [registry], collect });
-  const lastRunRequests = new Gauge({
-    name: 'listsync_last_run_requests',
-    help: 'Platform requests (retries included) sent by the last successful run, by job.',
-    labelNames: ['list', 'job'] as const,
-    registers: [registry],
-    collect,
-  });
-  const failedStreak = new Gauge({
-    name: 'listsync_consecutive_failed_runs',
-    help: 'Failed runs since the last successful one, by job (0 once a run succeeds).',
-    labelNames: ['list', 'job'] as const,
-    registers: [registry],
-    collect,
-  });
-  const lastChange = new Gauge({
-    name: 'listsync_last_pull_with_changes_timestamp_seconds',
-    help: 'Start of the last successful pull that changed at least one row (Unix seconds; absent before the first).',
-    labelNames: ['list'] as const,
-    registers: [registry],
-    collect,
-  });
-  const healed = new Counter({
-    name: 'listsync_reconcile_healed_total',
-    help: 'Rows reconcile marked deleted or undeleted (kind), summed over the run history.',
-    labelNames: ['list', 'kind'] as const,
-    registers: [registry],
-    collect,
-  });
-  setConfigValues();
-
-  function setConfigValues(): void {
-    budgetLimit.set(config.platform.requestsPerSecond);
-    for (const l of config.lists) {
-      listInfo.set({ list: l.name, app_id: l.appID, list_id: l.listID, conflict_policy: l.conflictPolicy }, 1);
-      lagLimit.set({ list: l.name }, config.serve.maxLagMinutes * 60);
-    }
-  }
-
-  /** Per list and job: the last successful run, the failures since, the last pull that changed rows, rows healed by reconcile. */
-  async function readLastRuns(): Promise<void> {
-    const changedSql = 'rows_inserted + rows_updated + rows_deleted + rows_undeleted';
-    const last = (await db.raw(
-      `select distinct on (list_name, job) list_name, job, pages, requests, ${changedSql} as changed
-         from listsync.sync_runs where status = 'succeeded'
-        order by list_name, job, started_at desc, id desc`,
-    )) as { rows: { list_name: string; job: string; pages: number; requests: number; changed: string | number }[] };
-    const streaks = (await db.raw(
-      `select r.list_name, r.job, count(*) filter (where r.status = 'failed' and (ok.at is null or r.started_at > ok.at)) as failed
-         from listsync.sync_runs r
-         left join (select list_name, job, max(started_at) as at from listsync.sync_runs where status = 'succeeded' group by 1, 2) ok using (list_name, job)
-        group by 1, 2`,
-    )) as { rows: { list_name: string; job: string; failed: string | number }[] };
-    const changes = (await db.raw(
-      `select list_name, extract(epoch from max(started_at))::float8 as at
-         from listsync.sync_runs where job = 'pull' and status = 'succeeded' and ${changedSql} > 0 group by 1`,
-    )) as { rows: { list_name: string; at: number }[] };
-    const heals = (await db.raw(
-      `select list_name, sum(rows_deleted)::bigint as deleted, sum(rows_undeleted)::bigint as undeleted
-         from listsync.sync_runs where job = 'reconcile' group by 1`,
-    )) as { rows: { list_name: string; deleted: string | number; undeleted: string | number }[] };
-
-    for (const g of [lastRunChanged, lastRunPages, lastRunRequests, failedStreak, lastChange, healed]) g.reset();
-    for (const r of last.rows) {
-      const labels = { list: r.list_name, job: r.job };
-      lastRunChanged.set(labels, Number(r.changed));
-      lastRunPages.set(labels, Number(r.pages));
-      lastRunRequests.set(labels, Number(r.requests));
-    }
-    for (const r of streaks.rows) failedStreak.set({ list: r.list_name, job: r.job }, Number(r.failed));
-    for (const r of changes.rows) lastChange.set({ list: r.list_name }, Number(r.at));
-    for (const r of heals.rows) {
-      healed.inc({ list: r.list_name, kind: 'deleted' }, Number(r.deleted));
-      healed.inc({ list: r.list_name, kind: 'undeleted' }, Number(r.undeleted));
-    }
-  }
+  const applySnapshot = readMetrics(registry, FROM_POSTGRES, shared);
+  readMetrics(registry, FROM_CONFIG)(config);
   registerSchemaChangeMetrics(registry, db, options.logger);
 
   /** Runs that finished after this (Postgres text form of a timestamptz) were not observed yet. */
   let runCursor: string = now().toISOString();
+  const databaseUp = registry.getSingleMetric('listsync_database_up') as Gauge;
 
   async function readPostgres(): Promise<void> {
     try {
-      const at = now();
-      const lists = await listStatuses(db, config, at);
-      for (const g of [lag, lastSuccess, mirrorRows, changes, conflicts, running, lastError]) g.reset();
-      for (const l of lists) {
-        if (l.lastPullStartedAt) {
-          lag.set({ list: l.list }, Math.max(0, (at.getTime() - l.lastPullStartedAt.getTime()) / 1000));
-          lastSuccess.set({ list: l.list }, l.lastPullStartedAt.getTime() / 1000);
-        }
-        if (l.rows !== null) mirrorRows.set({ list: l.list, state: 'live' }, l.rows);
-        if (l.deletedRows !== null) mirrorRows.set({ list: l.list, state: 'deleted' }, l.deletedRows);
-        changes.set({ list: l.list, state: 'pending' }, l.pendingChanges);
-        changes.set({ list: l.list, state: 'failed' }, l.failedChanges);
-        conflicts.set({ list: l.list }, l.openConflicts);
-        running.set({ list: l.list }, l.running ? 1 : 0);
-        lastError.set({ list: l.list }, l.lastError ? 1 : 0);
-      }
-
-      const sums = (await db('listsync.sync_runs')
-        .select('list_name')
-        .sum({
-          inserted: 'rows_inserted',
-          updated: 'rows_updated',
-          unchanged: 'rows_unchanged',
-          deleted: 'rows_deleted',
-          undeleted: 'rows_undeleted',
-          failed: 'rows_failed',
-          applied: 'changes_applied',
-          conflicted: 'changes_conflicted',
-          changes_failed: 'changes_failed',
-        })
-        .groupBy('list_name')) as Record<string, string | number | null>[];
-      rowsTotal.reset();
-      changesTotal.reset();
-      for (const s of sums) {
-        const list = String(s.list_name);
-        for (const kind of ROW_KINDS) rowsTotal.inc({ list, kind }, Number(s[kind] ?? 0));
-        changesTotal.inc({ list, outcome: 'applied' }, Number(s.applied ?? 0));
-        changesTotal.inc({ list, outcome: 'conflicted' }, Number(s.conflicted ?? 0));
-        changesTotal.inc({ list, outcome: 'failed' }, Number(s.changes_failed ?? 0));
-      }
-      const runs = (await db('listsync.sync_runs').select('list_name', 'job', 'status').count({ n: '*' }).groupBy('list_name', 'job', 'status')) as {
-        list_name: string;
-        job: string;
-        status: string;
-        n: string | number;
-      }[];
-      runsTotal.reset();
-      for (const r of runs) runsTotal.inc({ list: r.list_name, job: r.job, status: r.status }, Number(r.n));
-
-      const finished = (await db('listsync.sync_runs')
-        .whereNotNull('finished_at')
-        .where('finished_at', '>', db.raw('?::timestamptz', [runCursor]))
-        .orderBy('finished_at')
-        .limit(10_000)
-        .select('job', 'status', db.raw('extract(epoch from finished_at - started_at)::float8 as seconds'), db.raw('finished_at::text as cursor'))) as {
-        job: string;
-        status: string;
-        seconds: number;
-        cursor: string;
-      }[];
-      for (const r of finished) runSeconds.observe({ job: r.job, status: r.status }, Math.max(0, Number(r.seconds)));
-      if (finished.length) runCursor = finished[finished.length - 1]!.cursor;
-      await readLastRuns();
-
-      const hooks = (await db.raw(
-        `select (select count(*) from listsync.webhook_subscriptions)::bigint as subs,
-                (select count(*) from listsync.webhook_inbox where processed_at is null)::bigint as unprocessed`,
-      )) as { rows: { subs: number; unprocessed: number }[] };
-      webhookSubs.set(Number(hooks.rows[0]?.subs ?? 0));
-      webhookUnprocessed.set(Number(hooks.rows[0]?.unprocessed ?? 0));
-      databaseUp.set(1);
+      const snapshot = await readSnapshot(db, config, now(), runCursor);
+      applySnapshot(snapshot);
+      if (snapshot.finished.length) runCursor = snapshot.finished[snapshot.finished.length - 1]!.cursor;
     } catch (err) {
       databaseUp.set(0);
       options.logger?.warn({ err }, 'metrics: could not read Postgres; the Postgres-backed values are stale');
@@ -352,29 +422,48 @@ export function createMetrics(options: MetricsOptions): Metrics {
   return {
     registry,
     onRequest(e) {
-      requests.inc({ endpoint: e.endpoint, outcome: e.outcome });
-      if (e.attempt > 0) retries.inc({ endpoint: e.endpoint });
-      if (e.outcome === 'rate_limited') rateLimited.inc({ endpoint: e.endpoint });
-      requestSeconds.observe({ endpoint: e.endpoint }, e.durationMs / 1000);
+      counted.requests.inc({ endpoint: e.endpoint, outcome: e.outcome });
+      if (e.attempt > 0) counted.retries.inc({ endpoint: e.endpoint });
+      if (e.outcome === 'rate_limited') counted.rateLimited.inc({ endpoint: e.endpoint });
+      counted.requestSeconds.observe({ endpoint: e.endpoint }, e.durationMs / 1000);
     },
     onWebhook(o) {
-      if (o.result === 'accepted') webhookEvents.inc({ result: 'accepted', reason: o.duplicate ? 'duplicate' : 'new' });
-      else if (o.result === 'rejected') webhookEvents.inc({ result: 'rejected', reason: o.reason });
-      else webhookEvents.inc({ result: 'error', reason: 'error' });
+      if (o.result === 'accepted') counted.webhookEvents.inc({ result: 'accepted', reason: o.duplicate ? 'duplicate' : 'new' });
+      else if (o.result === 'rejected') counted.webhookEvents.inc({ result: 'rejected', reason: o.reason });
+      else counted.webhookEvents.inc({ result: 'error', reason: 'error' });
     },
     async refresh() {
       await shared();
     },
-    async handler(req, res) {
-      if (req.method !== 'GET' && req.method !== 'HEAD') {
-        res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain' });
-        res.end('use GET\n');
-        return;
-      }
-      // prom-client 15 writes NaN as "Nan" (e.g. the event-loop lag before its first sample); the format spells it NaN.
-      const text = (await registry.metrics()).replace(/ Nan$/gm, ' NaN');
-      res.writeHead(200, { 'content-type': registry.contentType, 'content-length': Buffer.byteLength(text) });
-      res.end(req.method === 'HEAD' ? undefined : text);
-    },
+    handler: (req, res) => serveMetrics(registry, req, res),
   };
+}
+
+/** Node process metrics (CPU, memory, event loop), less the gauges prom-client names *_total, which promtool rejects. */
+function registerProcessMetrics(registry: Registry): void {
+  collectDefaultMetrics({ register: registry, prefix: 'listsync_' });
+  for (const m of registry.getMetricsAsArray()) if (m instanceof Gauge && m.name.endsWith('_total')) registry.removeSingleMetric(m.name);
+}
+
+function registerInProcess(registry: Registry) {
+  const c = (d: Declaration) => create(registry, d) as Counter;
+  return {
+    requests: c(IN_PROCESS.requests),
+    retries: c(IN_PROCESS.retries),
+    rateLimited: c(IN_PROCESS.rateLimited),
+    requestSeconds: create(registry, IN_PROCESS.requestSeconds) as Histogram,
+    webhookEvents: c(IN_PROCESS.webhookEvents),
+  };
+}
+
+async function serveMetrics(registry: Registry, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  if (req.method !== 'GET' && req.method !== 'HEAD') {
+    res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain' });
+    res.end('use GET\n');
+    return;
+  }
+  // prom-client 15 writes NaN as "Nan" (e.g. the event-loop lag before its first sample); the format spells it NaN.
+  const text = (await registry.metrics()).replace(/ Nan$/gm, ' NaN');
+  res.writeHead(200, { 'content-type': registry.contentType, 'content-length': Buffer.byteLength(text) });
+  res.end(req.method === 'HEAD' ? undefined : text);
 }

@@ -51,6 +51,8 @@ export interface PushDeps {
   clock?: () => Date;
   /** Pauses before each repeated re-read or lookup (the platform's queries may lag). Default 250, 1000, 2000 ms. */
   rereadDelaysMs?: readonly number[];
+  /** Stop after the changes in flight (graceful shutdown); the rest stay pending for the next push. */
+  signal?: AbortSignal;
 }
 
 export interface PushResult {
@@ -68,6 +70,8 @@ export interface PushResult {
   retrying: number;
   /** Items written whose new version the mirror could not read back yet (the next pull brings it). */
   behind: number;
+  /** Stopped by shutdown before every due change was sent; the rest stay pending. */
+  stopped: boolean;
   counters: RunCounters;
 }
 
@@ -106,7 +110,7 @@ async function pushLocked(deps: PushDeps, list: ListConfig, run: ActiveRun): Pro
   const mapping = await loadMappingOrExplain(db, deps.config, list);
   await syncDeleteCapture(db, mapping, list);
   const before = run.statsAtStart;
-  const result: PushResult = { runId, list: list.name, applied: 0, created: 0, deleted: 0, withdrawn: 0, conflicts: 0, failed: 0, retrying: 0, behind: 0, counters: zeroCounters() };
+  const result: PushResult = { runId, list: list.name, applied: 0, created: 0, deleted: 0, withdrawn: 0, conflicts: 0, failed: 0, retrying: 0, behind: 0, stopped: false, counters: zeroCounters() };
   const now = deps.clock?.() ?? new Date();
   const counters = (): Partial<RunCounters> => {
     const after = client.stats();
@@ -122,15 +126,20 @@ async function pushLocked(deps: PushDeps, list: ListConfig, run: ActiveRun): Pro
   try {
     const rows = await dueChanges(db, list, now);
     log.info({ changes: rows.length }, 'push started');
-    for (let i = 0; i < rows.length; i += BATCH) {
+    // The shutdown signal is checked between changes, not passed down: a change in flight is sent and settled.
+    const stopping = (): boolean => deps.signal?.aborted === true;
+    let handled = 0;
+    for (let i = 0; i < rows.length && !stopping(); i += BATCH) {
       const batch = rows.slice(i, i + BATCH);
-      const outcomes = await mapConcurrent(batch, Math.max(2, deps.config.platform.maxInFlight * 2), (row) => pushOne(deps, list, mapping, row));
+      const outcomes = await mapConcurrent(batch, Math.max(2, deps.config.platform.maxInFlight * 2), (row) => pushOne(deps, list, mapping, row), stopping);
+      handled += outcomes.length;
       const written = tally(result, outcomes);
       result.behind += (await rereadWritten(deps, list, mapping, written)).length;
       // Applied changes are done (the run's counters keep the tally); the outbox holds only what is open or needs a look.
       await db('listsync.outbox').where({ list_name: list.name, status: 'applied' }).whereIn('id', batch.map((r) => r.id)).delete();
     }
     result.counters = { ...result.counters, ...counters() };
+    if (handled < rows.length) return await stopped(db, result, log);
     await finishRun(db, runId, 'succeeded', { counters: result.counters, details: { created: result.created, deleted: result.deleted, withdrawn: result.withdrawn, retrying: result.retrying, behind: result.behind } });
     log.info({ applied: result.applied, created: result.created, deleted: result.deleted, withdrawn: result.withdrawn, conflicts: result.conflicts, failed: result.failed, retrying: result.retrying, behind: result.behind }, 'push finished');
     return result;
@@ -139,6 +148,14 @@ async function pushLocked(deps: PushDeps, list: ListConfig, run: ActiveRun): Pro
     log.error({ err }, 'push failed; unsent changes stay pending');
     throw err;
   }
+}
+
+/** A push stopped by shutdown: what was sent is settled, the rest stays pending; the run is closed as stopped. */
+async function stopped(db: Knex, result: PushResult, log: Logger): Promise<PushResult> {
+  result.stopped = true;
+  await finishRun(db, result.runId, 'failed', { error: 'stopped by shutdown; unsent changes stay pending', counters: result.counters, details: { created: result.created, deleted: result.deleted, withdrawn: result.withdrawn, retrying: result.retrying, behind: result.behind } });
+  log.warn({ applied: result.applied, created: result.created, deleted: result.deleted, conflicts: result.conflicts, failed: result.failed }, 'push stopped by shutdown after the changes in flight; unsent changes stay pending');
+  return result;
 }
 
 /** Pending changes whose backoff has passed, and changes a stopped push left 'sending'. */
@@ -599,13 +616,16 @@ async function rereadWritten(deps: PushDeps, list: ListConfig, mapping: TableMap
   return stillBehind;
 }
 
-/** Runs `fn` over the items, `limit` at a time. The first error stops new work; the calls under way finish before it is thrown. */
-async function mapConcurrent<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+/**
+ * Runs `fn` over the items, `limit` at a time. The first error stops new work; the calls under way finish before it is thrown.
+ * Once `stop()` says so no new item starts; the results of the items that ran are returned.
+ */
+async function mapConcurrent<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>, stop: () => boolean = () => false): Promise<R[]> {
   const out = new Array<R>(items.length);
   let next = 0;
   let failure: { error: unknown } | undefined;
   const worker = async () => {
-    while (!failure && next < items.length) {
+    while (!failure && !stop() && next < items.length) {
       const i = next++;
       try {
         out[i] = await fn(items[i]!);
@@ -616,7 +636,7 @@ async function mapConcurrent<T, R>(items: readonly T[], limit: number, fn: (item
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
   if (failure) throw failure.error;
-  return out;
+  return out.filter((_, i) => i < next);
 }
 
 function sleep(ms: number): Promise<void> {
