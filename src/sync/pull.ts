@@ -17,7 +17,7 @@ import type { Knex } from '../db.js';
 import type { Logger } from '../logger.js';
 import type { PlatformClient } from '../platform/client.js';
 import { Operator, type Filter, type Item, type ItemQuery, type Page } from '../platform/types.js';
-import { PG, pgCode } from '../errors.js';
+import { PG, pgCode, coerceError } from '../errors.js';
 import { platformDate } from '../platform/dates.js';
 import { ensureMirrorTable, markListsyncWriter, upsertItems, type TableMapping, type UpsertResult } from '../mirror/index.js';
 import { LIST_JOBS, listLockName } from './exclusive.js';
@@ -278,7 +278,7 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
     await lastKeyProbe;
   } catch (err) {
     await Promise.allSettled([...writes, lastKeyProbe]);
-    const e = err as Error;
+    const e = coerceError(err);
     const delta = takeRequestDelta();
     // When the database itself failed this cannot be written either; runJob reports the original error.
     await finishRun(db, runId, 'failed', { error: e.message, counters: { ...counters, requests: counters.requests + (delta.requests ?? 0), retries: counters.retries + (delta.retries ?? 0) } }).catch(() => undefined);

@@ -30,7 +30,7 @@
  */
 import type { Config, ListConfig } from '../config.js';
 import type { Knex } from '../db.js';
-import { UsageError } from '../errors.js';
+import { UsageError, coerceError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { attachCaptureTriggers, loadTableMapping, markListsyncWriter, toPlatform, upsertItems, type TableMapping, type UpsertResult } from '../mirror/index.js';
 import type { PlatformClient } from '../platform/client.js';
@@ -144,7 +144,7 @@ async function pushLocked(deps: PushDeps, list: ListConfig, run: ActiveRun): Pro
     log.info({ applied: result.applied, created: result.created, deleted: result.deleted, withdrawn: result.withdrawn, conflicts: result.conflicts, failed: result.failed, retrying: result.retrying, behind: result.behind }, 'push finished');
     return result;
   } catch (err) {
-    await finishRun(db, runId, 'failed', { error: (err as Error).message, counters: counters() }).catch(() => undefined); // a database that is gone: runJob reports the original error
+    await finishRun(db, runId, 'failed', { error: coerceError(err).message, counters: counters() }).catch(() => undefined); // a database that is gone: runJob reports the original error
     log.error({ err }, 'push failed; unsent changes stay pending');
     throw err;
   }
@@ -210,7 +210,7 @@ export function toWire(mapping: TableMapping, changes: Record<string, unknown>, 
     try {
       data[col.field] = toPlatform(col.kind, value, zone);
     } catch (err) {
-      throw new Error(`column ${column}: ${(err as Error).message}`, { cause: err });
+      throw new Error(`column ${column}: ${coerceError(err).message}`, { cause: err });
     }
   }
   return data;
@@ -244,13 +244,13 @@ async function pushUpdate(deps: PushDeps, list: ListConfig, mapping: TableMappin
     return { kind: 'applied', id: itemId, version: base === 0 ? null : base + 1 };
   } catch (err) {
     if (err instanceof AuthError) throw err;
-    if (!(err instanceof PlatformError) && !recovering) return fail(db, row, (err as Error).message, false, list.maxPushAttempts);
+    if (!(err instanceof PlatformError) && !recovering) return fail(db, row, coerceError(err).message, false, list.maxPushAttempts);
     // Any rejection: look at the item's current version before deciding.
     const remote = await readItem(deps, list, itemId);
-    if (remote.kind === 'error') return fail(db, row, `${(err as Error).message}; and the item could not be re-read: ${remote.error}`, false, list.maxPushAttempts);
+    if (remote.kind === 'error') return fail(db, row, `${coerceError(err).message}; and the item could not be re-read: ${remote.error}`, false, list.maxPushAttempts);
     if (remote.kind === 'gone') return fail(db, row, `item ${itemId} no longer exists on the platform (deleted there?); the change cannot be applied`, true, list.maxPushAttempts);
     const remoteVersion = Number(remote.item[list.versionField]);
-    if (base === 0 || remoteVersion === base) return fail(db, row, (err as Error).message, false, list.maxPushAttempts);
+    if (base === 0 || remoteVersion === base) return fail(db, row, coerceError(err).message, false, list.maxPushAttempts);
     if ((recovering || (err instanceof PlatformError && err.maybeApplied)) && remoteVersion === base + 1 && carries(remote.item, data.value)) {
       // Our own earlier attempt was applied; the retry saw its echo.
       await settleApplied(db, row, sent, remoteVersion);
@@ -332,7 +332,7 @@ async function pushCreate(deps: PushDeps, list: ListConfig, mapping: TableMappin
       return await settleCreated(deps, list, mapping, row, sent, id);
     } catch (err) {
       if (err instanceof AuthError) throw err;
-      if (!(err instanceof PlatformError && err.maybeApplied)) return fail(db, row, (err as Error).message, false, list.maxPushAttempts);
+      if (!(err instanceof PlatformError && err.maybeApplied)) return fail(db, row, coerceError(err).message, false, list.maxPushAttempts);
       const search = await searchLostCreate(deps, list, mapping, data.value, row.attempted_at ?? attemptedAt);
       const settled = await settleSearch(deps, list, mapping, row, sent, search, `a create whose answer was lost (${err.message})`);
       if (settled) return settled;
@@ -397,7 +397,7 @@ async function readItem(deps: PushDeps, list: ListConfig, id: string): Promise<R
   } catch (err) {
     if (err instanceof AuthError) throw err;
     if (err instanceof NotFoundError) return { kind: 'gone' };
-    return { kind: 'error', error: (err as Error).message };
+    return { kind: 'error', error: coerceError(err).message };
   }
 }
 
@@ -405,7 +405,7 @@ function wireOrFail(deps: PushDeps, mapping: TableMapping, changes: Record<strin
   try {
     return { ok: true, value: toWire(mapping, changes, deps.config.platform.timeZone) };
   } catch (err) {
-    return { ok: false, error: `cannot convert the change for the platform: ${(err as Error).message}` };
+    return { ok: false, error: `cannot convert the change for the platform: ${coerceError(err).message}` };
   }
 }
 

@@ -42,6 +42,7 @@ import { Operator, type Item, type ItemQuery } from '../platform/types.js';
 import { LIST_JOBS, listLockName } from './exclusive.js';
 import { runJob, type ActiveRun } from './run-job.js';
 import { finishRun, zeroCounters, type RunCounters } from './runs.js';
+import { coerceError } from '../errors.js';
 
 /** IDs a sweep request asks for, and IDs a confirming In lookup sends. */
 export const RECONCILE_PAGE_SIZE = 1000;
@@ -179,7 +180,7 @@ async function reconcileLocked(deps: ReconcileDeps, list: ListConfig, run: Activ
         log.warn(message);
         return { ...base, status: 'stopped', message, totalCount: lastTotal, pages: counters.pages };
       }
-      const message = `${(err as Error).message}; refusing to mark deletes; a broken or filtered response must not wipe the mirror`;
+      const message = `${coerceError(err).message}; refusing to mark deletes; a broken or filtered response must not wipe the mirror`;
       await finishRun(db, runId, 'failed', { error: message, counters, details: { received } });
       log.error({ err }, `reconcile failed; nothing was marked`);
       throw new Error(message, { cause: err });
