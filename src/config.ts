@@ -97,6 +97,10 @@ const listSchema = z
     columns: z.record(z.string().min(1), columnName).default({}),
     /** Keep `<table>_history`: one row per version the mirror saw. */
     history: z.boolean().default(false),
+    /** `serve` subscribes the list's item events and applies them within about a second (needs serve.publicUrl). */
+    realtime: z.boolean().default(false),
+    /** `reread`: an event is a notification, the item is re-read through the API; `body`: a newer version in the body is applied directly. */
+    realtimeTrust: z.enum(['reread', 'body']).default('reread'),
   })
   .strict()
   .superRefine((l, ctx) => {
@@ -187,6 +191,14 @@ const configSchema = z
       if (directoryTables.has(table))
         ctx.addIssue({ code: 'custom', path: ['lists', i, 'table'], message: `"${table}" is a directory table (users or directory); set lists[${i}].table to another name` });
     });
+    const realtime = cfg.lists.findIndex((l) => l.realtime);
+    if (realtime !== -1 && cfg.serve.publicUrl === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['serve', 'publicUrl'],
+        message: `is required when lists[${realtime}].realtime is true: set it to the HTTPS address the platform reaches "listsync serve" at (e.g. https://sync.example.com), or turn realtime off`,
+      });
+    }
   });
 
 export type Config = DeepReadonly<z.output<typeof configSchema>>;

@@ -29,6 +29,8 @@ import type { Logger } from './logger.js';
 import type { RequestEvent } from './platform/client.js';
 import { listStatuses, type ListStatus } from './status.js';
 import type { ReceiveOutcome } from './webhooks/receiver.js';
+import type { FlushResult } from './realtime/applier.js';
+import { realtimeStatuses, type RealtimeStatus } from './realtime/stats.js';
 
 export const ROW_KINDS = ['inserted', 'updated', 'unchanged', 'deleted', 'undeleted', 'failed'] as const;
 
@@ -47,6 +49,8 @@ export interface Metrics {
   onRequest(event: RequestEvent): void;
   /** Pass as the webhook receiver's `onOutcome`. */
   onWebhook(outcome: ReceiveOutcome): void;
+  /** Pass as the realtime applier's `onFlush`. */
+  onRealtimeFlush(flush: FlushResult): void;
   /** Reads the Postgres-backed values now (scrapes do this themselves). */
   refresh(): Promise<void>;
   /** The `/metrics` route. */
@@ -98,6 +102,7 @@ const IN_PROCESS = {
     help: 'Webhook callbacks: result accepted (reason new or duplicate), rejected (reason: method, unknown_token, channel, type, content_type, too_large, bad_body) or error.',
     labels: ['result', 'reason'],
   },
+  realtimeFlushes: { kind: 'counter', name: 'listsync_realtime_flushes_total', help: 'Realtime applier flushes in this process (each coalesces the events queued for a list).', labels: ['list'] },
 } as const satisfies Record<string, Declaration>;
 
 /** What one scrape reads from Postgres (one shared read per scrape). */
@@ -114,6 +119,7 @@ interface Snapshot {
   changedPulls: { list_name: string; at: number }[];
   heals: { list_name: string; deleted: string | number; undeleted: string | number }[];
   hooks: { subs: number; unprocessed: number };
+  realtime: RealtimeStatus[];
 }
 
 const perList = (list: string) => ({ list });
@@ -260,6 +266,49 @@ const FROM_POSTGRES: readonly ReadMetric<Snapshot>[] = [
       }
     },
   },
+  {
+    kind: 'gauge',
+    name: 'listsync_realtime_events',
+    help: 'Item events of realtime lists by state: received (stored), queued (not applied yet), applied; from Postgres, every process.',
+    labels: ['list', 'state'],
+    read: (v, s) => {
+      for (const r of s.realtime) {
+        v.set({ list: r.list, state: 'received' }, r.received);
+        v.set({ list: r.list, state: 'queued' }, r.queued);
+        v.set({ list: r.list, state: 'applied' }, r.applied);
+      }
+    },
+  },
+  {
+    kind: 'gauge',
+    name: 'listsync_realtime_reread',
+    help: 'Item IDs re-read through the API for realtime events (kind items) and the requests that took (kind requests).',
+    labels: ['list', 'kind'],
+    read: (v, s) => {
+      for (const r of s.realtime) {
+        v.set({ list: r.list, kind: 'items' }, r.reread);
+        v.set({ list: r.list, kind: 'requests' }, r.rereadRequests);
+      }
+    },
+  },
+  {
+    kind: 'gauge',
+    name: 'listsync_realtime_last_event_lag_seconds',
+    help: 'Seconds from receiving the latest applied item event to applying it.',
+    labels: ['list'],
+    read: (v, s) => {
+      for (const r of s.realtime) if (r.lastLagSeconds !== null) v.set(perList(r.list), r.lastLagSeconds);
+    },
+  },
+  {
+    kind: 'gauge',
+    name: 'listsync_realtime_last_applied_timestamp_seconds',
+    help: 'When the latest item event of the list was applied (Unix seconds).',
+    labels: ['list'],
+    read: (v, s) => {
+      for (const r of s.realtime) if (r.lastAppliedAt) v.set(perList(r.list), r.lastAppliedAt.getTime() / 1000);
+    },
+  },
 ];
 
 /** From the config, set once: what dashboards and alert rules compare against. */
@@ -368,6 +417,7 @@ async function readSnapshot(db: Knex, config: Config, at: Date, finishedAfter: s
     `select (select count(*) from listsync.webhook_subscriptions)::bigint as subs,
             (select count(*) from listsync.webhook_inbox where processed_at is null)::bigint as unprocessed`,
   )) as { rows: { subs: number; unprocessed: number }[] };
+  const realtime = await realtimeStatuses(db, config);
   return {
     at,
     lists,
@@ -379,6 +429,7 @@ async function readSnapshot(db: Knex, config: Config, at: Date, finishedAfter: s
     changedPulls: changedPulls.rows,
     heals: heals.rows,
     hooks: { subs: Number(hooks.rows[0]?.subs ?? 0), unprocessed: Number(hooks.rows[0]?.unprocessed ?? 0) },
+    realtime,
   };
 }
 
@@ -432,6 +483,9 @@ export function createMetrics(options: MetricsOptions): Metrics {
       else if (o.result === 'rejected') counted.webhookEvents.inc({ result: 'rejected', reason: o.reason });
       else counted.webhookEvents.inc({ result: 'error', reason: 'error' });
     },
+    onRealtimeFlush(f) {
+      counted.realtimeFlushes.inc({ list: f.list });
+    },
     async refresh() {
       await shared();
     },
@@ -453,6 +507,7 @@ function registerInProcess(registry: Registry) {
     rateLimited: c(IN_PROCESS.rateLimited),
     requestSeconds: create(registry, IN_PROCESS.requestSeconds) as Histogram,
     webhookEvents: c(IN_PROCESS.webhookEvents),
+    realtimeFlushes: c(IN_PROCESS.realtimeFlushes),
   };
 }
 

@@ -13,7 +13,7 @@ import type { Config } from './config.js';
 import type { Knex } from './db.js';
 import type { Logger } from './logger.js';
 import type { PlatformClient } from './platform/client.js';
-import { healthRoute, startHttp, type RouteHandler } from './serve/http.js';
+import { healthRoute, startHttp, type HealthExtra, type RouteHandler } from './serve/http.js';
 import { createScheduler } from './serve/scheduler.js';
 import { createRunTracker, createShutdown } from './serve/shutdown.js';
 
@@ -33,6 +33,8 @@ export interface ServeOptions {
   routes?: Record<string, RouteHandler>;
   /** Start without the cron schedules (tests, receiver-only replicas). */
   schedule?: boolean;
+  /** More for /healthz (e.g. realtime subscriptions): merged into its answer; `degraded: true` makes it degraded. */
+  health?: HealthExtra;
 }
 
 export interface RunningServe {
@@ -54,7 +56,7 @@ export async function startServe(opts: ServeOptions): Promise<RunningServe> {
   const scheduler = createScheduler({ config, db, client: opts.client, logger, jobs, runs });
   // Listen before scheduling anything: a process that cannot serve must end, not sync on in the background.
   const http = await startHttp({
-    routes: { '/healthz': healthRoute(db, config), ...(opts.routes ?? {}) },
+    routes: { '/healthz': healthRoute(db, config, opts.health), ...(opts.routes ?? {}) },
     logger,
     host: opts.host ?? config.serve.host,
     port: opts.port ?? config.serve.port,

@@ -22,6 +22,16 @@ function errorOf(fn: () => unknown): ConfigError {
 }
 
 describe('config', () => {
+  it('realtime lists need serve.publicUrl; realtimeTrust takes reread or body', () => {
+    const e = errorOf(() => parseConfig({ ...minimal, lists: [{ ...minimal.lists[0], realtime: true }] }));
+    expect(e.key).toBe('serve.publicUrl');
+    expect(e.message).toContain('lists[0].realtime');
+    const c = parseConfig({ ...minimal, lists: [{ ...minimal.lists[0], realtime: true }], serve: { publicUrl: 'https://sync.example.com' } });
+    expect(c.lists[0]!.realtime).toBe(true);
+    expect(c.lists[0]!.realtimeTrust).toBe('reread');
+    expect(errorOf(() => parseConfig({ ...minimal, lists: [{ ...minimal.lists[0], realtimeTrust: 'always' }] })).key).toBe('lists[0].realtimeTrust');
+  });
+
   it('applies the documented defaults', () => {
     const c = parseConfig(minimal);
     expect(c.platform.baseUrl).toBe('http://127.0.0.1:4010/v1');

@@ -2,7 +2,8 @@
 import { createClient, type AppContext } from '../context.js';
 import { createMetrics } from '../metrics.js';
 import { startServe, type RunningServe } from '../serve.js';
-import { createHookReceiver, earlyPullOnItemEvent, HOOKS_PATH, replayUnprocessedEvents } from '../webhooks/index.js';
+import { startRealtime, type Realtime } from '../realtime/index.js';
+import { createHookReceiver, earlyPullOnItemEvent, HOOKS_PATH, replayUnprocessedEvents, type ItemEvent } from '../webhooks/index.js';
 import { wholeNumber, type CommandKit } from './kit.js';
 
 export async function runServe(ctx: AppContext, opts: { port?: number }): Promise<number> {
@@ -12,7 +13,17 @@ export async function runServe(ctx: AppContext, opts: { port?: number }): Promis
   // Early pulls go to the serve instance, which exists once the routes are mounted.
   const started: { serve?: RunningServe } = {};
   const requestPull = (list: string): void => started.serve?.requestPull(list);
-  const hooks = createHookReceiver({ db: ctx.db, config: ctx.config, logger: ctx.logger, onItemEvent: earlyPullOnItemEvent(ctx.config, requestPull), onOutcome: metrics.onWebhook });
+  const earlyPull = earlyPullOnItemEvent(ctx.config, requestPull);
+  // A list's own item events go to the realtime applier; workflow events ask for an early pull.
+  const realtimeRef: { rt?: Realtime } = {};
+  const arrivedEarly: ItemEvent[] = [];
+  const onItemEvent = (event: ItemEvent): 'deferred' | void => {
+    if (!event.resource.startsWith('lists/')) return earlyPull(event);
+    if (realtimeRef.rt) return realtimeRef.rt.onItemEvent(event);
+    arrivedEarly.push(event); // stored; queued once realtime has started
+    return 'deferred';
+  };
+  const hooks = createHookReceiver({ db: ctx.db, config: ctx.config, logger: ctx.logger, onItemEvent, onOutcome: metrics.onWebhook });
   const serve = await startServe({
     config: ctx.config,
     db: ctx.db,
@@ -20,8 +31,11 @@ export async function runServe(ctx: AppContext, opts: { port?: number }): Promis
     logger: ctx.logger,
     port: opts.port,
     routes: { '/metrics': metrics.handler, [HOOKS_PATH]: hooks },
+    health: async () => (realtimeRef.rt ? realtimeRef.rt.health() : { degraded: false }),
   });
   started.serve = serve;
+  realtimeRef.rt = await startRealtime({ db: ctx.db, client, config: ctx.config, logger: ctx.logger, requestPull, onFlush: metrics.onRealtimeFlush });
+  for (const event of arrivedEarly.splice(0)) realtimeRef.rt.onItemEvent(event);
   const replayed = await replayUnprocessedEvents(ctx.db, ctx.config, requestPull);
   if (replayed) ctx.logger.info({ events: replayed }, 'webhook events left unprocessed by a previous run: early pull requested');
   await new Promise<void>((resolve) => {
@@ -29,7 +43,10 @@ export async function runServe(ctx: AppContext, opts: { port?: number }): Promis
       ctx.logger.info({ signal }, 'signal received');
       process.off('SIGTERM', onTerm);
       process.off('SIGINT', onInt);
-      void serve.close().then(resolve);
+      void serve
+        .close()
+        .then(() => realtimeRef.rt?.close())
+        .then(resolve);
     };
     const onTerm = () => stop('SIGTERM');
     const onInt = () => stop('SIGINT');

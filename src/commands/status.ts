@@ -1,6 +1,8 @@
 /** `listsync status`: a table per list, then changes, conflicts and webhook activity. */
 import type { AppContext } from '../context.js';
 import { duration, table, timestamp } from '../format.js';
+import { realtimeStatuses } from '../realtime/stats.js';
+import { listsMissingSubscriptions } from '../realtime/subscriptions.js';
 import { listStatuses, webhookStatus } from '../status.js';
 import { USERS_JOB_LIST } from '../sync/users.js';
 import type { CommandKit } from './kit.js';
@@ -33,6 +35,28 @@ export async function runStatus(ctx: AppContext): Promise<string> {
   lines.push(...(await schemaChangeLines(ctx)));
   const hooks = await webhookStatus(ctx.db);
   lines.push(`webhooks: ${hooks.subscriptions} subscription(s), ${hooks.eventsLastDay} event(s) in the last day${hooks.lastEventAt ? `, last at ${timestamp(hooks.lastEventAt)}` : ''}`);
+  const realtime = await realtimeStatuses(ctx.db, ctx.config);
+  if (realtime.length) {
+    const missing = new Set(await listsMissingSubscriptions(ctx.db, ctx.config));
+    lines.push(
+      '\nreal time:\n' +
+        table(
+          ['list', 'subscribed', 'events received', 'applied', 'queued', 're-read (requests)', 'from body', 'deletes', 'last applied', 'freshness'],
+          realtime.map((r) => [
+            r.list,
+            missing.has(r.list) ? 'MISSING (start serve)' : 'yes',
+            r.received,
+            r.applied,
+            r.queued,
+            `${r.reread} (${r.rereadRequests})`,
+            r.fromBody,
+            r.deletesMarked,
+            r.lastAppliedAt,
+            r.lastLagSeconds === null ? null : `${r.lastLagSeconds.toFixed(2)} s`,
+          ]),
+        ),
+    );
+  }
   return lines.join('\n');
 }
 

@@ -1,5 +1,5 @@
 import { READ_ONLY_FIELDS } from './field-types.js';
-import { createItem, deleteItem, updateItem } from './items.js';
+import { createItem, deleteItem, updateItem, type ItemChangeSink } from './items.js';
 import { formatNaive } from './platform-time.js';
 import { Prng, deriveSeed } from './prng.js';
 import { genericRowFiller, valueGenerator } from './sample.js';
@@ -40,6 +40,7 @@ export interface ActivityHost {
   readonly clock: EmulatorClock;
   readonly hooks: WebhookHub;
   readonly lag?: QueryLag;
+  readonly itemHooks?: ItemChangeSink;
 }
 
 const TICK_MS = 50;
@@ -130,7 +131,7 @@ export class ActivitySimulator {
       const col = this.prng.pick(editable) as TextColumn;
       data[col.meta.FieldName] = valueGenerator(col.meta, users)(list.slotCount, created, this.prng);
     }
-    updateItem(list, slot, data, { userId: this.actor(s), modifiedNaive: this.nowNaive().naive, lag: this.host.lag });
+    updateItem(list, slot, data, { userId: this.actor(s), modifiedNaive: this.nowNaive().naive, lag: this.host.lag, events: this.host.itemHooks });
     this.counts.edits++;
     this.event(s, 'TaskUpdated', (list.ids[slot] as bigint).toString());
   }
@@ -144,7 +145,7 @@ export class ActivitySimulator {
     list.dataColumns.forEach((c, i) => {
       data[c.meta.FieldName] = row[i] as string;
     });
-    const id = createItem(list, data, { userId: this.actor(s), createdMs: ms, createdNaive: naive, lag: this.host.lag });
+    const id = createItem(list, data, { userId: this.actor(s), createdMs: ms, createdNaive: naive, lag: this.host.lag, events: this.host.itemHooks });
     this.counts.creates++;
     this.event(s, 'TaskCreated', id);
   }
@@ -152,7 +153,7 @@ export class ActivitySimulator {
   private remove(list: ListData, s: ActivitySettings): void {
     if (list.count === 0) return;
     const slot = list.order[this.prng.int(list.count)] as number;
-    const id = deleteItem(list, slot, { lag: this.host.lag });
+    const id = deleteItem(list, slot, { lag: this.host.lag, events: this.host.itemHooks });
     this.counts.deletes++;
     this.event(s, 'TaskCancelled', id);
   }

@@ -1,3 +1,4 @@
+import type { ItemDeliverySettings, ItemDeliveryStats, ItemHook } from './item-hooks.js';
 import type { ActivityCounts, ActivitySettings } from './activity.js';
 import type { ResetOptions, RuntimeSettings } from './emulator-state.js';
 import type { FaultSettings, FaultSettingsPatch } from './faults.js';
@@ -149,6 +150,16 @@ export class EmulatorAdminClient {
   /** Renames a field's display name, as a list designer does on the platform. */
   renameField(appID: string, listID: string, fieldName: string, displayName: string): Promise<FieldMeta> {
     return this.call('PATCH', `${EmulatorAdminClient.listPath(appID, listID)}/fields/${encodeURIComponent(fieldName)}`, { DisplayName: displayName });
+  }
+
+  /** List item event subscriptions, delivery settings and delivery counts. */
+  itemHooks(): Promise<{ subscriptions: ItemHook[]; delivery: ItemDeliverySettings; stats: ItemDeliveryStats }> {
+    return this.call('GET', '/item-hooks');
+  }
+
+  /** Changes how list item events are delivered (delay, jitter, duplicates, loss, retries); null restores a default. */
+  setItemDelivery(patch: { [K in keyof ItemDeliverySettings]?: ItemDeliverySettings[K] | null }): Promise<ItemDeliverySettings> {
+    return this.call('PUT', '/item-hooks/delivery', patch);
   }
 
   /** Starts (or with null stops) simulated activity. */

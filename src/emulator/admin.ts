@@ -7,6 +7,7 @@ import { FaultSettingsError } from './faults.js';
 import { type FieldSpec, userFieldMeta } from './field-types.js';
 import { readBody, sendJson } from './http-io.js';
 import { FIELD_FLAG_STYLES, FIELD_META_ARRANGEMENTS } from './field-meta.js';
+import { ItemHookError } from './item-hooks.js';
 import { createItem, deleteItem, requireItem, updateItem, validateWriteData } from './items.js';
 import { formatNaive } from './platform-time.js';
 import { SeedError, fieldSchema } from './seed.js';
@@ -206,7 +207,7 @@ async function route(state: EmulatorState, method: string, path: string, url: UR
       const now = state.now();
       const createdNaive = body.Created === undefined ? now.naive : timestamp(state, body.Created, 'Created');
       const createdMs = body.Created === undefined ? now.ms : state.store.zone.msFromNaive(createdNaive);
-      const id = createItem(list, data, { userId: userOrDefault(state, body.UserID), createdMs, createdNaive, lag: state.lag });
+      const id = createItem(list, data, { userId: userOrDefault(state, body.UserID), createdMs, createdNaive, lag: state.lag, events: state.itemHooks });
       return { ListDataID: id, RowVersion: 1 };
     }
     if (c === 'items' && d !== undefined && seg.length === 5) {
@@ -216,12 +217,12 @@ async function route(state: EmulatorState, method: string, path: string, url: UR
         const body = parse(editSchema, jsonBody(text), 'edit');
         const data = validateWriteData(list, body.Data ?? {});
         const modifiedNaive = body.Modified === undefined ? state.now().naive : timestamp(state, body.Modified, 'Modified');
-        const opts = { userId: userOrDefault(state, body.UserID), modifiedNaive, lag: state.lag, ...(body.RowVersion === undefined ? {} : { expectedVersion: body.RowVersion }) };
+        const opts = { userId: userOrDefault(state, body.UserID), modifiedNaive, lag: state.lag, events: state.itemHooks, ...(body.RowVersion === undefined ? {} : { expectedVersion: body.RowVersion }) };
         const version = updateItem(list, slot, data, opts);
         return { ListDataID: d, RowVersion: version };
       }
       if (method === 'DELETE') {
-        deleteItem(list, slot, { lag: state.lag });
+        deleteItem(list, slot, { lag: state.lag, events: state.itemHooks });
         return { ListDataID: d, deleted: true };
       }
     }
@@ -253,6 +254,9 @@ async function route(state: EmulatorState, method: string, path: string, url: UR
       throw new AdminError(404, coerceError(e).message);
     }
   }
+  if (is('GET', 'item-hooks')) return { subscriptions: state.itemHooks.list(), delivery: state.itemHooks.settings, stats: state.itemHooks.stats };
+  if (is('GET', 'item-hooks', 'delivery')) return state.itemHooks.settings;
+  if (is('PUT', 'item-hooks', 'delivery')) return state.itemHooks.updateSettings(jsonBody(text));
   if (is('POST', 'hooks', 'redeliver')) {
     const body = parse(redeliverSchema, jsonBody(text), 'redeliver');
     try {
@@ -295,6 +299,8 @@ export const ADMIN_ROUTES = [
   'GET /_admin/hooks',
   'POST /_admin/hooks/fire {subscriptionId?, event?}',
   'POST /_admin/hooks/redeliver {deliveryIndex}',
+  'GET /_admin/item-hooks (list item event subscriptions, delivery settings, delivery counts)',
+  'GET|PUT /_admin/item-hooks/delivery {delayMs?, jitterMs?, duplicateRate?, lossRate?, maxAttempts?, retryDelayMs?, hookIdIn?: data|location|both, seed?} (null restores a default)',
   'GET|PUT /_admin/clock {now: ISO | null}',
 ];
 
@@ -310,7 +316,7 @@ export async function handleAdmin(state: EmulatorState, req: IncomingMessage, re
     let message = e instanceof Error ? e.message : String(e);
     if (e instanceof AdminError) status = e.httpStatus;
     else if (e instanceof ApiError) status = e.status === STATUS.notFound ? 404 : e.status === STATUS.conflict ? 409 : 400;
-    else if (e instanceof SeedError || e instanceof FaultSettingsError || e instanceof ActivityError || e instanceof RangeError) status = 400;
+    else if (e instanceof SeedError || e instanceof ItemHookError || e instanceof FaultSettingsError || e instanceof ActivityError || e instanceof RangeError) status = 400;
     else message = `Emulator error: ${message}`;
     sendJson(res, status, { error: message });
   }

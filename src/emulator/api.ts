@@ -28,6 +28,7 @@ export interface RequestInput {
   body: string;
   /** Whether faults apply to this request (emptyPages). */
   faultsApply: boolean;
+  /** The request's query string parameters. */
   query?: URLSearchParams;
 }
 
@@ -121,7 +122,7 @@ function create(state: EmulatorState, appID: string, listID: string, input: Requ
   const body = objectBody(input.body);
   const data = validateWriteData(list, body['Data']);
   const { ms, naive } = state.now();
-  const id = createItem(list, data, { userId: state.store.apiUser.UserID, createdMs: ms, createdNaive: naive, lag: state.lag });
+  const id = createItem(list, data, { userId: state.store.apiUser.UserID, createdMs: ms, createdNaive: naive, lag: state.lag, events: state.itemHooks });
   return ok(JSON.stringify(id));
 }
 
@@ -136,7 +137,7 @@ function readItem(state: EmulatorState, appID: string, listID: string, itemID: s
 /** Deletes an item (no tombstone) and tells `workflow/tasks` subscribers, as a delete by another user would. */
 function removeItem(state: EmulatorState, appID: string, listID: string, itemID: string): ApiReply {
   const list = requireList(state, appID, listID);
-  const id = deleteItem(list, requireItem(list, itemID), { lag: state.lag });
+  const id = deleteItem(list, requireItem(list, itemID), { lag: state.lag, events: state.itemHooks });
   const { ms, naive } = state.now();
   const event = state.hooks.taskEvent({ Event: 'TaskCancelled' }, { nowMs: ms, created: formatNaive(naive), assignee: state.store.apiUser.UserID, listDataId: id });
   void state.hooks.fire(event, { resource: 'workflow/tasks' });
@@ -152,13 +153,28 @@ function update(state: EmulatorState, appID: string, listID: string, itemID: str
   }
   const data = validateWriteData(list, body['Data']);
   const slot = requireItem(list, itemID);
-  updateItem(list, slot, data, { userId: state.store.apiUser.UserID, modifiedNaive: state.now().naive, expectedVersion: rv, lag: state.lag });
+  updateItem(list, slot, data, { userId: state.store.apiUser.UserID, modifiedNaive: state.now().naive, expectedVersion: rv, lag: state.lag, events: state.itemHooks });
   return ok(JSON.stringify(itemID));
 }
 
 function subscribe(state: EmulatorState, input: RequestInput): ApiReply {
   const sub = state.hooks.subscribe(parseBody(input.body), formatNaive(state.now().naive));
   return ok(JSON.stringify({ Id: sub.Id }));
+}
+
+/** A list item event subscription: 201, the hook's ID in Data and/or a Location header (as the admin settings say). */
+function subscribeItemEvents(state: EmulatorState, appID: string, listID: string, eventType: string, input: RequestInput): ApiReply {
+  const list = requireList(state, appID, listID);
+  const hook = state.itemHooks.subscribe(list, eventType, input.query?.get('channel') ?? null, parseBody(input.body), formatNaive(state.now().naive));
+  const answer = state.itemHooks.settings.hookIdIn;
+  const reply = ok(answer === 'location' ? 'null' : JSON.stringify(hook.Id));
+  const headers: Record<string, string> = answer === 'data' ? {} : { Location: `/v1/lists/${encodeURIComponent(appID)}/${encodeURIComponent(listID)}/hooks/${hook.Id}` };
+  return { ...reply, httpStatus: 201, headers };
+}
+
+function unsubscribeItemEvents(state: EmulatorState, appID: string, listID: string, hookId: string): ApiReply {
+  state.itemHooks.unsubscribe(requireList(state, appID, listID), hookId);
+  return ok(JSON.stringify(hookId));
 }
 
 /** Discovery: one application per appID of the seed, and each application's lists. */
@@ -252,6 +268,16 @@ const ROUTES: Array<{ method: string; re: RegExp; make: Matcher }> = [
     method: 'PATCH',
     re: /^\/v1\/lists\/([^/]+)\/([^/]+)\/items\/([^/]+)\/?$/,
     make: ([a, l, id]) => ({ name: `PATCH ${LIST}/items/{itemID}`, mutation: true, handle: (s, i) => update(s, a as string, l as string, id as string, i) }),
+  },
+  {
+    method: 'POST',
+    re: /^\/v1\/lists\/([^/]+)\/([^/]+)\/hooks\/([^/]+)\/?$/,
+    make: ([a, l, t]) => ({ name: `POST ${LIST}/hooks/{eventType}`, mutation: false, handle: (s, i) => subscribeItemEvents(s, a as string, l as string, t as string, i) }),
+  },
+  {
+    method: 'DELETE',
+    re: /^\/v1\/lists\/([^/]+)\/([^/]+)\/hooks\/([^/]+)\/?$/,
+    make: ([a, l, h]) => ({ name: `DELETE ${LIST}/hooks/{hookId}`, mutation: false, handle: (s) => unsubscribeItemEvents(s, a as string, l as string, h as string) }),
   },
   { method: 'GET', re: /^\/v1\/applications\/?$/, make: () => ({ name: 'GET /v1/applications', mutation: false, handle: (s) => applications(s) }) },
   {

@@ -11,6 +11,7 @@ import { RequestLog } from './request-log.js';
 import type { EmulatorStore } from './store.js';
 import { TimerSet } from './timers.js';
 import { WebhookHub } from './webhooks.js';
+import { ItemHookHub } from './item-hooks.js';
 
 /**
  * Everything a running emulator holds: the data (replaced on reset), the
@@ -51,6 +52,7 @@ export class EmulatorState {
   readonly faults: FaultInjector;
   readonly log = new RequestLog();
   readonly hooks = new WebhookHub();
+  readonly itemHooks: ItemHookHub;
   readonly activity: ActivitySimulator;
   readonly timers = new TimerSet();
   readonly lag: QueryLag;
@@ -63,12 +65,13 @@ export class EmulatorState {
     this.initialReferenceMs = init.referenceMs;
     this.store = buildStore({ ...init.store, referenceMs: init.referenceMs });
     this.idsAsNumbers = init.idsAsNumbers;
+    this.itemHooks = new ItemHookHub(init.idsAsNumbers);
     this.clock = new EmulatorClock(init.now);
     this.lag = new QueryLag(() => this.clock.nowMs(), init.queryLagMs ?? 0);
     this.fieldMeta = { ...DEFAULT_FIELD_META_SHAPE, ...stripUndefined(init.fieldMeta ?? {}) };
     this.limiter = init.rateLimit === false ? null : new TokenBucketLimiter(init.rateLimit, init.rateLimitClock);
     this.faults = new FaultInjector(init.faults, Date.now());
-    this.activity = new ActivitySimulator({ store: () => this.store, clock: this.clock, hooks: this.hooks, lag: this.lag });
+    this.activity = new ActivitySimulator({ store: () => this.store, clock: this.clock, hooks: this.hooks, lag: this.lag, itemHooks: this.itemHooks });
   }
 
   get settings(): RuntimeSettings {
@@ -120,6 +123,7 @@ export class EmulatorState {
     this.queries.clear();
     this.limiter?.reset();
     this.hooks.reset();
+    this.itemHooks.reset();
     return store;
   }
 
@@ -133,6 +137,7 @@ export class EmulatorState {
     this.activity.stop();
     this.timers.clearAll();
     this.hooks.close();
+    this.itemHooks.close();
   }
 }
 

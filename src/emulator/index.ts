@@ -174,6 +174,8 @@ export type { ResetOptions, RuntimeSettings } from './emulator-state.js';
 export { FIELD_FLAG_STYLES, FIELD_META_ARRANGEMENTS } from './field-meta.js';
 export type { FieldFlagStyle, FieldMetaArrangement } from './field-meta.js';
 export { DEFAULT_FAULTS } from './faults.js';
+export { DEFAULT_ITEM_DELIVERY, ITEM_EVENT_TYPES } from './item-hooks.js';
+export type { ItemDeliverySettings, ItemDeliveryStats, ItemHook } from './item-hooks.js';
 export type { FaultSettings, FaultSettingsPatch } from './faults.js';
 export type { FieldMeta, FieldSpec } from './field-types.js';
 export { OPERATORS } from './query-engine.js';

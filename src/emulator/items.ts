@@ -3,6 +3,12 @@ import { READ_ONLY_FIELDS } from './field-types.js';
 import { snowflakeId } from './ids.js';
 import type { QueryLag } from './query-lag.js';
 import type { ListData, TextColumn } from './store.js';
+import type { ItemChange } from './item-hooks.js';
+
+/** Told about every item write (list item event subscriptions). */
+export interface ItemChangeSink {
+  changed(list: ListData, slot: number, change: ItemChange): void;
+}
 
 /**
  * Item writes shared by the /v1 API, the admin API and simulated activity:
@@ -46,6 +52,7 @@ export interface CreateOptions {
   /** Created in platform naive seconds. */
   createdNaive: number;
   lag?: QueryLag;
+  events?: ItemChangeSink;
 }
 
 /** Creates an item; returns its ListDataID. */
@@ -57,6 +64,7 @@ export function createItem(list: ListData, data: WriteData, opts: CreateOptions)
     values,
   );
   opts.lag?.created(list, slot);
+  opts.events?.changed(list, slot, 'created');
   return id.toString();
 }
 
@@ -73,6 +81,7 @@ export interface UpdateOptions {
   /** The caller's RowVersion; 0 overwrites; undefined skips the check. */
   expectedVersion?: number;
   lag?: QueryLag;
+  events?: ItemChangeSink;
 }
 
 /** Applies a change: checks RowVersion, writes the given fields, bumps RowVersion, sets Modified/ModifiedBy. */
@@ -86,12 +95,14 @@ export function updateItem(list: ListData, slot: number, data: WriteData, opts: 
     list.setValue(slot, list.column(name) as TextColumn, value);
   }
   list.touchRow(slot, opts.modifiedNaive, opts.userId);
+  opts.events?.changed(list, slot, 'modified');
   return list.versions[slot] as number;
 }
 
 /** Deletes the item in `slot` (no tombstone); returns its ListDataID. */
-export function deleteItem(list: ListData, slot: number, opts: { lag?: QueryLag } = {}): string {
+export function deleteItem(list: ListData, slot: number, opts: { lag?: QueryLag; events?: ItemChangeSink } = {}): string {
   const id = (list.ids[slot] as bigint).toString();
+  opts.events?.changed(list, slot, 'deleted');
   opts.lag?.beforeDelete(list, slot);
   list.remove(slot);
   return id;

@@ -145,7 +145,7 @@ export interface Envelope {
 }
 
 type Attempt =
-  | { ok: true; envelope: Envelope; httpStatus: number; durationMs: number }
+  | { ok: true; envelope: Envelope; httpStatus: number; durationMs: number; location?: string }
   | {
       ok: false;
       kind: 'transport' | 'malformed' | 'answer';
@@ -171,6 +171,8 @@ export class PlatformClient {
   private readonly closing = new AbortController();
   private readonly counters: ClientStats = { requests: 0, retries: 0, rateLimited: 0, errors: 0 };
   private closed = false;
+  /** The Location header of a successful answer, by its envelope (read by subscribeItemHook). */
+  private readonly locations = new WeakMap<Envelope, string>();
 
   constructor(options: PlatformClientOptions) {
     const config = options.config;
@@ -361,6 +363,33 @@ export class PlatformClient {
     return { id: idOf(env.Data, 'POST', '/hooks') };
   }
 
+  /**
+   * Subscribes a list's item events (event type 1 created, 2 modified, 3
+   * created or modified, 4 deleted). The platform answers 201; the new hook's
+   * ID is read from Data (a string, a number or an object with an ID) or else
+   * from the last segment of a Location header.
+   */
+  async subscribeItemHook(appID: string, listID: string, eventType: number, channel: string, callbackUrl: string, signal?: AbortSignal): Promise<{ id: string }> {
+    const path = `${listPath(appID, listID)}/hooks/${eventType}?channel=${encodeURIComponent(channel)}`;
+    const env = await this.request({ method: 'POST', endpoint: 'lists/{appID}/{listID}/hooks/{eventType}', path, body: { callbackUrl, columnType: 0 }, repeat: 'create', signal });
+    const fromLocation = this.locations.get(env)?.split('?')[0]?.replace(/\/+$/, '').split('/').pop();
+    if (env.Data === null || env.Data === undefined || env.Data === '') {
+      if (fromLocation) return { id: decodeURIComponent(fromLocation) };
+    }
+    try {
+      return { id: idOf(env.Data, 'POST', `/${path.split('?')[0]}`) };
+    } catch (err) {
+      if (fromLocation) return { id: decodeURIComponent(fromLocation) };
+      throw err;
+    }
+  }
+
+  /** Removes a list item event subscription. An unknown hook throws NotFoundError. */
+  async unsubscribeItemHook(appID: string, listID: string, hookId: string, signal?: AbortSignal): Promise<void> {
+    const path = `${listPath(appID, listID)}/hooks/${encodeURIComponent(hookId)}`;
+    await this.request({ method: 'DELETE', endpoint: 'lists/{appID}/{listID}/hooks/{hookId}', path, repeat: 'delete', signal });
+  }
+
   /** Pages of a list query, in order, with up to `maxInFlight` pages fetched ahead. */
   pages(appID: string, listID: string, query: ItemQuery = {}, options: PageOptions = {}): AsyncGenerator<Page<Item>, void, undefined> {
     const path = `/${listPath(appID, listID)}/items/query`;
@@ -434,6 +463,7 @@ export class PlatformClient {
       if (result.ok) {
         this.limiter.succeeded();
         this.report(call, attempt, 'ok', result.httpStatus, result.envelope.Status, result.durationMs);
+        if (result.location !== undefined) this.locations.set(result.envelope, result.location);
         return result.envelope;
       }
 
@@ -501,6 +531,7 @@ export class PlatformClient {
     let statusCode: number;
     let text: string;
     let retryAfter: string | string[] | undefined;
+    let location: string | undefined;
     try {
       const pending = this.http.got(call.path, {
         method: call.method,
@@ -513,6 +544,7 @@ export class PlatformClient {
       statusCode = response.statusCode;
       text = response.body;
       retryAfter = response.headers['retry-after'];
+      location = response.headers.location;
     } catch (err) {
       if (signal.aborted) throw abortReason(signal);
       const code = typeof (err as { code?: unknown }).code === 'string' ? (err as { code: string }).code : undefined;
@@ -535,7 +567,7 @@ export class PlatformClient {
       if (is2xx) return { ok: false, kind: 'malformed', httpStatus: statusCode, code: 'EMALFORMED', message: 'response body is not the {Status, Data, Message} envelope', durationMs };
       return { ok: false, kind: 'answer', httpStatus: statusCode, retryAfterMs, durationMs };
     }
-    if (is2xx && envelope.Status === 0) return { ok: true, envelope, httpStatus: statusCode, durationMs };
+    if (is2xx && envelope.Status === 0) return { ok: true, envelope, httpStatus: statusCode, durationMs, ...(location ? { location } : {}) };
     return {
       ok: false,
       kind: 'answer',

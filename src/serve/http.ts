@@ -59,8 +59,11 @@ function routeFor(routes: Record<string, RouteHandler>, pathname: string): Route
   return prefix === undefined ? undefined : routes[prefix];
 }
 
-/** GET /healthz: the database, and per list the last run, watermark and lag; 'degraded' when a list is stale or failed. */
-export function healthRoute(db: Knex, config: Config): RouteHandler {
+/** More for /healthz from another part of serve: merged into the answer; `degraded: true` makes it degraded. */
+export type HealthExtra = () => Promise<{ degraded: boolean; [key: string]: unknown }>;
+
+/** GET /healthz: the database, and per list the last run, watermark and lag; 'degraded' when a list is stale or failed (or `extra` says so). */
+export function healthRoute(db: Knex, config: Config, extra?: HealthExtra): RouteHandler {
   return async (_req, res) => {
     try {
       await db.raw('select 1');
@@ -70,9 +73,11 @@ export function healthRoute(db: Knex, config: Config): RouteHandler {
     }
     const lists = await listStatuses(db, config);
     const stale = lists.filter((l) => l.lagMinutes !== null && l.lagMinutes > config.serve.maxLagMinutes);
-    const degraded = stale.length > 0 || lists.some((l) => l.lastError);
+    const { degraded: extraDegraded, ...more } = extra ? await extra() : { degraded: false };
+    const degraded = stale.length > 0 || lists.some((l) => l.lastError) || extraDegraded === true;
     json(res, 200, {
       status: degraded ? 'degraded' : 'ok',
+      ...more,
       database: 'ok',
       lists: lists.map((l) => ({
         list: l.list,

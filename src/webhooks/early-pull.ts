@@ -24,10 +24,15 @@ export function earlyPullOnItemEvent(config: Config, requestPull: (list: string)
 
 /**
  * Item events stored by a process that stopped before acting on them: at start, serve asks for
- * the early pull they were owed (once for all of them) and marks them processed.
+ * the early pull they were owed (once for all of them) and marks them processed. A list's own item
+ * event subscriptions (realtime) are not theirs: the realtime applier replays those.
  */
 export async function replayUnprocessedEvents(db: Knex, config: Config, requestPull: (list: string) => void): Promise<number> {
-  const ids = (await db('listsync.webhook_inbox').whereNull('processed_at').pluck('id')) as number[];
+  const ids = (await db('listsync.webhook_inbox as i')
+    .join('listsync.webhook_subscriptions as s', 's.id', 'i.subscription_id')
+    .whereNull('i.processed_at')
+    .whereNull('s.list_name')
+    .pluck('i.id')) as number[];
   if (ids.length === 0) return 0;
   for (const list of listsToPullFor(config)) requestPull(list.name);
   await db('listsync.webhook_inbox').whereIn('id', ids).update({ processed_at: db.fn.now() });

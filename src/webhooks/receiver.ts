@@ -10,7 +10,10 @@
  * | `<token>` belongs to a subscription                            | 404    |
  * | `Channel` header present and equal to the subscription's       | 403    |
  * | `Type` header an integer equal to the subscription's           | 400    |
- * | `Content-Type` is `application/json` (charset utf-8 if given)  | 415    |
+ * |   (item event subscriptions: both checked only when sent, and  |        |
+ * |   Type may be any event the subscription covers)               |        |
+ * | `Content-Type` is `application/json` (charset utf-8 if given;  | 415    |
+ * |   not checked for item event subscriptions)                    |        |
  * | body within `serve.webhookBodyLimitBytes` (Content-Length is   | 413    |
  * |   checked first, then bytes are counted while reading; reading |        |
  * |   stops at the limit)                                          |        |
@@ -63,8 +66,12 @@ export interface ReceiverOptions {
   db: Knex;
   config: Config;
   logger: Logger;
-  /** Called once per new (not duplicate) event that names a list item. */
-  onItemEvent?: (event: ItemEvent) => void | Promise<void>;
+  /**
+   * Called once per new (not duplicate) event that names a list item. The
+   * event is then marked processed, unless the handler answers 'deferred'
+   * (it marks the event itself once acted on).
+   */
+  onItemEvent?: (event: ItemEvent) => void | 'deferred' | Promise<void | 'deferred'>;
   /** Called for every request with its outcome (metrics). */
   onOutcome?: (outcome: ReceiveOutcome) => void;
 }
@@ -76,7 +83,20 @@ interface SubscriptionRow {
   resource: string;
   channel: string;
   type: number;
+  /** Set for a list's item event subscription. */
+  list_name: string | null;
 }
+
+/**
+ * Item event callbacks carry the item; which headers come with them is not
+ * documented. For a list's item subscription, Channel and Type are checked
+ * only when sent, and Type may name any event the subscription covers
+ * (created-or-modified, 3, covers created, 1, and modified, 2).
+ */
+const ITEM_TYPES_COVERED: Readonly<Record<number, readonly number[]>> = { 3: [1, 2, 3] };
+
+/** The item ID of a stored body: the item itself, or an item wrapped in `Data`. */
+const BODY_ITEM_ID = (col: string): string => `coalesce(nullif(${col} ->> 'ListDataID', ''), nullif(${col} -> 'Data' ->> 'ListDataID', ''))`;
 
 /** Headers kept with an event (never credentials or cookies). */
 const KEPT_HEADERS = ['channel', 'type', 'content-type', 'content-length', 'user-agent', 'date', 'x-request-id', 'x-forwarded-for'];
@@ -132,20 +152,23 @@ export function createHookReceiver(options: ReceiverOptions): HookHandler {
 
       const token = url.pathname.startsWith(HOOKS_PATH) ? url.pathname.slice(HOOKS_PATH.length) : '';
       const sub = /^[A-Za-z0-9_-]{8,128}$/.test(token)
-        ? ((await db('listsync.webhook_subscriptions').where({ token }).first('id', 'resource', 'channel', 'type')) as SubscriptionRow | undefined)
+        ? ((await db('listsync.webhook_subscriptions').where({ token }).first('id', 'resource', 'channel', 'type', 'list_name')) as SubscriptionRow | undefined)
         : undefined;
       if (!sub) return reject(req, res, 404, 'unknown_token', 'no subscription has this callback path');
 
-      const channel = header(req, 'channel');
+      const itemEvents = sub.list_name !== null;
+      const channel = header(req, 'channel') ?? (itemEvents ? sub.channel : undefined);
       if (channel === undefined) return reject(req, res, 403, 'channel', 'the Channel header is missing', sub);
       if (channel !== sub.channel) return reject(req, res, 403, 'channel', "the Channel header does not match the subscription's channel", sub);
 
-      const typeText = header(req, 'type');
+      const typeText = header(req, 'type') ?? (itemEvents ? String(sub.type) : undefined);
       if (typeText === undefined) return reject(req, res, 400, 'type', 'the Type header is missing', sub);
       if (!/^\s*-?\d{1,9}\s*$/.test(typeText)) return reject(req, res, 400, 'type', 'the Type header is not an integer', sub);
-      if (Number(typeText) !== sub.type) return reject(req, res, 400, 'type', "the Type header does not match the subscription's type", sub);
+      const covered = itemEvents ? (ITEM_TYPES_COVERED[sub.type] ?? [sub.type]) : [sub.type];
+      if (!covered.includes(Number(typeText))) return reject(req, res, 400, 'type', "the Type header does not match the subscription's type", sub);
 
-      if (!isJsonContentType(header(req, 'content-type'))) return reject(req, res, 415, 'content_type', 'Content-Type must be application/json', sub);
+      // Item callbacks' content type is not documented: their body must still be one JSON object.
+      if (!itemEvents && !isJsonContentType(header(req, 'content-type'))) return reject(req, res, 415, 'content_type', 'Content-Type must be application/json', sub);
 
       const declared = header(req, 'content-length');
       if (declared !== undefined && (!/^\d+$/.test(declared) || Number(declared) > limit)) {
@@ -193,7 +216,7 @@ export function createHookReceiver(options: ReceiverOptions): HookHandler {
 
   async function dispatch(fn: NonNullable<ReceiverOptions['onItemEvent']>, event: ItemEvent): Promise<void> {
     try {
-      await fn(event);
+      if ((await fn(event)) === 'deferred') return;
       await db('listsync.webhook_inbox').where({ id: event.inboxId }).update({ processed_at: db.fn.now() });
     } catch (err) {
       log.error({ inboxId: event.inboxId, error: errorSummary(err) }, 'handling a webhook item event failed; it stays unprocessed');
@@ -222,13 +245,13 @@ async function store(
       .where({ dedup_key: key, subscription_id: sub.id })
       .where('received_at', '>', trx.raw('now() - make_interval(mins => ?)', [windowMinutes]))
       .orderBy('id')
-      .first('id', trx.raw("body ->> 'ListDataID' as list_data_id"), trx.raw("body ->> 'Event' as event"))) as { id: number; list_data_id: string | null; event: string | null } | undefined;
+      .first('id', trx.raw(`${BODY_ITEM_ID('body')} as list_data_id`), trx.raw("body ->> 'Event' as event"))) as { id: number; list_data_id: string | null; event: string | null } | undefined;
     if (existing) return { id: Number(existing.id), duplicate: true, listDataId: existing.list_data_id, event: existing.event };
     const inserted = (await trx.raw(
       `insert into listsync.webhook_inbox (subscription_id, dedup_key, channel, type, headers, body, processed_at)
-       select ?, ?, ?, ?, ?::jsonb, b, case when b ->> 'ListDataID' is null or b ->> 'ListDataID' = '' then now() end
+       select ?, ?, ?, ?, ?::jsonb, b, case when ${BODY_ITEM_ID('b')} is null then now() end
          from (select ?::jsonb as b) x
-       returning id, body ->> 'ListDataID' as list_data_id, body ->> 'Event' as event`,
+       returning id, ${BODY_ITEM_ID('body')} as list_data_id, body ->> 'Event' as event`,
       [sub.id, key, channel, type, JSON.stringify(headers), body],
     )) as { rows: { id: number; list_data_id: string | null; event: string | null }[] };
     const row = inserted.rows[0]!;

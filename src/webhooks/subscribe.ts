@@ -38,6 +38,8 @@ export interface Subscription {
 }
 
 export interface SubscriptionSummary extends Omit<Subscription, 'token' | 'callbackUrl'> {
+  /** The list of an item event subscription (null for others). */
+  listName: string | null;
   /** The token with all but its last 4 characters masked. */
   maskedToken: string;
   /** The callback URL with the token masked. */
@@ -118,6 +120,7 @@ export async function listSubscriptions(db: Knex): Promise<SubscriptionSummary[]
     token: string;
     callback_url: string;
     created_at: Date;
+    list_name: string | null;
     events: number;
     last_event_at: Date | null;
   }[];
@@ -127,6 +130,7 @@ export async function listSubscriptions(db: Knex): Promise<SubscriptionSummary[]
     resource: r.resource,
     channel: r.channel,
     type: r.type,
+    listName: r.list_name ?? null,
     createdAt: r.created_at,
     maskedCallbackUrl: r.callback_url.split(r.token).join(maskToken(r.token)),
     maskedToken: maskToken(r.token),

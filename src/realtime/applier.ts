@@ -1,0 +1,478 @@
+/**
+ * The realtime applier inside `serve`: list item events, already stored in
+ * `listsync.webhook_inbox`, brought into the mirror within about a second.
+ *
+ * Per list, queued events are coalesced: a flush starts `windowMs` after the
+ * first event, and no sooner than `minIntervalMs` after the previous flush of
+ * the list (longer while the shared request budget is busy), so a steady
+ * stream of edits costs about one request a second. A flush:
+ *
+ * 1. reads the queued events' bodies and merges them per item (a delete
+ *    claim, the highest announced version);
+ * 2. decides per item from the stored row: an announced version the mirror
+ *    already holds needs nothing (duplicates, reordering); with
+ *    `realtimeTrust: "body"` a newer body is applied as sent;
+ * 3. re-reads the rest with `In` queries (up to 1000 IDs each) through the
+ *    shared client; an ID the query does not find, or a delete the query still
+ *    shows, is read by ID: 40400 confirms the delete;
+ * 4. writes in one transaction: the upsert of the pull (same conversion,
+ *    version guard, open local changes left alone and settled by the pull's
+ *    conflict rules), `_deleted_at` for confirmed deletes, the events marked
+ *    processed, the list's counters in `listsync.realtime_stats`.
+ *
+ * Versions only move forward: a re-read older than the version an event
+ * announced (the platform's queries can lag behind a write) is re-read again
+ * later by ID, up to `maxRechecks` times; a row marked deleted is never
+ * brought back by a query that may lag. Events stay unprocessed until applied,
+ * so a stop at any point replays them at the next start.
+ */
+import type { Config, ListConfig } from '../config.js';
+import type { Knex } from '../db.js';
+import { coerceError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import { FIXED_COLUMNS, LOCAL_ID_PREFIX, loadTableMapping, markListsyncWriter, qualifiedName, quoteIdent, scalarString, upsertItems, type TableMapping } from '../mirror/index.js';
+import { arrayLiteral } from '../mirror/pg-text.js';
+import type { PlatformClient } from '../platform/client.js';
+import { NotFoundError } from '../platform/errors.js';
+import { parseJson } from '../platform/json.js';
+import { Operator, type Item } from '../platform/types.js';
+import { pendingConflictHandler } from '../sync/conflicts.js';
+import { ITEM_EVENT } from './subscriptions.js';
+
+/** IDs per `In` query (the platform's largest page). */
+export const REREAD_BATCH = 1000;
+
+export interface ApplierOptions {
+  db: Knex;
+  client: PlatformClient;
+  config: Config;
+  logger: Logger;
+  /** Wait after the first queued event before a flush. Default 150 ms. */
+  windowMs?: number;
+  /** Least time between two flushes of a list. Default 900 ms. */
+  minIntervalMs?: number;
+  /** Wait before re-reading an item whose re-read was older than announced. Default 500 ms (doubling). */
+  recheckDelayMs?: number;
+  /** Re-reads of such an item before leaving it to the scheduled pull. Default 5. */
+  maxRechecks?: number;
+  /** A list that has no mirror table yet: asks for a pull (which reads everything). */
+  requestPull?: (list: string) => void;
+  /** Called after each flush with what it did (metrics, tests). */
+  onFlush?: (r: FlushResult) => void;
+}
+
+export interface FlushResult {
+  list: string;
+  events: number;
+  applied: number;
+  /** IDs re-read through the API. */
+  reread: number;
+  requests: number;
+  fromBody: number;
+  deleted: number;
+  /** IDs left for a later re-read. */
+  recheck: number;
+}
+
+interface Claim {
+  id: string;
+  inboxIds: number[];
+  deleteClaimed: boolean;
+  /** The highest version an upsert event announced (null: none). */
+  announced: number | null;
+  /** The body with the highest version (trust "body"). */
+  body: Item | null;
+  receivedAt: Date;
+  /** Re-reads already made because the platform showed an older version. */
+  rechecks: number;
+}
+
+interface ListQueue {
+  list: ListConfig;
+  inbox: Set<number>;
+  rechecks: Map<string, Claim>;
+  timer: NodeJS.Timeout | null;
+  running: Promise<void> | null;
+  lastFlushAt: number;
+}
+
+interface InboxRow {
+  id: number;
+  type: number;
+  body: string;
+  received_at: Date;
+}
+
+export class RealtimeApplier {
+  private readonly queues = new Map<string, ListQueue>();
+  private readonly log: Logger;
+  private closed = false;
+  private readonly windowMs: number;
+  private readonly minIntervalMs: number;
+  private readonly recheckDelayMs: number;
+  private readonly maxRechecks: number;
+  private recentRequests: { at: number; requests: number } = { at: Date.now(), requests: 0 };
+
+  constructor(private readonly opts: ApplierOptions) {
+    this.log = opts.logger.child({ component: 'realtime' });
+    this.windowMs = opts.windowMs ?? 150;
+    this.minIntervalMs = opts.minIntervalMs ?? 900;
+    this.recheckDelayMs = opts.recheckDelayMs ?? 500;
+    this.maxRechecks = opts.maxRechecks ?? 5;
+  }
+
+  /** The configured list an item subscription's resource (`lists/{appID}/{listID}`) belongs to. */
+  listForResource(resource: string): ListConfig | undefined {
+    return this.opts.config.lists.find((l) => resource === `lists/${l.appID}/${l.listID}`);
+  }
+
+  /** Queues a stored event of the list; the flush marks it processed. */
+  enqueue(listName: string, inboxId: number): void {
+    const q = this.queue(listName);
+    if (!q || this.closed) return;
+    q.inbox.add(inboxId);
+    this.arm(q, this.windowMs);
+  }
+
+  /** Queues the item events a previous process stored but did not apply. Returns how many. */
+  async replay(): Promise<number> {
+    const rows = (await this.opts.db('listsync.webhook_inbox as i')
+      .join('listsync.webhook_subscriptions as s', 's.id', 'i.subscription_id')
+      .whereNull('i.processed_at')
+      .whereNotNull('s.list_name')
+      .orderBy('i.id')
+      .select('i.id', 's.list_name', 's.resource')) as { id: number; list_name: string; resource: string }[];
+    for (const r of rows) {
+      const list = this.listForResource(r.resource) ?? this.opts.config.lists.find((l) => l.name === r.list_name);
+      if (list) this.enqueue(list.name, Number(r.id));
+    }
+    return rows.length;
+  }
+
+  /** Runs every due or queued flush now and waits for them (tests, shutdown). */
+  async flushAll(): Promise<void> {
+    for (const q of this.queues.values()) {
+      if (q.timer) clearTimeout(q.timer);
+      q.timer = null;
+      await q.running;
+      if (q.inbox.size || q.rechecks.size) await this.run(q);
+    }
+  }
+
+  /** Whether anything is queued or running. */
+  busy(): boolean {
+    return [...this.queues.values()].some((q) => q.inbox.size > 0 || q.rechecks.size > 0 || q.running !== null);
+  }
+
+  /** Stops the timers and waits for a flush in flight; what is queued stays unprocessed in the inbox. */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const q of this.queues.values()) {
+      if (q.timer) clearTimeout(q.timer);
+      q.timer = null;
+    }
+    await Promise.allSettled([...this.queues.values()].map((q) => q.running));
+  }
+
+  private queue(listName: string): ListQueue | undefined {
+    let q = this.queues.get(listName);
+    if (q) return q;
+    const list = this.opts.config.lists.find((l) => l.name === listName);
+    if (!list) return undefined;
+    q = { list, inbox: new Set(), rechecks: new Map(), timer: null, running: null, lastFlushAt: 0 };
+    this.queues.set(listName, q);
+    return q;
+  }
+
+  /** Schedules the list's next flush: after `delayMs`, and no sooner than the (widened) interval since the last. */
+  private arm(q: ListQueue, delayMs: number): void {
+    if (q.timer || q.running || this.closed) return;
+    const now = Date.now();
+    const at = Math.max(now + delayMs, q.lastFlushAt + this.minIntervalMs * this.budgetFactor());
+    q.timer = setTimeout(() => {
+      q.timer = null;
+      void this.run(q);
+    }, at - now);
+  }
+
+  /**
+   * 1 while the budget is free; up to 4 when the shared limiter throttles, or
+   * when this process used most of the account's rate in the last second.
+   */
+  private budgetFactor(): number {
+    const { client, config } = this.opts;
+    const now = Date.now();
+    const total = client.stats().requests;
+    if (now - this.recentRequests.at >= 1000) this.recentRequests = { at: now, requests: total };
+    const recent = total - this.recentRequests.requests;
+    const share = recent / Math.max(1, config.platform.requestsPerSecond);
+    const throttled = client.rateFactor() < 1 ? 1 / Math.max(0.25, client.rateFactor()) : 1;
+    return Math.min(4, Math.max(throttled, share > 0.7 ? 2 : 1));
+  }
+
+  private run(q: ListQueue): Promise<void> {
+    if (q.running) return q.running;
+    q.running = (async () => {
+      try {
+        await this.flush(q);
+      } catch (err) {
+        this.log.error({ list: q.list.name, err: coerceError(err) }, 'applying item events failed; they stay queued and are tried again');
+      } finally {
+        q.lastFlushAt = Date.now();
+        q.running = null;
+        if (!this.closed && (q.inbox.size || q.rechecks.size)) this.arm(q, q.inbox.size ? this.windowMs : this.recheckDelayMs);
+      }
+    })();
+    return q.running;
+  }
+
+  private async flush(q: ListQueue): Promise<void> {
+    const { db, config } = this.opts;
+    const list = q.list;
+    const inboxIds = [...q.inbox];
+    const carried = [...q.rechecks.values()];
+    const rows = inboxIds.length
+      ? ((await db('listsync.webhook_inbox').whereIn('id', inboxIds).whereNull('processed_at').select('id', 'type', db.raw('body::text as body'), 'received_at')) as InboxRow[])
+      : [];
+    const mapping = await loadTableMapping(db, config.database.schema, list.name);
+    if (!mapping) {
+      // No mirror yet: the first pull reads every item, these included.
+      this.log.info({ list: list.name, events: rows.length }, 'item events for a list not pulled yet: asking for a pull');
+      this.opts.requestPull?.(list.name);
+      await db('listsync.webhook_inbox').whereIn('id', inboxIds).update({ processed_at: db.fn.now() });
+      for (const id of inboxIds) q.inbox.delete(id);
+      q.rechecks.clear();
+      return;
+    }
+    const claims = mergeClaims(rows, carried, mapping, list);
+    for (const id of inboxIds) q.inbox.delete(id);
+    q.rechecks.clear();
+
+    const plan = await this.plan(mapping, [...claims.values()], list.realtimeTrust === 'body');
+    const read = await this.reread(list, mapping, plan.reread, plan.recheckById);
+    const result = await this.write(list, mapping, claims, plan, read, rows);
+
+    for (const c of read.recheck) {
+      c.rechecks++;
+      q.rechecks.set(c.id, c);
+    }
+    this.opts.onFlush?.(result);
+    this.log.debug({ ...result }, 'item events applied');
+  }
+
+  /** Which claims need the API, and which the stored row or a trusted body settle. */
+  private async plan(mapping: TableMapping, claims: Claim[], trustBody: boolean): Promise<Plan> {
+    const stored = await storedRows(this.opts.db, mapping, claims.map((c) => c.id));
+    const plan: Plan = { reread: [], recheckById: new Set(), fromBody: [], settled: [], stored };
+    for (const c of claims) {
+      const row = stored.get(c.id);
+      if (c.id.startsWith('\u0000')) {
+        plan.settled.push(c);
+      } else if (c.rechecks > 0) {
+        plan.reread.push(c);
+        plan.recheckById.add(c.id);
+      } else if (c.deleteClaimed) {
+        plan.reread.push(c);
+      } else if (row && c.announced !== null && row.version !== null && row.version >= c.announced) {
+        plan.settled.push(c); // a duplicate or a late copy: the mirror already has this version
+      } else if (trustBody && c.body && c.announced !== null && (!row || row.version === null || c.announced > row.version) && !row?.deleted) {
+        plan.fromBody.push(c);
+      } else {
+        plan.reread.push(c);
+      }
+    }
+    return plan;
+  }
+
+  /** Re-reads the claims: `In` queries, then by ID for what the query does not settle. */
+  private async reread(list: ListConfig, mapping: TableMapping, claims: Claim[], byIdOnly: Set<string>): Promise<ReadResult> {
+    const { client } = this.opts;
+    const out: ReadResult = { items: new Map(), fromGet: new Set(), gone: new Set(), recheck: [], requests: 0, reread: 0 };
+    const queried = claims.filter((c) => !byIdOnly.has(c.id));
+    for (let i = 0; i < queried.length; i += REREAD_BATCH) {
+      const chunk = queried.slice(i, i + REREAD_BATCH);
+      const ids = chunk.map((c) => c.id);
+      const page = await client.queryItems(list.appID, list.listID, {
+        Filters: [{ Field: mapping.idField, Type: Operator.In, Value: JSON.stringify(ids) }],
+        PageIndex: 1,
+        PageSize: REREAD_BATCH,
+      });
+      out.requests++;
+      out.reread += ids.length;
+      for (const item of page.items) {
+        const id = scalarString(item[mapping.idField]);
+        if (id !== null) out.items.set(id.trim(), item);
+      }
+    }
+    const byId: Claim[] = claims.filter((c) => byIdOnly.has(c.id));
+    for (const c of queried) {
+      const item = out.items.get(c.id);
+      if (!item && c.deleteClaimed) out.gone.add(c.id); // the delete is confirmed: the platform no longer has it
+      else if (!item) byId.push(c); // deleted since, or created too recently for the query to show it
+      else if (c.deleteClaimed) byId.push(c); // the query may lag behind the delete
+    }
+    for (const c of byId) {
+      out.requests++;
+      out.reread++;
+      try {
+        const item = await client.getItem(list.appID, list.listID, c.id);
+        out.items.set(c.id, item);
+        out.fromGet.add(c.id);
+      } catch (err) {
+        if (!(err instanceof NotFoundError)) throw err;
+        out.items.delete(c.id);
+        out.gone.add(c.id);
+      }
+    }
+    for (const c of claims) {
+      const item = out.items.get(c.id);
+      if (!item || c.announced === null) continue;
+      const v = versionOf(item[mapping.versionField]);
+      if (v !== null && v < c.announced && c.rechecks < this.maxRechecks) out.recheck.push(c);
+    }
+    return out;
+  }
+
+  /** One transaction: upserts, deletes, processed events, counters. */
+  private async write(list: ListConfig, mapping: TableMapping, claims: Map<string, Claim>, plan: Plan, read: ReadResult, rows: InboxRow[]): Promise<FlushResult> {
+    const { db, config } = this.opts;
+    const zone = config.platform.timeZone;
+    const recheckIds = new Set(read.recheck.map((c) => c.id));
+    const items: Item[] = [];
+    for (const [id, item] of read.items) {
+      const row = plan.stored.get(id);
+      const v = versionOf(item[mapping.versionField]);
+      // A row marked deleted comes back only with a newer version: a lagging query may still show a deleted item.
+      if (row?.deleted && (v === null || row.version === null || v <= row.version) && !read.fromGet.has(id)) continue;
+      items.push(item);
+    }
+    for (const c of plan.fromBody) items.push(c.body!);
+    const gone = [...read.gone];
+    const done = [...claims.values()].filter((c) => !recheckIds.has(c.id)).flatMap((c) => c.inboxIds);
+    const newest = rows.reduce<Date | null>((m, r) => (m === null || r.received_at > m ? r.received_at : m), null);
+
+    const result: FlushResult = { list: list.name, events: rows.length, applied: 0, reread: read.reread, requests: read.requests, fromBody: plan.fromBody.length, deleted: 0, recheck: recheckIds.size };
+    await db.transaction(async (trx) => {
+      await markListsyncWriter(trx);
+      if (items.length) {
+        const r = await upsertItems(trx, mapping, items, zone);
+        if (r.skippedPending.length) await pendingConflictHandler(config, list)(trx, mapping, r.skippedPending);
+        result.applied += r.inserted + r.updated;
+      }
+      if (gone.length) result.deleted = await markDeleted(trx, mapping, gone);
+      if (done.length) await trx('listsync.webhook_inbox').whereIn('id', done).whereNull('processed_at').update({ processed_at: trx.fn.now() });
+      await trx.raw(
+        `insert into listsync.realtime_stats as s (list_name, events_applied, items_reread, reread_requests, applied_from_body, deletes_marked, last_applied_at, last_received_at, last_lag_ms, updated_at)
+         values (?, ?, ?, ?, ?, ?, case when ? then now() end, ?::timestamptz, case when ?::timestamptz is not null then (extract(epoch from now() - ?::timestamptz) * 1000)::int end, now())
+         on conflict (list_name) do update set
+           events_applied = s.events_applied + excluded.events_applied,
+           items_reread = s.items_reread + excluded.items_reread,
+           reread_requests = s.reread_requests + excluded.reread_requests,
+           applied_from_body = s.applied_from_body + excluded.applied_from_body,
+           deletes_marked = s.deletes_marked + excluded.deletes_marked,
+           last_applied_at = coalesce(excluded.last_applied_at, s.last_applied_at),
+           last_received_at = coalesce(excluded.last_received_at, s.last_received_at),
+           last_lag_ms = coalesce(excluded.last_lag_ms, s.last_lag_ms),
+           updated_at = now()`,
+        [list.name, done.length, read.reread, read.requests, plan.fromBody.length, result.deleted, done.length > 0, newest, newest, newest],
+      );
+    });
+    return result;
+  }
+}
+
+interface Plan {
+  reread: Claim[];
+  /** Claims re-read by ID (a recheck after an older version). */
+  recheckById: Set<string>;
+  fromBody: Claim[];
+  settled: Claim[];
+  stored: Map<string, StoredRow>;
+}
+
+interface ReadResult {
+  items: Map<string, Item>;
+  /** Items read by ID: the platform's current state (queries may lag, reads by ID do not). */
+  fromGet: Set<string>;
+  gone: Set<string>;
+  recheck: Claim[];
+  requests: number;
+  reread: number;
+}
+
+interface StoredRow {
+  version: number | null;
+  deleted: boolean;
+}
+
+/** The item a callback body carries: the body itself, or an item wrapped in `Data`. */
+function itemOf(body: unknown, idField: string): Item | null {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return null;
+  const o = body as Item;
+  const data = o['Data'];
+  if (o[idField] === undefined && data !== null && typeof data === 'object' && !Array.isArray(data)) return data as Item;
+  return o;
+}
+
+/** Events merged per item: one claim each, carrying every event's inbox ID. */
+function mergeClaims(rows: readonly InboxRow[], carried: readonly Claim[], mapping: TableMapping, list: ListConfig): Map<string, Claim> {
+  const claims = new Map<string, Claim>(carried.map((c) => [c.id, { ...c }]));
+  const orphan: number[] = [];
+  for (const r of rows) {
+    let body: unknown;
+    try {
+      body = parseJson(r.body);
+    } catch {
+      body = null;
+    }
+    const item = itemOf(body, mapping.idField);
+    const raw = item ? scalarString(item[mapping.idField] ?? item[list.idField]) : null;
+    const id = raw?.trim() ?? '';
+    if (id === '' || id.startsWith(LOCAL_ID_PREFIX)) {
+      orphan.push(Number(r.id));
+      continue;
+    }
+    const c = claims.get(id) ?? { id, inboxIds: [], deleteClaimed: false, announced: null, body: null, receivedAt: r.received_at, rechecks: 0 };
+    c.inboxIds.push(Number(r.id));
+    if (r.received_at < c.receivedAt) c.receivedAt = r.received_at;
+    if (r.type === ITEM_EVENT.deleted) c.deleteClaimed = true;
+    else {
+      const v = versionOf(item![mapping.versionField]);
+      if (v !== null && (c.announced === null || v > c.announced)) {
+        c.announced = v;
+        c.body = item;
+      }
+    }
+    claims.set(id, c);
+  }
+  // Events naming no item still get marked processed, through a claim of their own that reads nothing.
+  if (orphan.length) claims.set('\u0000orphans', { id: '\u0000orphans', inboxIds: orphan, deleteClaimed: false, announced: 0, body: null, receivedAt: new Date(), rechecks: 0 });
+  return claims;
+}
+
+async function storedRows(db: Knex, mapping: TableMapping, ids: readonly string[]): Promise<Map<string, StoredRow>> {
+  const out = new Map<string, StoredRow>();
+  const real = ids.filter((id) => !id.startsWith('\u0000'));
+  if (real.length === 0) return out;
+  const t = qualifiedName(mapping.schema, mapping.table);
+  const F = FIXED_COLUMNS;
+  const sql = `select ${quoteIdent(F.id)} as id, ${quoteIdent(F.rowVersion)} as row_version, ${quoteIdent(F.deletedAt)} is not null as deleted from ${t} where ${quoteIdent(F.id)} = any(?::text[])`;
+  const r = (await db.raw(sql, [arrayLiteral(real)])) as {
+    rows: { id: string; row_version: string | number | null; deleted: boolean }[];
+  };
+  for (const row of r.rows) out.set(row.id, { version: row.row_version === null ? null : Number(row.row_version), deleted: row.deleted });
+  return out;
+}
+
+async function markDeleted(trx: Knex.Transaction, mapping: TableMapping, ids: readonly string[]): Promise<number> {
+  const t = qualifiedName(mapping.schema, mapping.table);
+  const del = quoteIdent(FIXED_COLUMNS.deletedAt);
+  const r = (await trx.raw(`update ${t} set ${del} = now() where ${quoteIdent(FIXED_COLUMNS.id)} = any(?::text[]) and ${del} is null`, [arrayLiteral(ids)])) as { rowCount: number | null };
+  return r.rowCount ?? 0;
+}
+
+function versionOf(raw: unknown): number | null {
+  const s = scalarString(raw);
+  if (s === null || !/^-?\d{1,15}$/.test(s.trim())) return null;
+  return Number(s.trim());
+}

@@ -1,0 +1,75 @@
+/**
+ * Real time for `serve`: at start, each list with `realtime` gets its item
+ * event subscriptions (reused when stored); stored events a previous process
+ * did not apply are replayed; item events from the receiver go to the
+ * applier; /healthz is degraded while a realtime list lacks a subscription.
+ */
+import type { Config } from '../config.js';
+import type { Knex } from '../db.js';
+import { coerceError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import type { PlatformClient } from '../platform/client.js';
+import type { ItemEvent } from '../webhooks/receiver.js';
+import { RealtimeApplier, type ApplierOptions } from './applier.js';
+import { ensureItemSubscriptions, listsMissingSubscriptions } from './subscriptions.js';
+
+export { RealtimeApplier, REREAD_BATCH, type ApplierOptions, type FlushResult } from './applier.js';
+export { ensureItemSubscriptions, listsMissingSubscriptions, removeSubscription, itemResource, ITEM_EVENT, REALTIME_CHANNEL, REALTIME_EVENT_TYPES, type ItemSubscription } from './subscriptions.js';
+export { realtimeStatuses, type RealtimeStatus } from './stats.js';
+
+export interface Realtime {
+  applier: RealtimeApplier;
+  /**
+   * For the receiver's `onItemEvent`: an event of a list's item subscription
+   * is queued for the applier ('deferred': it marks the event processed once
+   * applied); any other goes to `other` (the early pull).
+   */
+  onItemEvent(event: ItemEvent): 'deferred' | undefined;
+  health(): Promise<{ degraded: boolean; realtime: { missingSubscriptions: string[] } }>;
+  close(): Promise<void>;
+}
+
+export interface RealtimeOptions extends Omit<ApplierOptions, 'db' | 'client' | 'config' | 'logger'> {
+  db: Knex;
+  client: PlatformClient;
+  config: Config;
+  logger: Logger;
+  /** Base URL for the callbacks instead of serve.publicUrl (tests: serve on a random port). */
+  callbackBase?: string;
+}
+
+/** Subscribes the realtime lists (once), replays unapplied events and returns the applier's hooks. */
+export async function startRealtime(opts: RealtimeOptions): Promise<Realtime> {
+  const { db, client, config, logger } = opts;
+  const log = logger.child({ component: 'realtime' });
+  const applier = new RealtimeApplier(opts);
+  for (const list of config.lists.filter((l) => l.realtime)) {
+    try {
+      const subs = await ensureItemSubscriptions({ db, client, config }, list, opts.callbackBase === undefined ? {} : { callbackUrl: opts.callbackBase });
+      log.info({ list: list.name, subscriptions: subs.map((s) => ({ id: s.id, type: s.type, outcome: s.outcome })) }, 'item event subscriptions in place');
+    } catch (err) {
+      // serve still runs (the scheduled pull keeps the mirror fresh); /healthz reports it degraded.
+      log.error({ list: list.name, err: coerceError(err) }, 'could not subscribe the list\'s item events; realtime is off for it until the next start');
+    }
+  }
+  const replayed = await applier.replay();
+  if (replayed) log.info({ events: replayed }, 'item events stored but not applied by a previous run: applying them now');
+  return {
+    applier,
+    onItemEvent(event) {
+      if (!event.resource.startsWith('lists/')) return undefined;
+      const list = applier.listForResource(event.resource);
+      if (!list) {
+        log.warn({ resource: event.resource, inboxId: event.inboxId }, 'an item event for a list not in the config: stored, not applied');
+        return undefined;
+      }
+      applier.enqueue(list.name, event.inboxId);
+      return 'deferred';
+    },
+    async health() {
+      const missing = await listsMissingSubscriptions(db, config);
+      return { degraded: missing.length > 0, realtime: { missingSubscriptions: missing } };
+    },
+    close: () => applier.close(),
+  };
+}
