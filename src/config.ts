@@ -82,6 +82,10 @@ const listSchema = z
     idField: z.string().min(1).default('ListDataID'),
     versionField: z.string().min(1).default('RowVersion'),
     lookbackDays: z.number().int().min(0).max(366).default(1),
+    /** Minutes re-read before the last run's high-water modification time (clock skew, query lag). */
+    overlapMinutes: z.number().int().min(0).max(1440).default(5),
+    /** Hard ceiling on pages one read may ask for (besides the one TotalCount implies). */
+    maxPages: positiveInt.max(1_000_000).default(20_000),
     pageSize: positiveInt.max(1000).default(1000),
     // A plain string is the pull schedule.
     schedule: z.preprocess((v) => (typeof v === 'string' ? { pull: v } : v), scheduleSchema).default({}),

@@ -117,7 +117,7 @@ interface Snapshot {
   lastRuns: { list_name: string; job: string; pages: number; requests: number; changed: string | number }[];
   streaks: { list_name: string; job: string; failed: string | number }[];
   changedPulls: { list_name: string; at: number }[];
-  heals: { list_name: string; deleted: string | number; undeleted: string | number }[];
+  heals: { list_name: string; deleted: string | number; undeleted: string | number; missing: string | number; behind: string | number }[];
   hooks: { subs: number; unprocessed: number };
   realtime: RealtimeStatus[];
 }
@@ -257,12 +257,14 @@ const FROM_POSTGRES: readonly ReadMetric<Snapshot>[] = [
   {
     kind: 'counter',
     name: 'listsync_reconcile_healed_total',
-    help: 'Rows reconcile marked deleted or undeleted (kind), summed over the run history.',
+    help: 'Rows reconcile healed, by kind (deleted, undeleted, missing: re-read IDs the mirror lacked, behind: re-read rows whose version was behind), summed over the run history.',
     labels: ['list', 'kind'],
     read: (v, s) => {
       for (const r of s.heals) {
         v.add({ list: r.list_name, kind: 'deleted' }, Number(r.deleted));
         v.add({ list: r.list_name, kind: 'undeleted' }, Number(r.undeleted));
+        v.add({ list: r.list_name, kind: 'missing' }, Number(r.missing));
+        v.add({ list: r.list_name, kind: 'behind' }, Number(r.behind));
       }
     },
   },
@@ -410,7 +412,8 @@ async function readSnapshot(db: Knex, config: Config, at: Date, finishedAfter: s
        from listsync.sync_runs where job = 'pull' and status = 'succeeded' and ${changedSql} > 0 group by 1`,
   )) as { rows: Snapshot['changedPulls'] };
   const heals = (await db.raw(
-    `select list_name, sum(rows_deleted)::bigint as deleted, sum(rows_undeleted)::bigint as undeleted
+    `select list_name, sum(rows_deleted)::bigint as deleted, sum(rows_undeleted)::bigint as undeleted,
+            coalesce(sum((details->'healed'->>'missing')::bigint), 0) as missing, coalesce(sum((details->'healed'->>'behind')::bigint), 0) as behind
        from listsync.sync_runs where job = 'reconcile' group by 1`,
   )) as { rows: Snapshot['heals'] };
   const hooks = (await db.raw(

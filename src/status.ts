@@ -14,6 +14,8 @@ export interface ListStatus {
   lastRunStatus: string | null;
   running: boolean;
   watermark: string | null;
+  /** The last successful reconcile's heals by kind; null before the first. */
+  lastReconcileHealed: { at: Date; deleted: number; undeleted: number; missing: number; behind: number } | null;
   /** Minutes since the start of the last successful pull (the mirror is at least that fresh); null before the first. */
   lagMinutes: number | null;
   /** Start of the last successful pull (what the lag is measured from); null before the first. */
@@ -62,6 +64,9 @@ export async function listStatus(db: Knex, config: Config, list: ListConfig, now
   const lastFailure = (await db('listsync.sync_runs').where({ list_name: list.name, status: 'failed' }).orderBy('id', 'desc').first()) as RunRow | undefined;
   const lastSuccess = (await db('listsync.sync_runs').where({ list_name: list.name, status: 'succeeded' }).orderBy('id', 'desc').first()) as RunRow | undefined;
   const lastPull = (await db('listsync.sync_runs').where({ list_name: list.name, status: 'succeeded', job: 'pull' }).orderBy('id', 'desc').first()) as RunRow | undefined;
+  const lastReconcile = (await db('listsync.sync_runs').where({ list_name: list.name, status: 'succeeded', job: 'reconcile' }).orderBy('id', 'desc').first()) as
+    | (RunRow & { rows_deleted: number; rows_undeleted: number; details: { healed?: { missing?: number; behind?: number } } | null })
+    | undefined;
   const running = Boolean(await db('listsync.sync_runs').where({ list_name: list.name, status: 'running' }).first());
   const changes = (await db('listsync.outbox').where({ list_name: list.name }).select('status').count<{ status: string; count: string }[]>('* as count').groupBy('status')) as { status: string; count: string | number }[];
   const byStatus = Object.fromEntries(changes.map((c) => [c.status, Number(c.count)]));
@@ -93,7 +98,14 @@ export async function listStatus(db: Knex, config: Config, list: ListConfig, now
     failedChanges: byStatus.failed ?? 0,
     openConflicts: Number(conflicts[0]?.count ?? 0),
     resumeFromPage: state?.checkpoint?.nextPage ?? null,
+    lastReconcileHealed: lastReconcile ? healedOf(lastReconcile) : null,
   };
+}
+
+/** What the last reconcile healed, by kind (all zero when the mirror was in line). */
+function healedOf(r: { rows_deleted: number; rows_undeleted: number; started_at: Date; details: { healed?: { missing?: number; behind?: number } } | null }): ListStatus['lastReconcileHealed'] {
+  const h = r.details?.healed ?? {};
+  return { at: r.started_at, deleted: Number(r.rows_deleted), undeleted: Number(r.rows_undeleted), missing: Number(h.missing ?? 0), behind: Number(h.behind ?? 0) };
 }
 
 export async function webhookStatus(db: Knex): Promise<WebhookStatus> {

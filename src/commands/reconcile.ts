@@ -10,7 +10,8 @@ export function reconcileSummary(r: ReconcileResult): string {
   const head = `${r.list}: reconcile ${r.status === 'succeeded' ? 'succeeded' : r.status === 'refused' ? 'REFUSED' : 'stopped'}`;
   const figures = `saw ${r.seen} IDs in ${r.counters.pages} pages (${r.counters.requests} requests, ${r.counters.retries} retries; platform TotalCount ${r.totalCount}), mirror had ${r.live} live rows`;
   if (r.status !== 'succeeded') return `${head} — ${figures}\n  ${r.message ?? ''}`;
-  return `${head} — ${figures}; marked deleted ${r.deleted}, undeleted ${r.undeleted}` + (r.confirmedPresent ? ` (${r.confirmedPresent} missed by the sweep were confirmed present)` : '');
+  const heal = r.healed.missing + r.healed.behind ? `; healed ${r.healed.missing} missing and ${r.healed.behind} behind row(s)` + (r.healed.keptLocal ? ` (${r.healed.keptLocal} left to write-back)` : '') : '';
+  return `${head} — ${figures}; marked deleted ${r.deleted}, undeleted ${r.undeleted}${heal}` + (r.confirmedPresent ? ` (${r.confirmedPresent} missed by the sweep were confirmed present)` : '');
 }
 
 export async function runReconcile(ctx: AppContext, lists: readonly ListConfig[], options: { wait: boolean }): Promise<number> {

@@ -30,6 +30,14 @@ export async function runStatus(ctx: AppContext): Promise<string> {
       ]),
     ),
   );
+  for (const l of lists) {
+    const h = l.lastReconcileHealed;
+    if (h && h.deleted + h.undeleted + h.missing + h.behind > 0) {
+      lines.push(
+        `\n${l.list}: the last reconcile (${timestamp(h.at)}) healed ${h.missing} missing, ${h.behind} behind, ${h.deleted} deleted, ${h.undeleted} undeleted row(s) the pulls had not brought in line — check the cursor field, the platform's clock and back-dated edits`,
+      );
+    }
+  }
   const users = (await ctx.db('listsync.sync_runs').where({ list_name: USERS_JOB_LIST }).orderBy('id', 'desc').first()) as { status: string; started_at: Date; error: string | null } | undefined;
   if (users) lines.push(`\nusers: last run ${users.status} at ${timestamp(users.started_at)}${users.error ? ` — ${truncate(users.error, 160)}` : ''}`);
   lines.push(...(await schemaChangeLines(ctx)));

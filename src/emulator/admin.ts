@@ -75,6 +75,7 @@ const CLEAR_FAULTS = {
   loseWriteAnswers: null,
   rateLimitStorm: null,
   emptyPages: null,
+  pageFault: null,
   faultPaths: null,
 };
 

@@ -2,7 +2,8 @@ import { ApiError, STATUS, badRequest } from './api-error.js';
 import { envelopeJson } from './envelope.js';
 import type { EmulatorState } from './emulator-state.js';
 import { presentFields } from './field-meta.js';
-import { buildProjection, itemsJson } from './item-json.js';
+import { buildProjection, itemsJson, type ItemProjection } from './item-json.js';
+import type { PageFault } from './faults.js';
 import { createItem, deleteItem, requireItem, updateItem, validateWriteData } from './items.js';
 import { formatNaive } from './platform-time.js';
 import { parsePaging, parseQuery } from './query-engine.js';
@@ -114,7 +115,39 @@ function queryItems(state: EmulatorState, appID: string, listID: string, input: 
   if (input.faultsApply && state.faults.isEmptyPage(q.pageIndex)) {
     return { ...ok('[]', result.totalCount), pageIndex: q.pageIndex, fault: 'emptyPage' };
   }
+  const fault = input.faultsApply ? state.faults.takePageFault() : null;
+  if (fault) return { ...wrongPage(fault, (pageIndex) => state.queries.run(list, { ...q, pageIndex }, state.lag.view(list)), projection, q.pageIndex), pageIndex: q.pageIndex, fault: fault.kind };
   return { ...ok(itemsJson(projection, result.slots), result.totalCount), pageIndex: q.pageIndex };
+}
+
+/** A well-formed but wrong answer to page `pageIndex` (see PageFaultKind). */
+function wrongPage(fault: PageFault, run: (pageIndex: number) => { slots: ArrayLike<number>; totalCount: number }, projection: ItemProjection, pageIndex: number): ApiReply {
+  const page = run(pageIndex);
+  const slots = Array.from(page.slots);
+  const at = fault.page ?? (fault.kind === 'missingId' ? 1 : 2);
+  switch (fault.kind) {
+    case 'shortPage':
+      return ok(itemsJson(projection, pageIndex === at ? slots.slice(0, Math.ceil(slots.length / 2)) : slots), page.totalCount);
+    case 'lowTotal':
+      return ok(itemsJson(projection, slots), Math.max(0, page.totalCount - (fault.count ?? 1)));
+    case 'duplicate': {
+      const before = pageIndex === at && pageIndex > 1 ? Array.from(run(pageIndex - 1).slots) : [];
+      const served = before.length && slots.length ? [before[before.length - 1]!, ...slots.slice(1)] : slots;
+      return ok(itemsJson(projection, served), page.totalCount);
+    }
+    case 'ignorePageIndex':
+      return ok(itemsJson(projection, run(1).slots), page.totalCount);
+    case 'ignorePageIndexNoTotal':
+      return ok(itemsJson(projection, run(1).slots));
+    case 'nullData':
+      return ok('null');
+    case 'missingId': {
+      const json = itemsJson(projection, slots);
+      return ok(pageIndex === at ? json.replace(/\{"ListDataID":(?:"\d+"|\d+),/, '{') : json, page.totalCount);
+    }
+    case 'unknownStatus':
+      return { httpStatus: 200, body: envelopeJson(50010, 'null', 'Unexpected server state'), envelopeStatus: 50010 };
+  }
 }
 
 function create(state: EmulatorState, appID: string, listID: string, input: RequestInput): ApiReply {

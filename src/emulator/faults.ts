@@ -30,9 +30,32 @@ export interface FaultSettings {
   rateLimitStorm: { untilMs: number } | null;
   /** PageIndex values for which items/query answers `Data: []` with the real TotalCount. */
   emptyPages: number[];
+  /** A well-formed but wrong items/query answer, on demand (see PageFaultKind). */
+  pageFault: PageFault | null;
   /** Regular expression: faults apply only to /v1 paths it matches. */
   faultPaths: string | null;
   faultSeed: number;
+}
+
+/**
+ * Wrong answers a real server might give to items/query, each well-formed:
+ *
+ * - `shortPage`: page `page` (default 2) loses the second half of its items;
+ * - `lowTotal`: TotalCount is `count` (default 1) lower than the matching items;
+ * - `duplicate`: page `page` (default 2) starts with the last item of the page before it
+ *   instead of its own first item (which is never served);
+ * - `ignorePageIndex`: every PageIndex answers page 1 (TotalCount as usual);
+ * - `ignorePageIndexNoTotal`: the same, without TotalCount;
+ * - `nullData`: `Data: null` and no TotalCount;
+ * - `missingId`: the first item of page `page` (default 1) has no ListDataID;
+ * - `unknownStatus`: HTTP 200 with Status 50010 once, then the fault clears itself.
+ */
+export const PAGE_FAULT_KINDS = ['shortPage', 'lowTotal', 'duplicate', 'ignorePageIndex', 'ignorePageIndexNoTotal', 'nullData', 'missingId', 'unknownStatus'] as const;
+export type PageFaultKind = (typeof PAGE_FAULT_KINDS)[number];
+export interface PageFault {
+  kind: PageFaultKind;
+  page?: number;
+  count?: number;
 }
 
 /**
@@ -54,6 +77,7 @@ export const DEFAULT_FAULTS: Readonly<FaultSettings> = Object.freeze({
   loseWriteAnswers: 0,
   rateLimitStorm: null,
   emptyPages: [],
+  pageFault: null,
   faultPaths: null,
   faultSeed: 1,
 });
@@ -74,6 +98,10 @@ const patchSchema = z.strictObject({
     .nullable()
     .optional(),
   emptyPages: z.array(z.number().int().min(0)).nullable().optional(),
+  pageFault: z
+    .strictObject({ kind: z.enum(PAGE_FAULT_KINDS), page: z.number().int().min(1).optional(), count: z.number().int().min(1).optional() })
+    .nullable()
+    .optional(),
   faultPaths: z
     .string()
     .refine((s) => {
@@ -110,6 +138,8 @@ export function mergeFaults(current: FaultSettings, patch: unknown, nowMs: numbe
   }
   if (p.emptyPages === null) next.emptyPages = [];
   else if (p.emptyPages !== undefined) next.emptyPages = p.emptyPages.map((n) => Math.max(1, n));
+  if (p.pageFault === null) next.pageFault = null;
+  else if (p.pageFault !== undefined) next.pageFault = { ...p.pageFault };
   if (p.faultPaths === null) next.faultPaths = null;
   else if (p.faultPaths !== undefined) next.faultPaths = p.faultPaths;
   const storm = p.rateLimitStorm;
@@ -194,6 +224,13 @@ export class FaultInjector {
       errorStatus: ([500, 502, 503] as const)[this.prng.int(3)] as number,
       htmlBody: this.prng.next() < 0.5,
     };
+  }
+
+  /** The wrong answer to give items/query, if any; `unknownStatus` is given once. */
+  takePageFault(): PageFault | null {
+    const f = this.current.pageFault;
+    if (f?.kind === 'unknownStatus') this.current = { ...this.current, pageFault: null };
+    return f;
   }
 
   isEmptyPage(pageIndex: number): boolean {

@@ -11,6 +11,8 @@
  *   rate-limit envelopes, and 2xx bodies that are not a readable envelope;
  *   with exponential backoff and full jitter, or Retry-After (capped at
  *   `maxRetryAfterSeconds`), up to `retries` times;
+ * - reads answered with an unknown non-zero Status (not auth, validation,
+ *   not-found, conflict or rate limit) are retried too: they are idempotent;
  * - reads sent as POST (`items/query`, `users/search`) are retried like GETs;
  * - `createItem` is retried only when the attempt surely did not reach the
  *   server (connection refused, DNS failure) or was refused with 429;
@@ -47,7 +49,7 @@ import {
 } from './errors.js';
 import { type PlatformHttp, createPlatformHttp } from './http.js';
 import { parseJson } from './json.js';
-import { MAX_PAGE_SIZE, type PageResult, assertPageSize, paginate } from './paging.js';
+import { MAX_PAGE_SIZE, type PageResult, type PaginateOptions, assertPageSize, paginate } from './paging.js';
 import { RateLimiter, type SendSlot } from './rate-limiter.js';
 import type { SharedBudget } from './shared-budget.js';
 import { normalizeFields } from './field-meta.js';
@@ -101,6 +103,13 @@ export interface PageOptions {
   /** 1..1000. Default: the query's PageSize, else 1000. */
   pageSize?: number;
   signal?: AbortSignal;
+  /** Completeness checks and stopping rules (see PaginateOptions). */
+  verify?: PaginateOptions<Item>['verify'];
+  isLast?: PaginateOptions<Item>['isLast'];
+  maxPages?: number;
+  confirmEnd?: boolean;
+  /** Pages fetched ahead; default maxInFlight. */
+  window?: number;
 }
 
 export interface UserPageOptions {
@@ -398,10 +407,14 @@ export class PlatformClient {
     return paginate<Item>((pageIndex, size, signal) => this.queryPage(appID, listID, { ...query, PageIndex: pageIndex, PageSize: size }, signal), {
       startPage: options.startPage ?? query.PageIndex,
       pageSize,
-      window: this.config.maxInFlight,
+      window: options.window ?? this.config.maxInFlight,
       signal: options.signal,
       onEmptyPageRetry: () => this.counters.retries++,
       describe: { method: 'POST', path },
+      verify: options.verify,
+      isLast: options.isLast,
+      maxPages: options.maxPages,
+      confirmEnd: options.confirmEnd,
     });
   }
 
@@ -470,7 +483,7 @@ export class PlatformClient {
       const errorClass = result.kind === 'answer' ? classifyFailure(result.httpStatus, result.status, result.message) : TransportError;
       const rateLimited = errorClass === RateLimitError;
       if (rateLimited) this.counters.rateLimited++;
-      const retryable = this.isRetryable(call.repeat, result, rateLimited);
+      const retryable = this.isRetryable(call.repeat, result, rateLimited) || (call.repeat === 'read' && result.kind === 'answer' && errorClass === PlatformError);
       if (call.repeat !== 'read' && this.mayHaveReachedServer(result, rateLimited)) maybeApplied = true;
       const final = !retryable || attempt >= this.config.retries;
       this.report(call, attempt, rateLimited ? 'rate_limited' : final ? 'error' : 'retry', result.httpStatus, result.status, result.durationMs);

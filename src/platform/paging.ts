@@ -23,7 +23,7 @@ export interface PageResult<T> {
 
 export type PageFetcher<T> = (pageIndex: number, pageSize: number, signal: AbortSignal) => Promise<PageResult<T>>;
 
-export interface PaginateOptions {
+export interface PaginateOptions<T = unknown> {
   /** 1-based first page. Default 1. */
   startPage?: number;
   pageSize: number;
@@ -36,6 +36,37 @@ export interface PaginateOptions {
   onEmptyPageRetry?: (pageIndex: number) => void;
   /** Names the request in errors, e.g. `POST /lists/demo/orders/items/query`. */
   describe?: { method: string; path: string };
+  /**
+   * Completeness check of a page before it is believed: the name of the check
+   * it fails, or null. A failing page is asked again once, then the read
+   * fails with IncompleteReadError.
+   */
+  verify?: (result: PageResult<T>, index: number) => string | null;
+  /** True when this page is the last one wanted: nothing more is fetched or prefetched. */
+  isLast?: (result: PageResult<T>, index: number) => boolean;
+  /** Hard ceiling on the page index; a read that goes past it fails. */
+  maxPages?: number;
+  /** After a full last page, ask for the next one: items there mean TotalCount was too low. */
+  confirmEnd?: boolean;
+}
+
+/** A read that failed a completeness check twice; pages before `page` were handed out. */
+export class IncompleteReadError extends PlatformError {
+  constructor(
+    readonly check: string,
+    readonly page: number,
+    describe: { method: string; path: string },
+  ) {
+    super(`${describe.method} ${describe.path} failed a completeness check on page ${page} (asked twice): ${check}; stopping rather than believing an incomplete read`, {
+      method: describe.method,
+      path: describe.path,
+      httpStatus: 200,
+      status: 0,
+      retries: 1,
+      platformMessage: check,
+    });
+    this.name = 'IncompleteReadError';
+  }
 }
 
 /** Throws ValidationError unless 1 <= size <= 1000 (an integer). */
@@ -53,7 +84,7 @@ interface Fetched<T> {
   promise: Promise<PageResult<T>>;
 }
 
-export async function* paginate<T>(fetchPage: PageFetcher<T>, options: PaginateOptions): AsyncGenerator<Page<T>, void, undefined> {
+export async function* paginate<T>(fetchPage: PageFetcher<T>, options: PaginateOptions<T>): AsyncGenerator<Page<T>, void, undefined> {
   const describe = options.describe ?? { method: 'POST', path: '(paged request)' };
   const size = assertPageSize(options.pageSize, describe);
   const window = Math.max(1, Math.floor(options.window));
@@ -84,27 +115,59 @@ export async function* paginate<T>(fetchPage: PageFetcher<T>, options: PaginateO
     }
   };
 
+  /** The page, asked again once when it fails `verify`; a second failure ends the read. */
+  const takeVerified = async (index: number): Promise<PageResult<T>> => {
+    let result = await takeNonEmpty(index);
+    const failed = options.verify?.(result, index) ?? null;
+    if (failed === null) return result;
+    options.onEmptyPageRetry?.(index);
+    result = await takeNonEmpty(index);
+    const again = options.verify?.(result, index) ?? null;
+    if (again !== null) throw new IncompleteReadError(again, index, describe);
+    return result;
+  };
+  const takeNonEmpty = async (index: number): Promise<PageResult<T>> => {
+    let result = await take(index);
+    for (let extra = 0; result.items.length === 0 && expectsItems(result.totalCount, index, size); extra++) {
+      if (extra >= emptyRetries) {
+        throw new PlatformError(
+          `${describe.method} ${describe.path} failed: page ${index} came back empty ${extra + 1} times although TotalCount is ${String(result.totalCount)}; stopping rather than skipping items`,
+          { method: describe.method, path: describe.path, httpStatus: 200, status: 0, retries: extra, platformMessage: 'empty page inside TotalCount' },
+        );
+      }
+      options.onEmptyPageRetry?.(index);
+      result = await take(index);
+    }
+    return result;
+  };
+  /** A full last page may hide a tail that TotalCount does not count. */
+  const confirmEnd = async (index: number): Promise<void> => {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const next = await take(index + 1);
+      if (next.items.length === 0) return;
+    }
+    throw new IncompleteReadError(`TotalCount is lower than the items served (page ${index + 1}, past the end TotalCount implies, holds items)`, index + 1, describe);
+  };
+
   try {
     let index = startPage;
     for (;;) {
-      let result = await take(index);
-      for (let extra = 0; result.items.length === 0 && expectsItems(result.totalCount, index, size); extra++) {
-        if (extra >= emptyRetries) {
-          throw new PlatformError(
-            `${describe.method} ${describe.path} failed: page ${index} came back empty ${extra + 1} times although TotalCount is ${String(result.totalCount)}; stopping rather than skipping items`,
-            { method: describe.method, path: describe.path, httpStatus: 200, status: 0, retries: extra, platformMessage: 'empty page inside TotalCount' },
-          );
-        }
-        options.onEmptyPageRetry?.(index);
-        result = await take(index);
+      if (options.maxPages !== undefined && index > options.maxPages) {
+        throw new IncompleteReadError(`page ceiling reached (${options.maxPages} pages): the platform keeps answering pages past what TotalCount allows`, index, describe);
       }
-      const pageCount = countPages(result, index, size);
+      const result = await takeVerified(index);
+      const last = options.isLast?.(result, index) ?? false;
+      const pageCount = last ? index : countPages(result, index, size);
       const totalCount = result.totalCount ?? (index - 1) * size + result.items.length;
       // Fill the window before handing the page over, so fetching overlaps the consumer's work.
-      const last = Math.min(index + window, pageCount);
-      for (let j = index + 1; j <= last; j++) start(j);
+      const upTo = Math.min(index + window, pageCount, options.maxPages ?? Number.POSITIVE_INFINITY);
+      for (let j = index + 1; j <= upTo; j++) start(j);
       yield { index, pageCount, totalCount, items: result.items };
-      if (index >= pageCount || result.items.length === 0) return;
+      if (last) return;
+      if (index >= pageCount || result.items.length === 0) {
+        if (options.confirmEnd && result.items.length >= size) await confirmEnd(index);
+        return;
+      }
       index++;
     }
   } finally {

@@ -1,10 +1,14 @@
 /**
- * Reconcile: finds items deleted on the platform (which leaves no tombstone)
- * and soft-deletes their mirror rows (`_deleted_at`); rows seen again are
- * undeleted.
+ * Reconcile: heals the mirror against the platform. Items deleted there
+ * (which leaves no tombstone) get `_deleted_at` on their mirror rows; rows
+ * seen again are undeleted; IDs the mirror lacks and rows whose version is
+ * behind the platform's (a pull missed them, or a back-dated `Modified` hid
+ * an edit from the cursor) are re-read by ID and upserted through the pull's
+ * path (open local changes are left to write-back). It records how many rows
+ * it healed of each kind (`details.healed`, rows_inserted/rows_updated).
  *
  * Under the list's lock it pages through the whole list asking only for the
- * ID field (1000 IDs a request, sorted by the sortField then the ID), through
+ * ID and version fields (1000 items a request, sorted by the sortField then the ID), through
  * the same throttled client as every other request, and collects the IDs in
  * temporary tables on one dedicated connection (no JS set of a million
  * strings). While the request budget paces the pages, it snapshots the
@@ -35,8 +39,9 @@ import { performance } from 'node:perf_hooks';
 import type { Config, ListConfig } from '../config.js';
 import type { Knex } from '../db.js';
 import type { Logger } from '../logger.js';
-import { LOCAL_ID_PREFIX, loadTableMapping, markListsyncWriter } from '../mirror/index.js';
+import { LOCAL_ID_PREFIX, loadTableMapping, markListsyncWriter, upsertItems, type TableMapping } from '../mirror/index.js';
 import { closeDeletedVersions, reopenVersions } from '../mirror/history.js';
+import { pendingConflictHandler } from './conflicts.js';
 import type { PlatformClient } from '../platform/client.js';
 import { Operator, type Item, type ItemQuery } from '../platform/types.js';
 import { LIST_JOBS, listLockName } from './exclusive.js';
@@ -76,9 +81,11 @@ export interface ReconcileResult {
   confirmedPresent: number;
   deleted: number;
   undeleted: number;
+  /** Rows re-read and upserted: IDs the mirror lacked, rows whose version was behind, rows left to write-back. */
+  healed: { missing: number; behind: number; keptLocal: number };
   counters: RunCounters;
   /** Where the time went: the sweep (paging + collecting IDs), finding the candidates, confirming them on the platform, marking. */
-  timingsMs: { sweep: number; candidates: number; confirm: number; mark: number };
+  timingsMs: { sweep: number; candidates: number; confirm: number; heal: number; mark: number };
 }
 
 /** Items created or deleted while the sweep pages may make the count and TotalCount differ by this much. */
@@ -110,8 +117,9 @@ async function reconcileLocked(deps: ReconcileDeps, list: ListConfig, run: Activ
     counters.requests = s.requests - statsMark.requests;
     counters.retries = s.retries - statsMark.retries;
   };
-  const timingsMs = { sweep: 0, candidates: 0, confirm: 0, mark: 0 };
-  const base = { runId, list: list.name, seen: 0, live: 0, totalCount: 0, pages: 0, confirmedPresent: 0, deleted: 0, undeleted: 0, counters, timingsMs };
+  const timingsMs = { sweep: 0, candidates: 0, confirm: 0, heal: 0, mark: 0 };
+  const healed = { missing: 0, behind: 0, keptLocal: 0 };
+  const base = { runId, list: list.name, seen: 0, live: 0, totalCount: 0, pages: 0, confirmedPresent: 0, deleted: 0, undeleted: 0, healed, counters, timingsMs };
   let phaseStart = performance.now();
   const phaseEnd = (): number => {
     const now = performance.now();
@@ -136,7 +144,7 @@ async function reconcileLocked(deps: ReconcileDeps, list: ListConfig, run: Activ
 
     // ---- sweep ----------------------------------------------------------
     const query: ItemQuery = {
-      Fields: [list.idField],
+      Fields: [list.idField, list.versionField],
       Sorts: [
         { Field: list.sortField, Desc: false },
         { Field: list.idField, Desc: false },
@@ -159,15 +167,19 @@ async function reconcileLocked(deps: ReconcileDeps, list: ListConfig, run: Activ
           anomalies.push(`page ${page.index} of ${page.pageCount} held ${page.items.length} of ${RECONCILE_PAGE_SIZE} items`);
         }
         const ids: string[] = [];
+        const versions: (string | null)[] = [];
         let missing = 0;
         for (const item of page.items) {
           const id = idOf(item, list.idField);
           if (id === undefined) missing++;
-          else ids.push(id);
+          else {
+            ids.push(id);
+            versions.push(versionOf(item, list.versionField));
+          }
         }
         if (missing) anomalies.push(`page ${page.index}: ${missing} item(s) without ${list.idField}`);
         received += ids.length;
-        await work.addSeen(ids);
+        await work.addSeen(ids, versions);
         // Snapshot the mirror's rows while the request budget paces the pages: no big join at the end.
         await work.snapshotFor(SNAPSHOT_MS_PER_PAGE - (performance.now() - pageStart));
         if (deps.signal?.aborted) throw deps.signal.reason ?? new Error('aborted');
@@ -203,9 +215,11 @@ async function reconcileLocked(deps: ReconcileDeps, list: ListConfig, run: Activ
       return { ...base, status: 'refused', message: refusal };
     }
 
-    // ---- confirm the candidates, then mark in one statement ---------------
+    // ---- confirm the candidates, heal, then mark in one statement ---------
     const confirmedPresent = await confirmCandidates(deps, list, work);
     timingsMs.confirm = phaseEnd();
+    Object.assign(healed, await healRows(deps, list, mapping, work, counters));
+    timingsMs.heal = phaseEnd();
     takeRequests();
     if (deps.signal?.aborted) {
       const message = 'stopped by shutdown before marking; nothing was marked';
@@ -219,13 +233,17 @@ async function reconcileLocked(deps: ReconcileDeps, list: ListConfig, run: Activ
         if (mapping.history) await recordMarksInHistory(trx, mapping);
         counters.rows_deleted = r.deleted;
         counters.rows_undeleted = r.undeleted;
-        await finishRun(trx, runId, 'succeeded', { counters, details: { ...details, confirmedPresent } });
+        await finishRun(trx, runId, 'succeeded', { counters, details: { ...details, confirmedPresent, healed } });
         return r;
       },
       { connection: conn },
     );
     timingsMs.mark = phaseEnd();
-    log.info({ ...details, confirmedPresent, deleted, undeleted, requests: counters.requests, retries: counters.retries, timingsMs }, 'reconcile finished');
+    const anyHealed = healed.missing + healed.behind + deleted + undeleted;
+    (anyHealed ? log.warn.bind(log) : log.info.bind(log))(
+      { ...details, confirmedPresent, deleted, undeleted, healed, requests: counters.requests, retries: counters.retries, timingsMs },
+      anyHealed ? 'reconcile finished and healed rows the pulls had not brought in line: worth a look (cursor field, clock skew, back-dated edits)' : 'reconcile finished',
+    );
     return { ...base, status: 'succeeded', message: null, confirmedPresent, deleted, undeleted };
   } finally {
     await work.drop().catch(() => undefined);
@@ -291,21 +309,31 @@ class SweepTables {
     await this.raw('create temp table reconcile_missing (id text primary key)');
     await this.raw('create temp table reconcile_was_deleted (id text primary key)');
     await this.raw('create temp table reconcile_undelete (id text primary key)');
+    await this.raw('create temp table reconcile_heal (id text primary key)');
   }
 
   async drop(): Promise<void> {
-    await this.raw('drop table if exists pg_temp.reconcile_seen, pg_temp.reconcile_missing, pg_temp.reconcile_was_deleted, pg_temp.reconcile_undelete');
+    await this.raw('drop table if exists pg_temp.reconcile_seen, pg_temp.reconcile_missing, pg_temp.reconcile_was_deleted, pg_temp.reconcile_undelete, pg_temp.reconcile_heal');
   }
 
-  /** Records a page's IDs; they stop being candidates. */
-  async addSeen(ids: readonly string[]): Promise<void> {
+  /**
+   * Records a page's IDs; they stop being candidates. With versions, IDs the mirror lacks and
+   * rows whose version is behind are queued for healing (a primary-key lookup per ID).
+   */
+  async addSeen(ids: readonly string[], versions?: readonly (string | null)[]): Promise<void> {
     if (ids.length === 0) return;
     const r = await this.raw(
-      `with ins as (insert into pg_temp.reconcile_seen (id) select unnest(?::text[]) on conflict do nothing returning id),
+      `with page as (select * from unnest(?::text[], ?::text[]) as p(id, version)),
+            ins as (insert into pg_temp.reconcile_seen (id) select id from page on conflict do nothing returning id),
             del as (delete from pg_temp.reconcile_missing x using ins where x.id = ins.id returning 1),
-            und as (insert into pg_temp.reconcile_undelete (id) select w.id from pg_temp.reconcile_was_deleted w join ins on ins.id = w.id on conflict do nothing)
+            und as (insert into pg_temp.reconcile_undelete (id) select w.id from pg_temp.reconcile_was_deleted w join ins on ins.id = w.id on conflict do nothing),
+            heal as (insert into pg_temp.reconcile_heal (id)
+                     select p.id from page p left join ${this.table} m on m.id = p.id
+                      where p.version is not null
+                        and (m.id is null or m.row_version is null or m.row_version < p.version::bigint)
+                     on conflict do nothing)
        select (select count(*) from ins)::int as added, (select count(*) from del)::int as found`,
-      [ids],
+      [ids, versions ?? ids.map(() => null)],
     );
     const row = r.rows[0] as { added: number; found: number };
     this.seen += row.added;
@@ -351,6 +379,12 @@ class SweepTables {
   /** Up to 1000 candidates after `after`, in ID order. */
   async candidates(after: string): Promise<string[]> {
     const r = await this.raw(`select id from pg_temp.reconcile_missing where id > ? order by id limit ${RECONCILE_PAGE_SIZE}`, [after]);
+    return r.rows.map((x) => String(x.id));
+  }
+
+  /** Up to 1000 IDs to heal after `after`, in ID order. */
+  async toHeal(after: string): Promise<string[]> {
+    const r = await this.raw(`select id from pg_temp.reconcile_heal where id > ? order by id limit ${RECONCILE_PAGE_SIZE}`, [after]);
     return r.rows.map((x) => String(x.id));
   }
 
@@ -419,6 +453,45 @@ async function confirmCandidates(deps: ReconcileDeps, list: ListConfig, work: Sw
   }
 }
 
+/**
+ * Re-reads the rows queued for healing (1000 IDs a request, operator In) and upserts them as a
+ * pull would, in one transaction per request: rows with open local changes are left to
+ * write-back (the pull's conflict handling). Returns what it healed.
+ */
+async function healRows(deps: ReconcileDeps, list: ListConfig, mapping: TableMapping, work: SweepTables, counters: RunCounters): Promise<{ missing: number; behind: number; keptLocal: number }> {
+  const healed = { missing: 0, behind: 0, keptLocal: 0 };
+  const onPending = pendingConflictHandler(deps.config, list);
+  const zone = deps.config.platform.timeZone;
+  for (let after = ''; ; ) {
+    if (deps.signal?.aborted) return healed;
+    const ids = await work.toHeal(after);
+    if (ids.length === 0) return healed;
+    after = ids[ids.length - 1]!;
+    const lookup = ids.filter((id) => /^\d{1,20}$/.test(id));
+    if (lookup.length) {
+      const { items } = await deps.client.queryItems(
+        list.appID,
+        list.listID,
+        { Filters: [{ Field: list.idField, Type: Operator.In, Value: JSON.stringify(lookup) }], PageIndex: 1, PageSize: RECONCILE_PAGE_SIZE },
+        deps.signal,
+      );
+      await deps.db.transaction(async (trx) => {
+        const r = await upsertItems(trx, mapping, items, zone);
+        const conflicts = r.skippedPending.length ? (await onPending(trx, mapping, r.skippedPending)).conflicts : 0;
+        healed.missing += r.inserted;
+        healed.behind += r.updated;
+        healed.keptLocal += r.skippedPending.length;
+        counters.rows_inserted += r.inserted;
+        counters.rows_updated += r.updated;
+        counters.rows_failed += r.failedValues;
+        counters.rows_skipped_pending += r.skippedPending.length;
+        counters.changes_conflicted += conflicts;
+      });
+    }
+    if (ids.length < RECONCILE_PAGE_SIZE) return healed;
+  }
+}
+
 /** The reason to refuse marking, or null when the sweep can be trusted. */
 export function guard(s: { seen: number; live: number; ratio: number; anomalies: readonly string[]; minTotal: number; maxTotal: number }): string | null {
   const why = 'refusing to mark deletes; a broken or filtered response must not wipe the mirror';
@@ -435,6 +508,13 @@ export function guard(s: { seen: number; live: number; ratio: number; anomalies:
     const reported = s.minTotal === s.maxTotal ? `${s.maxTotal}` : `${s.minTotal}..${s.maxTotal}`;
     return `received ${s.seen} distinct IDs but the platform reported TotalCount ${reported} (tolerance ${tol}): ${why}`;
   }
+  return null;
+}
+
+function versionOf(item: Item, versionField: string): string | null {
+  const v = item[versionField];
+  if (typeof v === 'number' && Number.isSafeInteger(v)) return String(v);
+  if (typeof v === 'string' && /^\d{1,18}$/.test(v)) return v;
   return null;
 }
 

@@ -16,6 +16,22 @@ afterAll(async () => {
 });
 
 describe('faults', () => {
+  it('pageFault gives a malformed items/query answer on demand; unknownStatus only once; a bad kind is refused', async () => {
+    await emu.admin.setFaults({ pageFault: { kind: 'nullData' } });
+    const nulled = await query(emu, 'qa/things', { PageIndex: 1, PageSize: 2 });
+    expect(nulled.json).toMatchObject({ Status: 0, Data: null });
+    expect((nulled.json as Envelope).TotalCount).toBeUndefined();
+    await emu.admin.setFaults({ pageFault: { kind: 'ignorePageIndex' } });
+    const p1 = await query(emu, 'qa/things', { PageIndex: 1, PageSize: 2 });
+    const p2 = await query(emu, 'qa/things', { PageIndex: 2, PageSize: 2 });
+    expect(p2.json!.Data).toEqual(p1.json!.Data);
+    await emu.admin.setFaults({ pageFault: { kind: 'unknownStatus' } });
+    expect((await query(emu, 'qa/things', { PageIndex: 1, PageSize: 2 })).json).toMatchObject({ Status: 50010 });
+    expect((await query(emu, 'qa/things', { PageIndex: 1, PageSize: 2 })).json).toMatchObject({ Status: 0 });
+    expect((await emu.admin.faults()).pageFault).toBeNull();
+    await expect(emu.admin.setFaults({ pageFault: { kind: 'bogus' as 'nullData' } })).rejects.toThrow(/pageFault/);
+  });
+
   it('errorRate 1 answers 500/502/503 with an HTML or envelope body', async () => {
     await emu.admin.setFaults({ errorRate: 1 });
     const replies = await Promise.all(Array.from({ length: 12 }, () => call(emu, 'GET', '/lists/qa/things')));

@@ -55,21 +55,26 @@ describe('pull', () => {
     expect(rows[0]!.rows_inserted).toBe(2500);
   });
 
-  it('sends the documented incremental query: cursor >= watermark - lookback, sorted by Created then the ID', async () => {
-    w = await startWorld({ emulator: { items: 300 }, list: { lookbackDays: 3 } });
+  it('sends the documented incremental query: the date filter from high-water − overlap, newest first, then the ID', async () => {
+    w = await startWorld({ emulator: { items: 300 }, list: { overlapMinutes: 7 } });
     const list = w.config.lists[0]!;
-    await pullList(w.deps(), list);
+    const first = await pullList(w.deps(), list);
+    expect(first.highWater).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
     await w.emu.admin.clearRequests();
     const r = await pullList(w.deps(), list);
     const queries = (await w.emu.admin.requests()).filter((e) => e.path.endsWith('/items/query'));
     const body = JSON.parse(queries[0]!.body!) as { Filters: unknown[]; Sorts: unknown[]; PageSize: number };
-    expect(body.Filters).toEqual([{ Field: 'Modified', Type: 2, Value: r.windowFrom }]);
+    const from = DateTime.fromSQL(first.highWater!).minus({ minutes: 7 });
+    expect(r.order).toBe('newest-first');
+    expect(body.Filters).toEqual([{ Field: 'Modified', Type: 2, Value: from.toISODate() }]);
     expect(body.Sorts).toEqual([
-      { Field: 'Created', Desc: false },
-      { Field: 'ListDataID', Desc: false },
+      { Field: 'Modified', Desc: true },
+      { Field: 'ListDataID', Desc: true },
     ]);
     expect(body.PageSize).toBe(1000);
-    expect(r.windowFrom).toBe(DateTime.fromISO(r.watermark!).minus({ days: 3 }).toISODate());
+    expect(queries).toHaveLength(1);
+    const details = ((await w.t.db('listsync.sync_runs').orderBy('id', 'desc').first()) as { details: { stopBefore: string } }).details;
+    expect(details.stopBefore).toBe(from.toFormat('yyyy-MM-dd HH:mm:ss'));
   });
 
   it('items edited, created and deleted while paging are all mirrored after that pull and one more', async () => {
@@ -107,7 +112,7 @@ describe('pull', () => {
 
     now = at('2026-03-11 00:00:30');
     const second = await pullList(deps, list);
-    expect(second.windowFrom).toBe('2026-03-10');
+    expect(second.windowFrom! <= '2026-03-10').toBe(true);
     const row = (await w.t.db('mirror.orders').where({ id }).first()) as { customer: string; row_version: number };
     expect(row.customer).toBe('Edited before midnight');
     expect(row.row_version).toBe(version);

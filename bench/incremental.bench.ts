@@ -1,0 +1,89 @@
+/**
+ * The busy list: 30,000 items, about 20,000 of them touched by a nightly job
+ * (33,000 random edits over the two hours before now), a full load, then 50
+ * edits and the steady-state pull. Prints the query requests of each pull.
+ * Bar: the steady-state pull sends at most 2 query requests.
+ *
+ * The emulator runs at its default rate limit (10 requests/s). Database:
+ * BENCH_DATABASE_URL, else DATABASE_URL, else the local server; a database
+ * of its own is created and dropped.
+ */
+import { performance } from 'node:perf_hooks';
+import pg from 'pg';
+import { parseConfig } from '../src/config.js';
+import { createDb, migrateLatest } from '../src/db.js';
+import { SAMPLE_FIELDS, startEmulator } from '../src/emulator/index.js';
+import { createLogger } from '../src/logger.js';
+import { PlatformClient } from '../src/platform/client.js';
+import { pullList } from '../src/sync/pull.js';
+import { runNightlyJob } from '../test/helpers/busy-list.js';
+
+const ITEMS = 30_000;
+const EDITS = 50;
+
+async function admin(url: string, sql: string): Promise<void> {
+  const u = new URL(url);
+  u.pathname = '/postgres';
+  const c = new pg.Client({ connectionString: u.toString() });
+  await c.connect();
+  try {
+    await c.query(sql);
+  } finally {
+    await c.end();
+  }
+}
+
+export default async function incrementalBench(): Promise<Record<string, string | number>> {
+  const server = process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+  const name = `listsync_bench_incremental_${process.pid}`;
+  await admin(server, `drop database if exists "${name}" with (force)`);
+  await admin(server, `create database "${name}"`);
+  const u = new URL(server);
+  u.pathname = `/${name}`;
+  const db = createDb({ url: u.toString(), poolMax: 4 });
+  const logger = createLogger({ level: 'warn' });
+  const emu = await startEmulator({ sample: true, items: ITEMS });
+  const config = parseConfig({ platform: { baseUrl: emu.baseUrl, apiKey: emu.apiKey }, database: { url: u.toString() }, lists: [{ name: 'orders', appID: 'demo', listID: 'orders' }] });
+  const client = new PlatformClient({ config: config.platform, logger });
+  const deps = { db, client, config, logger };
+  const list = config.lists[0]!;
+  const queries = async () => (await emu.admin.requests()).filter((e) => e.path.endsWith('/items/query')).length;
+  try {
+    await migrateLatest(db);
+    await runNightlyJob(emu.admin, { appID: 'demo', listID: 'orders', edits: 33_000, hours: 2 });
+    const today = new Date().toISOString().slice(0, 10);
+    const touched = (await emu.admin.exportList('demo', 'orders')).items.filter((it) => String(it.Modified).startsWith(today)).length;
+
+    await emu.admin.clearRequests();
+    let t = performance.now();
+    const full = await pullList(deps, list);
+    const fullS = (performance.now() - t) / 1000;
+    const fullQueries = await queries();
+
+    const items = (await emu.admin.exportList('demo', 'orders')).items;
+    for (let i = 0; i < EDITS; i++) await emu.admin.editItem('demo', 'orders', String(items[(i * 601) % items.length]!.ListDataID), { Data: { [SAMPLE_FIELDS.customer]: `bench edit ${i}` } });
+    await emu.admin.clearRequests();
+    t = performance.now();
+    const steady = await pullList(deps, list);
+    const steadyS = (performance.now() - t) / 1000;
+    const steadyQueries = await queries();
+    if (steady.counters.rows_updated !== EDITS) throw new Error(`the steady-state pull updated ${steady.counters.rows_updated} rows, expected ${EDITS}`);
+    if (steadyQueries > 2) throw new Error(`the steady-state pull sent ${steadyQueries} query requests; the bar is 2`);
+    return {
+      items: ITEMS,
+      'touched today (nightly job)': touched,
+      'full load: query requests': fullQueries,
+      'full load: rows': full.counters.rows_inserted,
+      'full load: s': Math.round(fullS * 10) / 10,
+      'steady-state pull after 50 edits: query requests (bar <= 2)': steadyQueries,
+      'steady-state pull: rows updated': steady.counters.rows_updated,
+      'steady-state pull: read order': steady.order,
+      'steady-state pull: s': Math.round(steadyS * 100) / 100,
+    };
+  } finally {
+    await client.close();
+    await emu.close();
+    await db.destroy();
+    await admin(server, `drop database if exists "${name}" with (force)`);
+  }
+}

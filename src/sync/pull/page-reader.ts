@@ -1,0 +1,121 @@
+/**
+ * The page reader: pages of a list query, each checked for completeness
+ * before it is believed. A page that fails a check is asked again once; a
+ * second failure ends the read with IncompleteReadError naming the check and
+ * the page (see platform/paging.ts). The checks:
+ *
+ * - TotalCount is present (a page without one cannot be placed);
+ * - every item carries an ID;
+ * - the page holds what TotalCount implies for it: a full page inside the
+ *   count, the remainder on the last one (short pages, a TotalCount lower or
+ *   higher than the items served);
+ * - the page is not the previous page again (a server ignoring PageIndex);
+ * - in by-created order no ID comes back twice (nothing moves in that order,
+ *   so a repeat means an item was served in place of another); in
+ *   newest-first order a repeat is expected at a page boundary and counted
+ *   for the delete watch instead;
+ * - a full last page is followed by an empty one (the tail past a low
+ *   TotalCount), and no read goes past a ceiling of pages.
+ */
+import type { ListConfig } from '../../config.js';
+import type { PlatformClient } from '../../platform/client.js';
+import type { PageResult } from '../../platform/paging.js';
+import type { Item, ItemQuery, Page } from '../../platform/types.js';
+import { cursorMillis, type ReadOrder } from './plan.js';
+
+export interface CheckedPage extends Page {
+  ids: string[];
+  /** IDs on this page already seen earlier in the run. */
+  repeats: number;
+}
+
+export interface ReadOptions {
+  order: ReadOrder;
+  startPage: number;
+  zone: string;
+  /** newest-first: the last page wanted is the first one reaching items modified before this (epoch ms). */
+  stopBeforeMs: number | null;
+}
+
+/** Checks pages against each other; `verify` is pure, `accept` records a page handed out. */
+export class PageChecks {
+  private readonly seen = new Set<string>();
+  private previous: string[] | null = null;
+
+  constructor(
+    private readonly idField: string,
+    private readonly pageSize: number,
+    private readonly order: ReadOrder,
+  ) {}
+
+  get distinct(): number {
+    return this.seen.size;
+  }
+
+  verify(result: PageResult<Item>, index: number): string | null {
+    const total = result.totalCount;
+    if (total === undefined) return 'the answer has no TotalCount';
+    const ids = result.items.map((it) => idOf(it, this.idField));
+    const missing = ids.filter((id) => id === undefined).length;
+    if (missing) return `${missing} item(s) without ${this.idField}`;
+    const expected = Math.max(0, Math.min(this.pageSize, total - (index - 1) * this.pageSize));
+    if (result.items.length < expected) return `short page: ${result.items.length} item(s) where TotalCount ${total} implies ${expected}`;
+    if (result.items.length > expected) return `TotalCount ${total} is lower than the items served: ${result.items.length} item(s) where it implies ${expected}`;
+    if (this.previous && ids.length && sameIds(ids as string[], this.previous)) return 'the page equals the previous one (PageIndex ignored)';
+    if (new Set(ids).size !== ids.length) return 'an ID appears twice on the page';
+    if (this.order === 'by-created') {
+      const again = (ids as string[]).find((id) => this.seen.has(id));
+      if (again !== undefined) return `ID ${again} was already served on an earlier page`;
+    }
+    return null;
+  }
+
+  accept(items: readonly Item[]): { ids: string[]; repeats: number } {
+    const ids = items.map((it) => idOf(it, this.idField)!);
+    let repeats = 0;
+    for (const id of ids) {
+      if (this.seen.has(id)) repeats++;
+      else this.seen.add(id);
+    }
+    this.previous = ids;
+    return { ids, repeats };
+  }
+}
+
+export async function* readPages(client: PlatformClient, list: ListConfig, query: ItemQuery, opts: ReadOptions, checks: PageChecks): AsyncGenerator<CheckedPage> {
+  const isLast =
+    opts.order === 'newest-first' && opts.stopBeforeMs !== null
+      ? (r: PageResult<Item>) => {
+          const last = r.items[r.items.length - 1];
+          const ms = last ? cursorMillis(last[list.cursorField], opts.zone) : undefined;
+          return ms !== undefined && ms < opts.stopBeforeMs!;
+        }
+      : undefined;
+  const pages = client.pages(list.appID, list.listID, query, {
+    startPage: opts.startPage,
+    pageSize: list.pageSize,
+    // No shutdown signal here: the caller checks it between pages, so the page in flight is finished and written.
+    verify: (r, i) => checks.verify(r, i),
+    isLast,
+    maxPages: list.maxPages,
+    confirmEnd: true,
+    // newest-first usually needs one page: ask for the next only once a page shows it is needed.
+    window: opts.order === 'newest-first' ? 1 : undefined,
+  });
+  for await (const page of pages) {
+    const { ids, repeats } = checks.accept(page.items);
+    yield { ...page, ids, repeats };
+  }
+}
+
+function sameIds(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((id, i) => id === b[i]);
+}
+
+export function idOf(item: Item, idField: string): string | undefined {
+  const v = item[idField];
+  if (typeof v === 'string' && v !== '') return v;
+  if (typeof v === 'bigint') return v.toString();
+  if (typeof v === 'number' && Number.isSafeInteger(v)) return String(v);
+  return undefined;
+}

@@ -1,0 +1,181 @@
+/**
+ * The pull's reads are checked before they are believed, its cursor costs what
+ * changed, and a run killed anywhere resumes incrementally. Real Postgres, the
+ * emulator over HTTP, the emulator's malformed answers switched on by the admin API.
+ */
+import { spawn } from 'node:child_process';
+import { afterEach, describe, expect, it } from 'vitest';
+import { SAMPLE_FIELDS as F } from '../../src/emulator/index.js';
+import type { PageFault } from '../../src/emulator/faults.js';
+import { pullList } from '../../src/sync/pull.js';
+import { readState } from '../../src/sync/state.js';
+import { BIN, childEnv, runCli } from '../helpers/cli.js';
+import { runNightlyJob } from '../helpers/busy-list.js';
+import { expectMirrorEqualsPlatform, startWorld, type World } from '../helpers/world.js';
+
+let w: World | undefined;
+afterEach(async () => {
+  await w?.close();
+  w = undefined;
+});
+
+const queryRequests = async (world: World) => (await world.emu.admin.requests()).filter((e) => e.path.endsWith('/items/query'));
+const lastRun = async (world: World) => (await world.t.db('listsync.sync_runs').orderBy('id', 'desc').first()) as { status: string; error: string | null; details: Record<string, unknown> };
+
+describe('malformed answers: the run ends by itself, keeps its marks, and the next pull heals', () => {
+  const cases: { fault: PageFault; check: RegExp; page: number }[] = [
+    { fault: { kind: 'shortPage', page: 2 }, check: /short page/, page: 2 },
+    { fault: { kind: 'lowTotal', count: 1 }, check: /TotalCount \d+ is lower than the items served/, page: 4 },
+    { fault: { kind: 'lowTotal', count: 50 }, check: /TotalCount is lower than the items served/, page: 4 },
+    { fault: { kind: 'duplicate', page: 3 }, check: /already served on an earlier page/, page: 3 },
+    { fault: { kind: 'ignorePageIndex' }, check: /equals the previous one/, page: 2 },
+    { fault: { kind: 'ignorePageIndexNoTotal' }, check: /no TotalCount/, page: 1 },
+    { fault: { kind: 'nullData' }, check: /no TotalCount/, page: 1 },
+    { fault: { kind: 'missingId', page: 2 }, check: /without ListDataID/, page: 2 },
+  ];
+  for (const { fault, check, page } of cases) {
+    it(`${fault.kind}${fault.count ? ` by ${fault.count}` : ''}: fails naming the check and page ${page}`, async () => {
+      w = await startWorld({ emulator: { items: 350 }, list: { pageSize: 100 } });
+      const list = w.config.lists[0]!;
+      // A mirror already loaded, then its marks cleared: the faulty run is a full read over several pages, and its marks must stay unset.
+      await pullList(w.deps(), list);
+      const before = await readState(w.t.db, 'orders', 'pull');
+      await w.t.db('listsync.sync_state').where({ list_name: 'orders', job: 'pull' }).update({ watermark: null, high_water: null });
+      await w.emu.admin.setFaults({ pageFault: fault, faultPaths: 'items/query' });
+      const err = await pullList(w.deps(), list).then(
+        () => null,
+        (e: Error) => e,
+      );
+      expect(err?.message).toMatch(check);
+      expect(err?.message).toMatch(new RegExp(`page ${page}\\b`));
+      const after = await readState(w.t.db, 'orders', 'pull');
+      expect(after.watermark).toBeNull();
+      expect(after.highWater).toBeNull();
+      expect((await lastRun(w)).status).toBe('failed');
+      expect((await lastRun(w)).error).toMatch(check);
+
+      await w.emu.admin.clearFaults();
+      const healed = await pullList(w.deps(), list);
+      expect(healed.status).toBe('succeeded');
+      expect(healed.watermark).toBe(before.watermark);
+      await expectMirrorEqualsPlatform(w);
+    });
+  }
+
+  it('an answer with an unknown non-zero Status is retried, and the read goes on', async () => {
+    w = await startWorld({ emulator: { items: 350 }, list: { pageSize: 100 } });
+    await w.emu.admin.setFaults({ pageFault: { kind: 'unknownStatus' }, faultPaths: 'items/query' });
+    const r = await pullList(w.deps(), w.config.lists[0]!);
+    expect(r.status).toBe('succeeded');
+    expect(r.counters.retries).toBeGreaterThanOrEqual(1);
+    expect((await queryRequests(w)).some((e) => e.fault === 'unknownStatus')).toBe(true);
+    await expectMirrorEqualsPlatform(w);
+  });
+
+  it('a server ignoring PageIndex without TotalCount cannot make a pull loop', async () => {
+    w = await startWorld({ emulator: { items: 350 }, list: { pageSize: 100 } });
+    await w.emu.admin.setFaults({ pageFault: { kind: 'ignorePageIndexNoTotal' }, faultPaths: 'items/query' });
+    await expect(pullList(w.deps(), w.config.lists[0]!)).rejects.toThrow(/no TotalCount/);
+    expect((await queryRequests(w)).length).toBeLessThan(10);
+  });
+});
+
+describe('the time-precise cursor', () => {
+  it('a busy list: after the full load and 50 edits, a pull reads at most 2 pages and the mirror equals the platform', async () => {
+    w = await startWorld({ emulator: { items: 30_000 } });
+    const list = w.config.lists[0]!;
+    // The nightly job: 33,000 random edits (about 20,000 items) over the two hours before now.
+    await runNightlyJob(w.emu.admin, { appID: 'demo', listID: 'orders', edits: 33_000, hours: 2 });
+    const full = await pullList(w.deps(), list);
+    expect(full.counters.rows_inserted).toBe(30_000);
+
+    const items = (await w.emu.admin.exportList('demo', 'orders')).items;
+    for (let i = 0; i < 50; i++) await w.emu.admin.editItem('demo', 'orders', String(items[i * 500]!.ListDataID), { Data: { [F.customer]: `edit ${i}` } });
+    await w.emu.admin.clearRequests();
+    const r = await pullList(w.deps(), list);
+    expect(r.order).toBe('newest-first');
+    expect((await queryRequests(w)).length).toBeLessThanOrEqual(2);
+    expect(r.counters.rows_updated).toBe(50);
+    await expectMirrorEqualsPlatform(w);
+  }, 120_000);
+
+  it('items modified within the overlap before the mark, and with the platform clock minutes behind, are not missed', async () => {
+    w = await startWorld({ emulator: { items: 500 }, list: { overlapMinutes: 10 } });
+    const list = w.config.lists[0]!;
+    const first = await pullList(w.deps(), list);
+    const mark = new Date(`${first.highWater!.replace(' ', 'T')}Z`);
+    const ids = (await w.emu.admin.exportList('demo', 'orders')).items.map((it) => String(it.ListDataID));
+    // A write stamped 4 minutes before the mark (a lagging platform clock), and one at the mark itself.
+    await w.emu.admin.setClock(new Date(mark.getTime() - 4 * 60_000));
+    await w.emu.admin.editItem('demo', 'orders', ids[3]!, { Data: { [F.customer]: 'behind' } });
+    await w.emu.admin.setClock(mark);
+    await w.emu.admin.editItem('demo', 'orders', ids[4]!, { Data: { [F.customer]: 'at the mark' } });
+    await w.emu.admin.setClock(null);
+    const r = await pullList(w.deps(), list);
+    expect(r.order).toBe('newest-first');
+    expect(r.counters.rows_updated).toBe(2);
+    await expectMirrorEqualsPlatform(w);
+  });
+
+  it('a cursor field the platform refuses to sort by: the run reads the date window by Created and says so', async () => {
+    w = await startWorld({ emulator: { items: 300 }, list: { cursorField: 'Modified' } });
+    const list = w.config.lists[0]!;
+    await pullList(w.deps(), list);
+    // A cursor value that does not parse makes newest-first untrustworthy.
+    const id = String((await w.emu.admin.exportList('demo', 'orders')).items[0]!.ListDataID);
+    await w.emu.admin.editItem('demo', 'orders', id, { Data: { [F.customer]: 'x' } });
+    const r = await pullList(w.deps(), { ...list, cursorField: 'Title' });
+    expect(r.order).toBe('by-created');
+    expect(r.fallback).toMatch(/not a date-time|refused to sort/);
+    expect((await lastRun(w)).details.fallback).toMatch(/not a date-time|refused to sort/);
+    expect(w.logs.join('')).toMatch(/reading the date window by the immutable sort field/);
+  });
+
+  it('edits, creates and deletes while an incremental pull pages: after that pull and one more, the mirror equals the platform', async () => {
+    w = await startWorld({ emulator: { items: 3000, faults: { latencyMs: 30 } }, list: { pageSize: 100, overlapMinutes: 0 }, platform: { maxInFlight: 4 }, database: { pageWriters: 2 } });
+    const list = w.config.lists[0]!;
+    await pullList(w.deps(), list);
+    // Touch most of the list, so the next incremental read spans many pages.
+    await w.emu.admin.setActivity({ appID: 'demo', listID: 'orders', editsPerSecond: 5000 });
+    for (let i = 0; i < 100 && (await w.emu.admin.activity()).totals.edits < 2500; i++) await new Promise((r) => setTimeout(r, 50));
+    await w.emu.admin.setActivity({ appID: 'demo', listID: 'orders', editsPerSecond: 60, createsPerSecond: 15, deletesPerSecond: 15 });
+    const during = await pullList(w.deps(), list);
+    await w.emu.admin.setActivity(null);
+    expect(during.status).toBe('succeeded');
+    expect(during.counters.pages).toBeGreaterThan(3);
+    await pullList(w.deps(), list);
+    await expectMirrorEqualsPlatform(w, 'orders', 'demo', 'orders', { allowExtraRows: true });
+  });
+});
+
+describe('resume stays incremental', () => {
+  for (const killAt of [1, 3, 9, 26]) {
+    it(`a full load killed at page ${killAt} resumes, moves the watermark, and the next pull reads at most 2 pages`, async () => {
+      w = await startWorld({ emulator: { items: 3000, faults: { latencyMs: 120 } }, list: { pageSize: 100 }, platform: { requestsPerSecond: 20, maxInFlight: 2 } });
+      const env = { PLATFORM_API_KEY: w.emu.apiKey };
+      const child = spawn(process.execPath, [BIN, '--config', w.configFile, 'pull'], { env: childEnv(env), stdio: 'ignore' });
+      for (let i = 0; i < 600; i++) {
+        if (killAt === 1) {
+          if ((await queryRequests(w)).some((e) => e.pageIndex === 1)) break;
+        } else if (((await readState<{ nextPage: number }>(w.t.db, 'orders', 'pull')).checkpoint?.nextPage ?? 0) >= killAt) break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      child.kill('SIGKILL');
+      await new Promise((r) => child.once('exit', r));
+      expect((await readState(w.t.db, 'orders', 'pull')).watermark).toBeNull();
+
+      const rerun = await runCli(['--config', w.configFile, 'pull'], { env, cwd: w.cwd });
+      expect(rerun.code).toBe(0);
+      expect(rerun.stdout).not.toMatch(/held/);
+      const after = await readState(w.t.db, 'orders', 'pull');
+      expect(after.watermark).not.toBeNull();
+      expect(after.highWater).not.toBeNull();
+      await expectMirrorEqualsPlatform(w);
+
+      await w.emu.admin.clearRequests();
+      const next = await runCli(['--config', w.configFile, 'pull'], { env, cwd: w.cwd });
+      expect(next.code).toBe(0);
+      expect((await queryRequests(w)).length).toBeLessThanOrEqual(2);
+    }, 90_000);
+  }
+});
