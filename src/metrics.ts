@@ -86,9 +86,24 @@ interface ReadMetric<S> extends Declaration {
 
 /** Counted in process, as requests are made and webhooks arrive. */
 const IN_PROCESS = {
-  requests: { kind: 'counter', name: 'listsync_platform_requests_total', help: 'Platform API attempts by endpoint and outcome (ok, error, retry, rate_limited).', labels: ['endpoint', 'outcome'] },
-  retries: { kind: 'counter', name: 'listsync_platform_retries_total', help: 'Platform API attempts that were retries.', labels: ['endpoint'] },
-  rateLimited: { kind: 'counter', name: 'listsync_platform_rate_limited_total', help: 'Platform API attempts refused with 429 or a rate-limit envelope.', labels: ['endpoint'] },
+  requests: {
+    kind: 'counter',
+    name: 'listsync_platform_requests_total',
+    help: 'Platform API attempts by endpoint and outcome (ok, error, retry, rate_limited).',
+    labels: ['endpoint', 'outcome'],
+  },
+  retries: {
+    kind: 'counter',
+    name: 'listsync_platform_retries_total',
+    help: 'Platform API attempts that were retries.',
+    labels: ['endpoint'],
+  },
+  rateLimited: {
+    kind: 'counter',
+    name: 'listsync_platform_rate_limited_total',
+    help: 'Platform API attempts refused with 429 or a rate-limit envelope.',
+    labels: ['endpoint'],
+  },
   requestSeconds: {
     kind: 'histogram',
     name: 'listsync_platform_request_duration_seconds',
@@ -102,7 +117,12 @@ const IN_PROCESS = {
     help: 'Webhook callbacks: result accepted (reason new or duplicate), rejected (reason: method, unknown_token, channel, type, content_type, too_large, bad_body) or error.',
     labels: ['result', 'reason'],
   },
-  realtimeFlushes: { kind: 'counter', name: 'listsync_realtime_flushes_total', help: 'Realtime applier flushes in this process (each coalesces the events queued for a list).', labels: ['list'] },
+  realtimeFlushes: {
+    kind: 'counter',
+    name: 'listsync_realtime_flushes_total',
+    help: 'Realtime applier flushes in this process (each coalesces the events queued for a list).',
+    labels: ['list'],
+  },
 } as const satisfies Record<string, Declaration>;
 
 /** What one scrape reads from Postgres (one shared read per scrape). */
@@ -133,7 +153,8 @@ const FROM_POSTGRES: readonly ReadMetric<Snapshot>[] = [
     help: 'Seconds since the start of the last successful pull of the list (absent before the first).',
     labels: ['list'],
     read: (v, s) => {
-      for (const l of s.lists) if (l.lastPullStartedAt) v.set(perList(l.list), Math.max(0, (s.at.getTime() - l.lastPullStartedAt.getTime()) / 1000));
+      for (const l of s.lists)
+        if (l.lastPullStartedAt) v.set(perList(l.list), Math.max(0, (s.at.getTime() - l.lastPullStartedAt.getTime()) / 1000));
     },
   },
   {
@@ -169,8 +190,20 @@ const FROM_POSTGRES: readonly ReadMetric<Snapshot>[] = [
       }
     },
   },
-  { kind: 'gauge', name: 'listsync_conflicts_open', help: 'Open write-back conflicts.', labels: ['list'], read: (v, s) => s.lists.forEach((l) => v.set(perList(l.list), l.openConflicts)) },
-  { kind: 'gauge', name: 'listsync_run_in_progress', help: '1 while a run of the list is in progress.', labels: ['list'], read: (v, s) => s.lists.forEach((l) => v.set(perList(l.list), l.running ? 1 : 0)) },
+  {
+    kind: 'gauge',
+    name: 'listsync_conflicts_open',
+    help: 'Open write-back conflicts.',
+    labels: ['list'],
+    read: (v, s) => s.lists.forEach((l) => v.set(perList(l.list), l.openConflicts)),
+  },
+  {
+    kind: 'gauge',
+    name: 'listsync_run_in_progress',
+    help: '1 while a run of the list is in progress.',
+    labels: ['list'],
+    read: (v, s) => s.lists.forEach((l) => v.set(perList(l.list), l.running ? 1 : 0)),
+  },
   {
     kind: 'gauge',
     name: 'listsync_last_run_failed',
@@ -218,7 +251,12 @@ const FROM_POSTGRES: readonly ReadMetric<Snapshot>[] = [
     read: (v, s) => s.finished.forEach((r) => v.observe({ job: r.job, status: r.status }, Math.max(0, Number(r.seconds)))),
   },
   { kind: 'gauge', name: 'listsync_webhook_subscriptions', help: 'Webhook subscriptions.', read: (v, s) => v.set({}, s.hooks.subs) },
-  { kind: 'gauge', name: 'listsync_webhook_inbox_unprocessed', help: 'Stored webhook events not acted on yet.', read: (v, s) => v.set({}, s.hooks.unprocessed) },
+  {
+    kind: 'gauge',
+    name: 'listsync_webhook_inbox_unprocessed',
+    help: 'Stored webhook events not acted on yet.',
+    read: (v, s) => v.set({}, s.hooks.unprocessed),
+  },
   {
     kind: 'gauge',
     name: 'listsync_last_run_rows_changed',
@@ -320,7 +358,8 @@ const FROM_CONFIG: readonly ReadMetric<Config>[] = [
     name: 'listsync_list_info',
     help: "Always 1; the labels carry each configured list's platform IDs and conflict policy.",
     labels: ['list', 'app_id', 'list_id', 'conflict_policy'],
-    read: (v, c) => c.lists.forEach((l) => v.set({ list: l.name, app_id: l.appID, list_id: l.listID, conflict_policy: l.conflictPolicy }, 1)),
+    read: (v, c) =>
+      c.lists.forEach((l) => v.set({ list: l.name, app_id: l.appID, list_id: l.listID, conflict_policy: l.conflictPolicy }, 1)),
   },
   {
     kind: 'gauge',
@@ -389,13 +428,21 @@ async function readSnapshot(db: Knex, config: Config, at: Date, finishedAfter: s
       changes_failed: 'changes_failed',
     })
     .groupBy('list_name')) as Snapshot['sums'];
-  const runs = (await db('listsync.sync_runs').select('list_name', 'job', 'status').count({ n: '*' }).groupBy('list_name', 'job', 'status')) as Snapshot['runs'];
+  const runs = (await db('listsync.sync_runs')
+    .select('list_name', 'job', 'status')
+    .count({ n: '*' })
+    .groupBy('list_name', 'job', 'status')) as Snapshot['runs'];
   const finished = (await db('listsync.sync_runs')
     .whereNotNull('finished_at')
     .where('finished_at', '>', db.raw('?::timestamptz', [finishedAfter]))
     .orderBy('finished_at')
     .limit(10_000)
-    .select('job', 'status', db.raw('extract(epoch from finished_at - started_at)::float8 as seconds'), db.raw('finished_at::text as cursor'))) as Snapshot['finished'];
+    .select(
+      'job',
+      'status',
+      db.raw('extract(epoch from finished_at - started_at)::float8 as seconds'),
+      db.raw('finished_at::text as cursor'),
+    )) as Snapshot['finished'];
   const lastRuns = (await db.raw(
     `select distinct on (list_name, job) list_name, job, pages, requests, ${changedSql} as changed
        from listsync.sync_runs where status = 'succeeded'

@@ -81,6 +81,12 @@ export async function startServe(opts: ServeOptions): Promise<RunningServe> {
       if (job && list) scheduler.request(job, list);
     },
     idle: () => runs.idle(),
-    close: createShutdown({ logger, runs, stopSchedules: () => scheduler.stop(), closeHttp: () => http.close(), timeoutMs: config.serve.shutdownTimeoutMs }),
+    close: createShutdown({
+      logger,
+      runs,
+      stopSchedules: () => scheduler.stop(),
+      closeHttp: () => http.close(),
+      timeoutMs: config.serve.shutdownTimeoutMs,
+    }),
   };
 }

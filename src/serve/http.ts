@@ -20,7 +20,12 @@ export interface HttpServer {
 }
 
 /** Listens on host:port and serves the routes (by exact path, or by prefix for paths ending in '/'). */
-export async function startHttp(opts: { routes: Record<string, RouteHandler>; logger: Logger; host: string; port: number }): Promise<HttpServer> {
+export async function startHttp(opts: {
+  routes: Record<string, RouteHandler>;
+  logger: Logger;
+  host: string;
+  port: number;
+}): Promise<HttpServer> {
   const { routes, logger, host, port } = opts;
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
@@ -93,8 +98,12 @@ export function healthRoute(db: Knex, config: Config, extra?: HealthExtra): Rout
 }
 
 function listenError(err: NodeJS.ErrnoException, host: string, port: number): Error {
-  const why = err.code === 'EADDRINUSE' ? 'the port is in use by another process' : err.code === 'EACCES' ? 'permission denied' : err.message;
-  return new Error(`serve cannot listen on ${host}:${port}: ${why} (${err.code ?? 'error'}). Stop the other process, or set serve.port / --port.`, { cause: err });
+  const why =
+    err.code === 'EADDRINUSE' ? 'the port is in use by another process' : err.code === 'EACCES' ? 'permission denied' : err.message;
+  return new Error(
+    `serve cannot listen on ${host}:${port}: ${why} (${err.code ?? 'error'}). Stop the other process, or set serve.port / --port.`,
+    { cause: err },
+  );
 }
 
 export function json(res: ServerResponse, status: number, body: unknown): void {

@@ -71,7 +71,8 @@ export function createScheduler(opts: SchedulerOptions): Scheduler {
     return entry.running;
   }
 
-  const runNow = (job: JobDefinition, list?: ListConfig): Promise<unknown> => (job.coalesce ? coalesce(job, list) : runs.track(execute(job, list)));
+  const runNow = (job: JobDefinition, list?: ListConfig): Promise<unknown> =>
+    job.coalesce ? coalesce(job, list) : runs.track(execute(job, list));
 
   return {
     start() {
@@ -81,7 +82,13 @@ export function createScheduler(opts: SchedulerOptions): Scheduler {
           const expr = job.scheduleOf(config, list);
           if (!expr) continue;
           const name = targetName(job, list);
-          const task = cron.schedule(expr, () => runNow(job, list), { name, noOverlap: true, timezone: config.platform.timeZone, distributed: true, runCoordinator: coordinator });
+          const task = cron.schedule(expr, () => runNow(job, list), {
+            name,
+            noOverlap: true,
+            timezone: config.platform.timeZone,
+            distributed: true,
+            runCoordinator: coordinator,
+          });
           tasks.push(task);
           logger.info({ job: job.name, list: list?.name, schedule: expr, next: task.getNextRun()?.toISOString() }, `scheduled ${name}`);
         }
