@@ -15,6 +15,17 @@ export default tseslint.config(
     },
   },
   {
+    // Unknown errors are coerced once (src/errors.ts coerceError), never cast: a thrown string or object has no .message.
+    files: ['src/**/*.ts', 'jobs/**/*.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        { selector: "TSAsExpression[typeAnnotation.typeName.name='Error']", message: 'Use coerceError(err) from src/errors.ts instead of casting to Error.' },
+        { selector: "TSTypeAssertion[typeAnnotation.typeName.name='Error']", message: 'Use coerceError(err) from src/errors.ts instead of casting to Error.' },
+      ],
+    },
+  },
+  {
     // The one place that reads the environment, plus the test harness, benchmarks and the bin shim.
     files: ['src/config.ts', 'test/**', 'bench/**', 'bin/**', 'vitest.config.ts', 'knexfile.ts'],
     rules: { 'no-restricted-properties': 'off' },

@@ -1,6 +1,7 @@
 import { pullDirectory } from '../src/sync/directory.js';
 import type { JobDefinition } from './job.js';
 
+/** Departments, groups and positions; scheduled by `directory.schedule`. Stops between parts; a request in flight is cancelled. */
 export const directoryJob: JobDefinition = {
   name: 'directory',
   perList: false,

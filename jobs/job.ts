@@ -1,4 +1,9 @@
-/** What a scheduled job is: a name, where its schedule comes from, and what it runs. */
+/**
+ * What a scheduled job is: a name, where its schedule comes from, what it runs
+ * and how it is asked for. Every job hands the run context's abort signal to
+ * its run, which stops at the next safe point (after the page or change in
+ * flight) when `serve` shuts down.
+ */
 import type { Config, ListConfig } from '../src/config.js';
 import type { Knex } from '../src/db.js';
 import type { Logger } from '../src/logger.js';
@@ -18,6 +23,12 @@ export interface JobContext {
 export interface JobDefinition {
   name: 'pull' | 'push' | 'reconcile' | 'users' | 'directory';
   perList: boolean;
+  /**
+   * A run asked for while one of the same target is running is not started
+   * beside it: one more run follows the running one (an early pull asked for
+   * by several webhook events runs once after the pull under way).
+   */
+  coalesce?: boolean;
   /** The cron expression, or undefined when the job is not scheduled. */
   scheduleOf(config: Config, list?: ListConfig): string | undefined;
   run(ctx: JobContext): Promise<unknown>;

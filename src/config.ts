@@ -14,7 +14,7 @@ import { parseEnv } from 'node:util';
 import { IANAZone } from 'luxon';
 import { validate as validateCron } from 'node-cron';
 import { z } from 'zod';
-import { ConfigError } from './errors.js';
+import { ConfigError, coerceError } from './errors.js';
 import { RESERVED_COLUMNS } from './mirror/naming.js';
 import { passwordOf, registerSecrets, scrubSecrets } from './secrets.js';
 
@@ -244,7 +244,7 @@ export function loadConfig(options: LoadOptions = {}): Config {
     raw = JSON.parse(readFileSync(path, 'utf8'));
   } catch (err) {
     // V8 quotes a piece of the text, which may hold a secret: keep only the position.
-    const reason = (err as Error).message.replace(/,?\s*"[^]*" is not valid JSON/, ' (not valid JSON)');
+    const reason = coerceError(err).message.replace(/,?\s*"[^]*" is not valid JSON/, ' (not valid JSON)');
     throw new ConfigError(`${path} is not valid JSON: ${reason}. Fix the file (JSON allows no comments or trailing commas).`, '(file)');
   }
   return parseConfig(raw, env, path);

@@ -12,6 +12,7 @@ import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
 import { redactUrl } from './config.js';
 import { PlatformError } from './platform/errors.js';
+import { coerceError } from './errors.js';
 
 export type { Knex };
 
@@ -71,7 +72,7 @@ export async function ping(db: Knex, url: string): Promise<void> {
   try {
     await db.raw('select 1');
   } catch (err) {
-    throw new Error(`Cannot reach the database at ${redactUrl(url)}: ${(err as Error).message}. Check database.url / DATABASE_URL and that PostgreSQL is running.`, { cause: err });
+    throw new Error(`Cannot reach the database at ${redactUrl(url)}: ${coerceError(err).message}. Check database.url / DATABASE_URL and that PostgreSQL is running.`, { cause: err });
   }
 }
 

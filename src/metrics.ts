@@ -27,12 +27,12 @@ import type { Config } from './config.js';
 import type { Knex } from './db.js';
 import type { Logger } from './logger.js';
 import type { RequestEvent } from './platform/client.js';
-import { listStatuses } from './status.js';
+import { listStatuses, type ListStatus } from './status.js';
 import { counterTotals, failureStreaks, lastChangingPulls, lastSucceededRuns, reconcileHeals, runCounts, runsFinishedAfter } from './store/runs.js';
 import { webhookBacklog } from './store/webhook-inbox.js';
 import type { ReceiveOutcome } from './webhooks/receiver.js';
 import type { FlushResult } from './realtime/applier.js';
-import { realtimeStatuses } from './realtime/stats.js';
+import { realtimeStatuses, type RealtimeStatus } from './realtime/stats.js';
 
 export const ROW_KINDS = ['inserted', 'updated', 'unchanged', 'deleted', 'undeleted', 'failed'] as const;
 
@@ -59,301 +59,405 @@ export interface Metrics {
   handler(req: IncomingMessage, res: ServerResponse): Promise<void>;
 }
 
+// ---- the declaration ----------------------------------------------------------
+
+type Labels = Record<string, string>;
+
+/** A metric as declared: its kind, name, help and label names. */
+interface Declaration {
+  kind: 'counter' | 'gauge' | 'histogram';
+  name: string;
+  help: string;
+  labels?: readonly string[];
+  buckets?: readonly number[];
+}
+
+/** What a reader writes: one metric's values (a counter's `add` after its reset rebuilds a total from the history). */
+interface Values {
+  set(labels: Labels, value: number): void;
+  add(labels: Labels, value: number): void;
+  observe(labels: Labels, value: number): void;
+}
+
+/** A metric whose values are read from a source (`S`) rather than counted as events happen. */
+interface ReadMetric<S> extends Declaration {
+  read(values: Values, source: S): void;
+  /** Keep the values between reads (a histogram observing only what is new); default: reset before each read. */
+  accumulates?: boolean;
+}
+
+/** Counted in process, as requests are made and webhooks arrive. */
+const IN_PROCESS = {
+  requests: {
+    kind: 'counter',
+    name: 'listsync_platform_requests_total',
+    help: 'Platform API attempts by endpoint and outcome (ok, error, retry, rate_limited).',
+    labels: ['endpoint', 'outcome'],
+  },
+  retries: {
+    kind: 'counter',
+    name: 'listsync_platform_retries_total',
+    help: 'Platform API attempts that were retries.',
+    labels: ['endpoint'],
+  },
+  rateLimited: {
+    kind: 'counter',
+    name: 'listsync_platform_rate_limited_total',
+    help: 'Platform API attempts refused with 429 or a rate-limit envelope.',
+    labels: ['endpoint'],
+  },
+  requestSeconds: {
+    kind: 'histogram',
+    name: 'listsync_platform_request_duration_seconds',
+    help: 'Platform API attempt durations.',
+    labels: ['endpoint'],
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+  },
+  webhookEvents: {
+    kind: 'counter',
+    name: 'listsync_webhook_events_total',
+    help: 'Webhook callbacks: result accepted (reason new or duplicate), rejected (reason: method, unknown_token, channel, type, content_type, too_large, bad_body) or error.',
+    labels: ['result', 'reason'],
+  },
+  realtimeFlushes: {
+    kind: 'counter',
+    name: 'listsync_realtime_flushes_total',
+    help: 'Realtime applier flushes in this process (each coalesces the events queued for a list).',
+    labels: ['list'],
+  },
+} as const satisfies Record<string, Declaration>;
+
+/** What one scrape reads from Postgres (one shared read per scrape). */
+interface Snapshot {
+  at: Date;
+  lists: ListStatus[];
+  /** Per list: rows written by kind and changes pushed by outcome, summed over the run history. */
+  sums: Record<string, string | number | null>[];
+  runs: { list_name: string; job: string; status: string; n: string | number }[];
+  /** Runs that finished since the last scrape. */
+  finished: { job: string; status: string; seconds: number; cursor: string }[];
+  lastRuns: { list_name: string; job: string; pages: number; requests: number; changed: string | number }[];
+  streaks: { list_name: string; job: string; failed: string | number }[];
+  changedPulls: { list_name: string; at: number }[];
+  heals: { list_name: string; deleted: string | number; undeleted: string | number; missing: string | number; behind: string | number }[];
+  hooks: { subs: number; unprocessed: number };
+  realtime: RealtimeStatus[];
+}
+
+const perList = (list: string) => ({ list });
+
+/** Read from Postgres at scrape time, each with its reader. */
+const FROM_POSTGRES: readonly ReadMetric<Snapshot>[] = [
+  { kind: 'gauge', name: 'listsync_database_up', help: '1 when the last scrape could read Postgres.', read: (v) => v.set({}, 1) },
+  {
+    kind: 'gauge',
+    name: 'listsync_lag_seconds',
+    help: 'Seconds since the start of the last successful pull of the list (absent before the first).',
+    labels: ['list'],
+    read: (v, s) => {
+      for (const l of s.lists)
+        if (l.lastPullStartedAt) v.set(perList(l.list), Math.max(0, (s.at.getTime() - l.lastPullStartedAt.getTime()) / 1000));
+    },
+  },
+  {
+    kind: 'gauge',
+    name: 'listsync_last_pull_success_timestamp_seconds',
+    help: 'Start of the last successful pull (Unix seconds).',
+    labels: ['list'],
+    read: (v, s) => {
+      for (const l of s.lists) if (l.lastPullStartedAt) v.set(perList(l.list), l.lastPullStartedAt.getTime() / 1000);
+    },
+  },
+  {
+    kind: 'gauge',
+    name: 'listsync_mirror_rows',
+    help: 'Mirror rows by state (live, deleted).',
+    labels: ['list', 'state'],
+    read: (v, s) => {
+      for (const l of s.lists) {
+        if (l.rows !== null) v.set({ list: l.list, state: 'live' }, l.rows);
+        if (l.deletedRows !== null) v.set({ list: l.list, state: 'deleted' }, l.deletedRows);
+      }
+    },
+  },
+  {
+    kind: 'gauge',
+    name: 'listsync_changes',
+    help: 'Local changes waiting in the outbox by state (pending, failed).',
+    labels: ['list', 'state'],
+    read: (v, s) => {
+      for (const l of s.lists) {
+        v.set({ list: l.list, state: 'pending' }, l.pendingChanges);
+        v.set({ list: l.list, state: 'failed' }, l.failedChanges);
+      }
+    },
+  },
+  {
+    kind: 'gauge',
+    name: 'listsync_conflicts_open',
+    help: 'Open write-back conflicts.',
+    labels: ['list'],
+    read: (v, s) => s.lists.forEach((l) => v.set(perList(l.list), l.openConflicts)),
+  },
+  {
+    kind: 'gauge',
+    name: 'listsync_run_in_progress',
+    help: '1 while a run of the list is in progress.',
+    labels: ['list'],
+    read: (v, s) => s.lists.forEach((l) => v.set(perList(l.list), l.running ? 1 : 0)),
+  },
+  {
+    kind: 'gauge',
+    name: 'listsync_last_run_failed',
+    help: '1 when the most recent outcome of the list was a failure (the healthz "last error").',
+    labels: ['list'],
+    read: (v, s) => s.lists.forEach((l) => v.set(perList(l.list), l.lastError ? 1 : 0)),
+  },
+  {
+    kind: 'counter',
+    name: 'listsync_rows_total',
+    help: 'Rows written by kind (inserted, updated, unchanged, deleted, undeleted, failed), summed over the run history.',
+    labels: ['list', 'kind'],
+    read: (v, s) => {
+      for (const sum of s.sums) for (const kind of ROW_KINDS) v.add({ list: String(sum.list_name), kind }, Number(sum[kind] ?? 0));
+    },
+  },
+  {
+    kind: 'counter',
+    name: 'listsync_runs_total',
+    help: 'Runs by job and outcome, from the run history.',
+    labels: ['list', 'job', 'status'],
+    read: (v, s) => s.runs.forEach((r) => v.add({ list: r.list_name, job: r.job, status: r.status }, Number(r.n))),
+  },
+  {
+    kind: 'counter',
+    name: 'listsync_changes_pushed_total',
+    help: 'Local changes handled by push runs by outcome (applied, conflicted, failed).',
+    labels: ['list', 'outcome'],
+    read: (v, s) => {
+      for (const sum of s.sums) {
+        const list = String(sum.list_name);
+        v.add({ list, outcome: 'applied' }, Number(sum.applied ?? 0));
+        v.add({ list, outcome: 'conflicted' }, Number(sum.conflicted ?? 0));
+        v.add({ list, outcome: 'failed' }, Number(sum.changes_failed ?? 0));
+      }
+    },
+  },
+  {
+    kind: 'histogram',
+    name: 'listsync_run_duration_seconds',
+    help: 'Durations of the runs that finished since this process started, by job and status.',
+    labels: ['job', 'status'],
+    buckets: [0.5, 1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600],
+    accumulates: true,
+    read: (v, s) => s.finished.forEach((r) => v.observe({ job: r.job, status: r.status }, Math.max(0, Number(r.seconds)))),
+  },
+  { kind: 'gauge', name: 'listsync_webhook_subscriptions', help: 'Webhook subscriptions.', read: (v, s) => v.set({}, s.hooks.subs) },
+  {
+    kind: 'gauge',
+    name: 'listsync_webhook_inbox_unprocessed',
+    help: 'Stored webhook events not acted on yet.',
+    read: (v, s) => v.set({}, s.hooks.unprocessed),
+  },
+  {
+    kind: 'gauge',
+    name: 'listsync_last_run_rows_changed',
+    help: 'Rows inserted, updated, deleted or undeleted by the last successful run of the list, by job.',
+    labels: ['list', 'job'],
+    read: (v, s) => s.lastRuns.forEach((r) => v.set({ list: r.list_name, job: r.job }, Number(r.changed))),
+  },
+  {
+    kind: 'gauge',
+    name: 'listsync_last_run_pages',
+    help: 'Pages read by the last successful run, by job.',
+    labels: ['list', 'job'],
+    read: (v, s) => s.lastRuns.forEach((r) => v.set({ list: r.list_name, job: r.job }, Number(r.pages))),
+  },
+  {
+    kind: 'gauge',
+    name: 'listsync_last_run_requests',
+    help: 'Platform requests (retries included) sent by the last successful run, by job.',
+    labels: ['list', 'job'],
+    read: (v, s) => s.lastRuns.forEach((r) => v.set({ list: r.list_name, job: r.job }, Number(r.requests))),
+  },
+  {
+    kind: 'gauge',
+    name: 'listsync_consecutive_failed_runs',
+    help: 'Failed runs since the last successful one, by job (0 once a run succeeds).',
+    labels: ['list', 'job'],
+    read: (v, s) => s.streaks.forEach((r) => v.set({ list: r.list_name, job: r.job }, Number(r.failed))),
+  },
+  {
+    kind: 'gauge',
+    name: 'listsync_last_pull_with_changes_timestamp_seconds',
+    help: 'Start of the last successful pull that changed at least one row (Unix seconds; absent before the first).',
+    labels: ['list'],
+    read: (v, s) => s.changedPulls.forEach((r) => v.set(perList(r.list_name), Number(r.at))),
+  },
+  {
+    kind: 'counter',
+    name: 'listsync_reconcile_healed_total',
+    help: 'Rows reconcile healed, by kind (deleted, undeleted, missing: re-read IDs the mirror lacked, behind: re-read rows whose version was behind), summed over the run history.',
+    labels: ['list', 'kind'],
+    read: (v, s) => {
+      for (const r of s.heals) {
+        v.add({ list: r.list_name, kind: 'deleted' }, Number(r.deleted));
+        v.add({ list: r.list_name, kind: 'undeleted' }, Number(r.undeleted));
+        v.add({ list: r.list_name, kind: 'missing' }, Number(r.missing));
+        v.add({ list: r.list_name, kind: 'behind' }, Number(r.behind));
+      }
+    },
+  },
+  {
+    kind: 'gauge',
+    name: 'listsync_realtime_events',
+    help: 'Item events of realtime lists by state: received (stored), queued (not applied yet), applied; from Postgres, every process.',
+    labels: ['list', 'state'],
+    read: (v, s) => {
+      for (const r of s.realtime) {
+        v.set({ list: r.list, state: 'received' }, r.received);
+        v.set({ list: r.list, state: 'queued' }, r.queued);
+        v.set({ list: r.list, state: 'applied' }, r.applied);
+      }
+    },
+  },
+  {
+    kind: 'gauge',
+    name: 'listsync_realtime_reread',
+    help: 'Item IDs re-read through the API for realtime events (kind items) and the requests that took (kind requests).',
+    labels: ['list', 'kind'],
+    read: (v, s) => {
+      for (const r of s.realtime) {
+        v.set({ list: r.list, kind: 'items' }, r.reread);
+        v.set({ list: r.list, kind: 'requests' }, r.rereadRequests);
+      }
+    },
+  },
+  {
+    kind: 'gauge',
+    name: 'listsync_realtime_last_event_lag_seconds',
+    help: 'Seconds from receiving the latest applied item event to applying it.',
+    labels: ['list'],
+    read: (v, s) => {
+      for (const r of s.realtime) if (r.lastLagSeconds !== null) v.set(perList(r.list), r.lastLagSeconds);
+    },
+  },
+  {
+    kind: 'gauge',
+    name: 'listsync_realtime_last_applied_timestamp_seconds',
+    help: 'When the latest item event of the list was applied (Unix seconds).',
+    labels: ['list'],
+    read: (v, s) => {
+      for (const r of s.realtime) if (r.lastAppliedAt) v.set(perList(r.list), r.lastAppliedAt.getTime() / 1000);
+    },
+  },
+];
+
+/** From the config, set once: what dashboards and alert rules compare against. */
+const FROM_CONFIG: readonly ReadMetric<Config>[] = [
+  {
+    kind: 'gauge',
+    name: 'listsync_list_info',
+    help: "Always 1; the labels carry each configured list's platform IDs and conflict policy.",
+    labels: ['list', 'app_id', 'list_id', 'conflict_policy'],
+    read: (v, c) =>
+      c.lists.forEach((l) => v.set({ list: l.name, app_id: l.appID, list_id: l.listID, conflict_policy: l.conflictPolicy }, 1)),
+  },
+  {
+    kind: 'gauge',
+    name: 'listsync_lag_limit_seconds',
+    help: 'The lag past which a list counts as stale (serve.maxLagMinutes).',
+    labels: ['list'],
+    read: (v, c) => c.lists.forEach((l) => v.set(perList(l.name), c.serve.maxLagMinutes * 60)),
+  },
+  {
+    kind: 'gauge',
+    name: 'listsync_request_budget_per_second',
+    help: "The account's request budget (platform.requestsPerSecond), shared by every process of the account.",
+    read: (v, c) => v.set({}, c.platform.requestsPerSecond),
+  },
+];
+
+// ---- the registry ---------------------------------------------------------------
+
+type PromMetric = Counter | Gauge | Histogram;
+
+function create(registry: Registry, d: Declaration, collect?: () => Promise<void>): PromMetric {
+  const common = { name: d.name, help: d.help, labelNames: [...(d.labels ?? [])], registers: [registry], ...(collect ? { collect } : {}) };
+  if (d.kind === 'counter') return new Counter(common);
+  if (d.kind === 'gauge') return new Gauge(common);
+  return new Histogram({ ...common, buckets: [...(d.buckets ?? [])] });
+}
+
+function valuesOf(metric: PromMetric, name: string): Values {
+  const wrong = (what: string) => () => {
+    throw new Error(`metric ${name} cannot ${what}`);
+  };
+  return {
+    set: metric instanceof Gauge ? (labels, value) => metric.set(labels, value) : wrong('set'),
+    add: metric instanceof Counter || metric instanceof Gauge ? (labels, value) => metric.inc(labels, value) : wrong('add'),
+    observe: metric instanceof Histogram ? (labels, value) => metric.observe(labels, value) : wrong('observe'),
+  };
+}
+
+/** Registers the read metrics; `apply(source)` rebuilds their values from a source. */
+function readMetrics<S>(registry: Registry, defs: readonly ReadMetric<S>[], collect?: () => Promise<void>): (source: S) => void {
+  const metrics = defs.map((d) => ({ def: d, metric: create(registry, d, collect) }));
+  return (source) => {
+    for (const { def, metric } of metrics) {
+      if (!def.accumulates) metric.reset();
+      def.read(valuesOf(metric, def.name), source);
+    }
+  };
+}
+
+// ---- the Postgres read ----------------------------------------------------------
+
+async function readSnapshot(db: Knex, config: Config, at: Date, finishedAfter: string): Promise<Snapshot> {
+  const lists = await listStatuses(db, config, at);
+  const sums = await counterTotals(db);
+  const runs = await runCounts(db);
+  const finished = await runsFinishedAfter(db, finishedAfter, 10_000);
+  const lastRuns = await lastSucceededRuns(db);
+  const streaks = await failureStreaks(db);
+  const changedPulls = await lastChangingPulls(db);
+  const heals = await reconcileHeals(db);
+  const backlog = await webhookBacklog(db);
+  const realtime = await realtimeStatuses(db, config);
+  return { at, lists, sums, runs, finished, lastRuns, streaks, changedPulls, heals, hooks: { subs: backlog.subscriptions, unprocessed: backlog.unprocessed }, realtime };
+}
+
+// ---- assembled ------------------------------------------------------------------
+
 export function createMetrics(options: MetricsOptions): Metrics {
   const { db, config } = options;
   const now = options.now ?? (() => new Date());
   const registry = new Registry();
-  if (options.defaultMetrics !== false) {
-    collectDefaultMetrics({ register: registry, prefix: 'listsync_' });
-    // prom-client names some gauges *_total (active handles, requests, resources), which promtool rejects: drop them.
-    for (const m of registry.getMetricsAsArray()) if (m instanceof Gauge && m.name.endsWith('_total')) registry.removeSingleMetric(m.name);
-  }
+  if (options.defaultMetrics !== false) registerProcessMetrics(registry);
 
-  // ---- in process -------------------------------------------------------
-  const requests = new Counter({
-    name: 'listsync_platform_requests_total',
-    help: 'Platform API attempts by endpoint and outcome (ok, error, retry, rate_limited).',
-    labelNames: ['endpoint', 'outcome'] as const,
-    registers: [registry],
-  });
-  const retries = new Counter({ name: 'listsync_platform_retries_total', help: 'Platform API attempts that were retries.', labelNames: ['endpoint'] as const, registers: [registry] });
-  const rateLimited = new Counter({
-    name: 'listsync_platform_rate_limited_total',
-    help: 'Platform API attempts refused with 429 or a rate-limit envelope.',
-    labelNames: ['endpoint'] as const,
-    registers: [registry],
-  });
-  const requestSeconds = new Histogram({
-    name: 'listsync_platform_request_duration_seconds',
-    help: 'Platform API attempt durations.',
-    labelNames: ['endpoint'] as const,
-    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-    registers: [registry],
-  });
-  const webhookEvents = new Counter({
-    name: 'listsync_webhook_events_total',
-    help: 'Webhook callbacks: result accepted (reason new or duplicate), rejected (reason: method, unknown_token, channel, type, content_type, too_large, bad_body) or error.',
-    labelNames: ['result', 'reason'] as const,
-    registers: [registry],
-  });
+  const counted = registerInProcess(registry);
 
-  // ---- from Postgres, at scrape time --------------------------------------
-  let pending: Promise<void> | undefined;
   /** One read per scrape: a scrape calls every collect() at once, and they share the read in flight. */
+  let pending: Promise<void> | undefined;
   const shared = (): Promise<void> => {
     pending ??= readPostgres().finally(() => {
       pending = undefined;
     });
     return pending;
   };
-  const collect = async (): Promise<void> => shared();
-
-  const databaseUp = new Gauge({ name: 'listsync_database_up', help: '1 when the last scrape could read Postgres.', registers: [registry], collect });
-  const lag = new Gauge({
-    name: 'listsync_lag_seconds',
-    help: 'Seconds since the start of the last successful pull of the list (absent before the first).',
-    labelNames: ['list'] as const,
-    registers: [registry],
-    collect,
-  });
-  const lastSuccess = new Gauge({
-    name: 'listsync_last_pull_success_timestamp_seconds',
-    help: 'Start of the last successful pull (Unix seconds).',
-    labelNames: ['list'] as const,
-    registers: [registry],
-    collect,
-  });
-  const mirrorRows = new Gauge({ name: 'listsync_mirror_rows', help: 'Mirror rows by state (live, deleted).', labelNames: ['list', 'state'] as const, registers: [registry], collect });
-  const changes = new Gauge({
-    name: 'listsync_changes',
-    help: 'Local changes waiting in the outbox by state (pending, failed).',
-    labelNames: ['list', 'state'] as const,
-    registers: [registry],
-    collect,
-  });
-  const conflicts = new Gauge({ name: 'listsync_conflicts_open', help: 'Open write-back conflicts.', labelNames: ['list'] as const, registers: [registry], collect });
-  const running = new Gauge({ name: 'listsync_run_in_progress', help: '1 while a run of the list is in progress.', labelNames: ['list'] as const, registers: [registry], collect });
-  const lastError = new Gauge({
-    name: 'listsync_last_run_failed',
-    help: '1 when the most recent outcome of the list was a failure (the healthz "last error").',
-    labelNames: ['list'] as const,
-    registers: [registry],
-    collect,
-  });
-  const rowsTotal = new Counter({
-    name: 'listsync_rows_total',
-    help: 'Rows written by kind (inserted, updated, unchanged, deleted, undeleted, failed), summed over the run history.',
-    labelNames: ['list', 'kind'] as const,
-    registers: [registry],
-    collect,
-  });
-  const runsTotal = new Counter({ name: 'listsync_runs_total', help: 'Runs by job and outcome, from the run history.', labelNames: ['list', 'job', 'status'] as const, registers: [registry], collect });
-  const changesTotal = new Counter({
-    name: 'listsync_changes_pushed_total',
-    help: 'Local changes handled by push runs by outcome (applied, conflicted, failed).',
-    labelNames: ['list', 'outcome'] as const,
-    registers: [registry],
-    collect,
-  });
-  const runSeconds = new Histogram({
-    name: 'listsync_run_duration_seconds',
-    help: 'Durations of the runs that finished since this process started, by job and status.',
-    labelNames: ['job', 'status'] as const,
-    buckets: [0.5, 1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600],
-    registers: [registry],
-    collect,
-  });
-  const webhookSubs = new Gauge({ name: 'listsync_webhook_subscriptions', help: 'Webhook subscriptions.', registers: [registry], collect });
-  const webhookUnprocessed = new Gauge({
-    name: 'listsync_webhook_inbox_unprocessed',
-    help: 'Stored webhook events not acted on yet.',
-    registers: [registry],
-    collect,
-  });
-  const realtimeFlushes = new Counter({
-    name: 'listsync_realtime_flushes_total',
-    help: 'Realtime applier flushes in this process (each coalesces the events queued for a list).',
-    labelNames: ['list'] as const,
-    registers: [registry],
-  });
-  const realtimeEvents = new Gauge({
-    name: 'listsync_realtime_events',
-    help: 'Item events of realtime lists by state: received (stored), queued (not applied yet), applied; from Postgres, every process.',
-    labelNames: ['list', 'state'] as const,
-    registers: [registry],
-    collect,
-  });
-  const realtimeReread = new Gauge({
-    name: 'listsync_realtime_reread',
-    help: 'Item IDs re-read through the API for realtime events (kind items) and the requests that took (kind requests).',
-    labelNames: ['list', 'kind'] as const,
-    registers: [registry],
-    collect,
-  });
-  const realtimeFreshness = new Gauge({
-    name: 'listsync_realtime_last_event_lag_seconds',
-    help: 'Seconds from receiving the latest applied item event to applying it.',
-    labelNames: ['list'] as const,
-    registers: [registry],
-    collect,
-  });
-  const realtimeLastApplied = new Gauge({
-    name: 'listsync_realtime_last_applied_timestamp_seconds',
-    help: 'When the latest item event of the list was applied (Unix seconds).',
-    labelNames: ['list'] as const,
-    registers: [registry],
-    collect,
-  });
-
-  const listInfo = new Gauge({
-    name: 'listsync_list_info',
-    help: 'Always 1; the labels carry each configured list\'s platform IDs and conflict policy.',
-    labelNames: ['list', 'app_id', 'list_id', 'conflict_policy'] as const,
-    registers: [registry],
-  });
-  const lagLimit = new Gauge({
-    name: 'listsync_lag_limit_seconds',
-    help: 'The lag past which a list counts as stale (serve.maxLagMinutes).',
-    labelNames: ['list'] as const,
-    registers: [registry],
-  });
-  const budgetLimit = new Gauge({
-    name: 'listsync_request_budget_per_second',
-    help: 'The account\'s request budget (platform.requestsPerSecond), shared by every process of the account.',
-    registers: [registry],
-  });
-  const lastRunChanged = new Gauge({
-    name: 'listsync_last_run_rows_changed',
-    help: 'Rows inserted, updated, deleted or undeleted by the last successful run of the list, by job.',
-    labelNames: ['list', 'job'] as const,
-    registers: [registry],
-    collect,
-  });
-  const lastRunPages = new Gauge({ name: 'listsync_last_run_pages', help: 'Pages read by the last successful run, by job.', labelNames: ['list', 'job'] as const, registers: [registry], collect });
-  const lastRunRequests = new Gauge({
-    name: 'listsync_last_run_requests',
-    help: 'Platform requests (retries included) sent by the last successful run, by job.',
-    labelNames: ['list', 'job'] as const,
-    registers: [registry],
-    collect,
-  });
-  const failedStreak = new Gauge({
-    name: 'listsync_consecutive_failed_runs',
-    help: 'Failed runs since the last successful one, by job (0 once a run succeeds).',
-    labelNames: ['list', 'job'] as const,
-    registers: [registry],
-    collect,
-  });
-  const lastChange = new Gauge({
-    name: 'listsync_last_pull_with_changes_timestamp_seconds',
-    help: 'Start of the last successful pull that changed at least one row (Unix seconds; absent before the first).',
-    labelNames: ['list'] as const,
-    registers: [registry],
-    collect,
-  });
-  const healed = new Counter({
-    name: 'listsync_reconcile_healed_total',
-    help: 'Rows reconcile healed, by kind (deleted, undeleted, missing: re-read IDs the mirror lacked, behind: re-read rows whose version was behind), summed over the run history.',
-    labelNames: ['list', 'kind'] as const,
-    registers: [registry],
-    collect,
-  });
-  setConfigValues();
-
-  function setConfigValues(): void {
-    budgetLimit.set(config.platform.requestsPerSecond);
-    for (const l of config.lists) {
-      listInfo.set({ list: l.name, app_id: l.appID, list_id: l.listID, conflict_policy: l.conflictPolicy }, 1);
-      lagLimit.set({ list: l.name }, config.serve.maxLagMinutes * 60);
-    }
-  }
-
-  /** Per list and job: the last successful run, the failures since, the last pull that changed rows, rows healed by reconcile. */
-  async function readLastRuns(): Promise<void> {
-    const last = await lastSucceededRuns(db);
-    const streaks = await failureStreaks(db);
-    const changes = await lastChangingPulls(db);
-    const heals = await reconcileHeals(db);
-
-    for (const g of [lastRunChanged, lastRunPages, lastRunRequests, failedStreak, lastChange, healed]) g.reset();
-    for (const r of last) {
-      const labels = { list: r.list_name, job: r.job };
-      lastRunChanged.set(labels, Number(r.changed));
-      lastRunPages.set(labels, Number(r.pages));
-      lastRunRequests.set(labels, Number(r.requests));
-    }
-    for (const r of streaks) failedStreak.set({ list: r.list_name, job: r.job }, Number(r.failed));
-    for (const r of changes) lastChange.set({ list: r.list_name }, Number(r.at));
-    for (const r of heals) {
-      healed.inc({ list: r.list_name, kind: 'deleted' }, Number(r.deleted));
-      healed.inc({ list: r.list_name, kind: 'undeleted' }, Number(r.undeleted));
-      healed.inc({ list: r.list_name, kind: 'missing' }, Number(r.missing));
-      healed.inc({ list: r.list_name, kind: 'behind' }, Number(r.behind));
-    }
-  }
+  const applySnapshot = readMetrics(registry, FROM_POSTGRES, shared);
+  readMetrics(registry, FROM_CONFIG)(config);
   registerSchemaChangeMetrics(registry, db, options.logger);
-
-  /** Per realtime list: events received, queued and applied, re-reads, the latest event's freshness. */
-  async function readRealtime(): Promise<void> {
-    const rts = await realtimeStatuses(db, config);
-    for (const g of [realtimeEvents, realtimeReread, realtimeFreshness, realtimeLastApplied]) g.reset();
-    for (const r of rts) {
-      realtimeEvents.set({ list: r.list, state: 'received' }, r.received);
-      realtimeEvents.set({ list: r.list, state: 'queued' }, r.queued);
-      realtimeEvents.set({ list: r.list, state: 'applied' }, r.applied);
-      realtimeReread.set({ list: r.list, kind: 'items' }, r.reread);
-      realtimeReread.set({ list: r.list, kind: 'requests' }, r.rereadRequests);
-      if (r.lastLagSeconds !== null) realtimeFreshness.set({ list: r.list }, r.lastLagSeconds);
-      if (r.lastAppliedAt) realtimeLastApplied.set({ list: r.list }, r.lastAppliedAt.getTime() / 1000);
-    }
-  }
 
   /** Runs that finished after this (Postgres text form of a timestamptz) were not observed yet. */
   let runCursor: string = now().toISOString();
+  const databaseUp = registry.getSingleMetric('listsync_database_up') as Gauge;
 
   async function readPostgres(): Promise<void> {
     try {
-      const at = now();
-      const lists = await listStatuses(db, config, at);
-      for (const g of [lag, lastSuccess, mirrorRows, changes, conflicts, running, lastError]) g.reset();
-      for (const l of lists) {
-        if (l.lastPullStartedAt) {
-          lag.set({ list: l.list }, Math.max(0, (at.getTime() - l.lastPullStartedAt.getTime()) / 1000));
-          lastSuccess.set({ list: l.list }, l.lastPullStartedAt.getTime() / 1000);
-        }
-        if (l.rows !== null) mirrorRows.set({ list: l.list, state: 'live' }, l.rows);
-        if (l.deletedRows !== null) mirrorRows.set({ list: l.list, state: 'deleted' }, l.deletedRows);
-        changes.set({ list: l.list, state: 'pending' }, l.pendingChanges);
-        changes.set({ list: l.list, state: 'failed' }, l.failedChanges);
-        conflicts.set({ list: l.list }, l.openConflicts);
-        running.set({ list: l.list }, l.running ? 1 : 0);
-        lastError.set({ list: l.list }, l.lastError ? 1 : 0);
-      }
-
-      const sums = await counterTotals(db);
-      rowsTotal.reset();
-      changesTotal.reset();
-      for (const s of sums) {
-        const list = String(s.list_name);
-        for (const kind of ROW_KINDS) rowsTotal.inc({ list, kind }, Number(s[kind] ?? 0));
-        changesTotal.inc({ list, outcome: 'applied' }, Number(s.applied ?? 0));
-        changesTotal.inc({ list, outcome: 'conflicted' }, Number(s.conflicted ?? 0));
-        changesTotal.inc({ list, outcome: 'failed' }, Number(s.changes_failed ?? 0));
-      }
-      const runs = await runCounts(db);
-      runsTotal.reset();
-      for (const r of runs) runsTotal.inc({ list: r.list_name, job: r.job, status: r.status }, Number(r.n));
-
-      const finished = await runsFinishedAfter(db, runCursor, 10_000);
-      for (const r of finished) runSeconds.observe({ job: r.job, status: r.status }, Math.max(0, Number(r.seconds)));
-      if (finished.length) runCursor = finished[finished.length - 1]!.cursor;
-      await readLastRuns();
-
-      const hooks = await webhookBacklog(db);
-      webhookSubs.set(hooks.subscriptions);
-      webhookUnprocessed.set(hooks.unprocessed);
-      await readRealtime();
-      databaseUp.set(1);
+      const snapshot = await readSnapshot(db, config, now(), runCursor);
+      applySnapshot(snapshot);
+      if (snapshot.finished.length) runCursor = snapshot.finished[snapshot.finished.length - 1]!.cursor;
     } catch (err) {
       databaseUp.set(0);
       options.logger?.warn({ err }, 'metrics: could not read Postgres; the Postgres-backed values are stale');
@@ -363,32 +467,52 @@ export function createMetrics(options: MetricsOptions): Metrics {
   return {
     registry,
     onRequest(e) {
-      requests.inc({ endpoint: e.endpoint, outcome: e.outcome });
-      if (e.attempt > 0) retries.inc({ endpoint: e.endpoint });
-      if (e.outcome === 'rate_limited') rateLimited.inc({ endpoint: e.endpoint });
-      requestSeconds.observe({ endpoint: e.endpoint }, e.durationMs / 1000);
+      counted.requests.inc({ endpoint: e.endpoint, outcome: e.outcome });
+      if (e.attempt > 0) counted.retries.inc({ endpoint: e.endpoint });
+      if (e.outcome === 'rate_limited') counted.rateLimited.inc({ endpoint: e.endpoint });
+      counted.requestSeconds.observe({ endpoint: e.endpoint }, e.durationMs / 1000);
     },
     onWebhook(o) {
-      if (o.result === 'accepted') webhookEvents.inc({ result: 'accepted', reason: o.duplicate ? 'duplicate' : 'new' });
-      else if (o.result === 'rejected') webhookEvents.inc({ result: 'rejected', reason: o.reason });
-      else webhookEvents.inc({ result: 'error', reason: 'error' });
+      if (o.result === 'accepted') counted.webhookEvents.inc({ result: 'accepted', reason: o.duplicate ? 'duplicate' : 'new' });
+      else if (o.result === 'rejected') counted.webhookEvents.inc({ result: 'rejected', reason: o.reason });
+      else counted.webhookEvents.inc({ result: 'error', reason: 'error' });
     },
     onRealtimeFlush(f) {
-      realtimeFlushes.inc({ list: f.list });
+      counted.realtimeFlushes.inc({ list: f.list });
     },
     async refresh() {
       await shared();
     },
-    async handler(req, res) {
-      if (req.method !== 'GET' && req.method !== 'HEAD') {
-        res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain' });
-        res.end('use GET\n');
-        return;
-      }
-      // prom-client 15 writes NaN as "Nan" (e.g. the event-loop lag before its first sample); the format spells it NaN.
-      const text = (await registry.metrics()).replace(/ Nan$/gm, ' NaN');
-      res.writeHead(200, { 'content-type': registry.contentType, 'content-length': Buffer.byteLength(text) });
-      res.end(req.method === 'HEAD' ? undefined : text);
-    },
+    handler: (req, res) => serveMetrics(registry, req, res),
   };
+}
+
+/** Node process metrics (CPU, memory, event loop), less the gauges prom-client names *_total, which promtool rejects. */
+function registerProcessMetrics(registry: Registry): void {
+  collectDefaultMetrics({ register: registry, prefix: 'listsync_' });
+  for (const m of registry.getMetricsAsArray()) if (m instanceof Gauge && m.name.endsWith('_total')) registry.removeSingleMetric(m.name);
+}
+
+function registerInProcess(registry: Registry) {
+  const c = (d: Declaration) => create(registry, d) as Counter;
+  return {
+    requests: c(IN_PROCESS.requests),
+    retries: c(IN_PROCESS.retries),
+    rateLimited: c(IN_PROCESS.rateLimited),
+    requestSeconds: create(registry, IN_PROCESS.requestSeconds) as Histogram,
+    webhookEvents: c(IN_PROCESS.webhookEvents),
+    realtimeFlushes: c(IN_PROCESS.realtimeFlushes),
+  };
+}
+
+async function serveMetrics(registry: Registry, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  if (req.method !== 'GET' && req.method !== 'HEAD') {
+    res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain' });
+    res.end('use GET\n');
+    return;
+  }
+  // prom-client 15 writes NaN as "Nan" (e.g. the event-loop lag before its first sample); the format spells it NaN.
+  const text = (await registry.metrics()).replace(/ Nan$/gm, ' NaN');
+  res.writeHead(200, { 'content-type': registry.contentType, 'content-length': Buffer.byteLength(text) });
+  res.end(req.method === 'HEAD' ? undefined : text);
 }

@@ -1,7 +1,11 @@
 import { spawn } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { jobs } from '../jobs/index.js';
+import { SAMPLE_FIELDS as F } from '../src/emulator/index.js';
 import { startServe } from '../src/serve.js';
+import { pullList } from '../src/sync/pull.js';
+import { pushList } from '../src/sync/push.js';
 import { USERS_JOB_LIST } from '../src/sync/users.js';
 import { BIN, childEnv } from './helpers/cli.js';
 import { startWorld, type World } from './helpers/world.js';
@@ -71,5 +75,57 @@ describe('serve', () => {
     expect(runs.at(-1)!.error ?? '').toMatch(/^$|stopped by shutdown/);
     const locks = await w.t.db.raw("select count(*)::int as n from pg_locks where locktype = 'advisory' and database = (select oid from pg_database where datname = current_database())");
     expect((locks.rows as { n: number }[])[0]!.n).toBe(0);
+  });
+  it('SIGTERM during a long push: it stops between changes, exits promptly, and the next push sends the rest once', async () => {
+    w = await startWorld({ emulator: { items: 400 } });
+    const list = w.config.lists[0]!;
+    await pullList(w.deps(), list);
+    const before = new Map((await w.emu.admin.exportList('demo', 'orders')).items.map((i) => [String(i.ListDataID), Number(i.RowVersion)]));
+    await w.t.db.raw(`update mirror.orders set customer = 'Shutdown ' || right(id, 4)`);
+    expect(await w.t.db('listsync.outbox').count('* as n').first()).toEqual({ n: 400 });
+    // A push of 400 changes at 10 requests a second takes 40 s; the shutdown timeout (60 s) would let it all run.
+    const raw = JSON.parse(readFileSync(w.configFile, 'utf8')) as Record<string, Record<string, unknown>>;
+    writeFileSync(
+      w.configFile,
+      JSON.stringify({ ...raw, platform: { ...raw.platform, requestsPerSecond: 10, maxInFlight: 2 }, serve: { shutdownTimeoutMs: 60_000 }, lists: [{ name: 'orders', appID: 'demo', listID: 'orders', schedule: { push: '* * * * * *' } }] }),
+    );
+    await w.emu.admin.setFaults({ latencyMs: 100 });
+    const child = spawn(process.execPath, [BIN, '--config', w.configFile, 'serve', '--port', '0'], { env: childEnv({ PLATFORM_API_KEY: w.emu.apiKey }), stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    let applied = 0;
+    for (let i = 0; i < 300 && applied < 10; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      applied = Number(((await w.t.db('listsync.outbox').where({ status: 'applied' }).count('* as n').first()) as { n: string | number }).n);
+    }
+    expect(applied, out).toBeGreaterThanOrEqual(10);
+    const signalledAt = Date.now();
+    child.kill('SIGTERM');
+    const code = await exited;
+    const stopMs = Date.now() - signalledAt;
+    expect(code, out).toBe(0);
+    expect(stopMs, 'serve waited for the whole push').toBeLessThan(10_000);
+
+    // The run is closed as stopped; what was not sent is pending, nothing is left half-sent.
+    const runs = (await w.t.db('listsync.sync_runs').where({ job: 'push' }).orderBy('id')) as { status: string; error: string | null; changes_applied: number }[];
+    expect(runs.filter((r) => r.status === 'running')).toEqual([]);
+    expect(runs.at(-1)).toMatchObject({ status: 'failed', error: 'stopped by shutdown; unsent changes stay pending' });
+    const sentBefore = runs.reduce((n, r) => n + Number(r.changes_applied), 0);
+    expect(sentBefore).toBeGreaterThanOrEqual(10);
+    expect(sentBefore).toBeLessThan(400);
+    const open = (await w.t.db('listsync.outbox').whereNot({ status: 'applied' }).pluck('status')) as string[];
+    expect(new Set(open)).toEqual(new Set(['pending']));
+    expect(open.length).toBe(400 - sentBefore);
+
+    // The next push sends the rest: every item carries the edit, each version moved by exactly one.
+    await w.emu.admin.setFaults({ latencyMs: 0 });
+    const rest = await pushList(w.deps(), list);
+    expect(rest).toMatchObject({ applied: 400 - sentBefore, conflicts: 0, failed: 0, stopped: false });
+    const items = (await w.emu.admin.exportList('demo', 'orders')).items;
+    expect(items.filter((i) => !String(i[F.customer]).startsWith('Shutdown '))).toEqual([]);
+    expect(items.filter((i) => Number(i.RowVersion) !== before.get(String(i.ListDataID))! + 1).map((i) => i.ListDataID)).toEqual([]);
+    expect(await w.t.db('listsync.outbox').count('* as n').first()).toEqual({ n: 0 });
   });
 });

@@ -11,6 +11,7 @@ import { AuthError, NotFoundError } from '../platform/errors.js';
 import { describeDuplicates, mirrorTableFindings } from './mirror-tables.js';
 import { appLogger, createClient, loadAppConfig } from '../context.js';
 import type { CommandKit } from './kit.js';
+import { coerceError } from '../errors.js';
 
 export interface Finding {
   check: string;
@@ -36,7 +37,7 @@ export async function runCheck(config: Config, platformCheck?: PlatformCheck): P
     );
     if (pending.length === 0) findings.push(...(await mirrorTableFindings(db, config)));
   } catch (err) {
-    findings.push({ check: 'database', ok: false, severity: 1, message: (err as Error).message });
+    findings.push({ check: 'database', ok: false, severity: 1, message: coerceError(err).message });
   } finally {
     await db.destroy();
   }
@@ -84,7 +85,7 @@ export function platformCheck(makeClient: () => PlatformClient): PlatformCheck {
               : err instanceof NotFoundError
                 ? ` Check lists[${i}].appID and lists[${i}].listID.`
                 : ' Check platform.baseUrl and the network.';
-          findings.push({ check: `platform ${list.name}`, ok: false, severity, message: `${(err as Error).message}.${hint}` });
+          findings.push({ check: `platform ${list.name}`, ok: false, severity, message: `${coerceError(err).message}.${hint}` });
           if (err instanceof AuthError) break;
           continue;
         }
@@ -113,7 +114,7 @@ export function platformCheck(makeClient: () => PlatformClient): PlatformCheck {
       }
     } catch (err) {
       const severity = err instanceof AuthError ? 2 : 1;
-      findings.push({ check: 'platform', ok: false, severity, message: (err as Error).message });
+      findings.push({ check: 'platform', ok: false, severity, message: coerceError(err).message });
     } finally {
       await client.close();
     }

@@ -203,7 +203,7 @@ async function freshDatabase(serverUrl: string, io: Output): Promise<string> {
     u.pathname = `/${DEMO_DATABASE}`;
     return u.toString();
   } catch (err) {
-    io.out(`cannot create database ${DEMO_DATABASE} (${(err as Error).message}); using the given database`);
+    io.out(`cannot create database ${DEMO_DATABASE} (${coerceError(err).message}); using the given database`);
     return serverUrl;
   } finally {
     await admin.end();

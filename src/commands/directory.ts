@@ -1,6 +1,6 @@
 /** `listsync directory`: one read of the organization directory. Exit 1 when the run failed. */
 import type { AppContext } from '../context.js';
-import { UsageError } from '../errors.js';
+import { UsageError, coerceError } from '../errors.js';
 import { pullDirectory } from '../sync/directory.js';
 import { WAIT_FLAGS, type CommandKit } from './kit.js';
 
@@ -15,7 +15,7 @@ export async function runDirectory(ctx: AppContext, options: { wait: boolean }):
     return 0;
   } catch (err) {
     if (err instanceof UsageError) throw err;
-    ctx.io.err(`directory failed: ${(err as Error).message}`);
+    ctx.io.err(`directory failed: ${coerceError(err).message}`);
     return 1;
   }
 }

@@ -14,7 +14,7 @@ import type { FieldMeta, PlatformApplication, PlatformListRef } from '../platfor
 import { describeDuplicates } from './mirror-tables.js';
 import { appLogger, createClient, loadAppConfig } from '../context.js';
 import { createDb } from '../db.js';
-import { UsageError } from '../errors.js';
+import { UsageError, coerceError } from '../errors.js';
 import { readRegistry } from '../mirror/registry.js';
 import { selectLists } from './pull.js';
 import { LIST_FLAGS, LIST_HELP, type CommandKit } from './kit.js';
@@ -99,7 +99,7 @@ export async function discoverLists(client: PlatformClient): Promise<Discovery> 
     const names = configNames(found);
     return { apps, lists: found.map((l, i) => ({ ...l, name: names[i]! })) };
   } catch (err) {
-    if (discoveryUnanswered(err)) throw new Error(discoveryUnavailableMessage((err as Error).message), { cause: err });
+    if (discoveryUnanswered(err)) throw new Error(discoveryUnavailableMessage(coerceError(err).message), { cause: err });
     throw err;
   }
 }

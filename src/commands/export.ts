@@ -13,7 +13,7 @@ import { stringify } from 'yaml';
 import type { Config, ListConfig } from '../config.js';
 import type { AppContext } from '../context.js';
 import type { Knex } from '../db.js';
-import { UsageError } from '../errors.js';
+import { UsageError, coerceError } from '../errors.js';
 import { readRegistry } from '../mirror/registry.js';
 import type { CommandKit } from './kit.js';
 
@@ -50,7 +50,7 @@ export async function runExportDbtSources(ctx: AppContext, options: { out?: stri
     try {
       writeFileSync(options.out, text);
     } catch (err) {
-      throw new UsageError(`Could not write ${options.out}: ${(err as Error).message}. Choose a writable path for --out.`);
+      throw new UsageError(`Could not write ${options.out}: ${coerceError(err).message}. Choose a writable path for --out.`);
     }
     ctx.io.out(`wrote dbt sources for ${doc.sources[0]!.tables.length} list(s) to ${options.out}`);
   }

@@ -3,7 +3,7 @@ import { SingleBar, Presets } from 'cli-progress';
 import { DateTime } from 'luxon';
 import type { ListConfig } from '../config.js';
 import type { AppContext } from '../context.js';
-import { UsageError, exitCodeFor } from '../errors.js';
+import { UsageError, exitCodeFor, coerceError } from '../errors.js';
 import { plural } from '../format.js';
 import { pullList, type PageProgress, type PullMode, type PullResult } from '../sync/pull.js';
 import { listJobOptions, type CommandKit } from './kit.js';
@@ -78,7 +78,7 @@ export async function runPulls(ctx: AppContext, lists: readonly ListConfig[], mo
     } catch (err) {
       reporter?.stop();
       if (err instanceof UsageError) throw err;
-      ctx.io.err(`${list.name}: ${mode.kind === 'incremental' ? 'pull' : 'backfill'} failed: ${(err as Error).message}`);
+      ctx.io.err(`${list.name}: ${mode.kind === 'incremental' ? 'pull' : 'backfill'} failed: ${coerceError(err).message}`);
       code = Math.max(code, exitCodeFor(err));
     }
   }

@@ -1,7 +1,7 @@
 /** `listsync push`, `listsync sync` and `listsync conflicts`: the CLI side of write-back. */
 import type { ConflictPolicy, ListConfig } from '../config.js';
 import type { AppContext } from '../context.js';
-import { UsageError, exitCodeFor } from '../errors.js';
+import { UsageError, exitCodeFor, coerceError } from '../errors.js';
 import { plural, table } from '../format.js';
 import { withLock } from '../sync/lock.js';
 import { getConflict, listConflicts } from '../store/conflicts.js';
@@ -59,7 +59,7 @@ export async function runPushes(ctx: AppContext, lists: readonly ListConfig[], o
       if (r.failed > 0 || r.retrying > 0) code = Math.max(code, 1);
     } catch (err) {
       if (err instanceof UsageError) throw err;
-      ctx.io.err(`${list.name}: push failed: ${(err as Error).message}`);
+      ctx.io.err(`${list.name}: push failed: ${coerceError(err).message}`);
       code = Math.max(code, exitCodeFor(err));
     }
   }

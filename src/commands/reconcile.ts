@@ -1,7 +1,7 @@
 /** `listsync reconcile [--list L] [--wait]`: finds items deleted on the platform. Exit 1 when a run failed or refused. */
 import type { ListConfig } from '../config.js';
 import type { AppContext } from '../context.js';
-import { UsageError, exitCodeFor } from '../errors.js';
+import { UsageError, exitCodeFor, coerceError } from '../errors.js';
 import { reconcileList, type ReconcileResult } from '../sync/reconcile.js';
 import { selectLists } from './pull.js';
 import { listJobOptions, type CommandKit } from './kit.js';
@@ -26,7 +26,7 @@ export async function runReconcile(ctx: AppContext, lists: readonly ListConfig[]
       }
     } catch (err) {
       if (err instanceof UsageError) throw err;
-      ctx.io.err(`${list.name}: reconcile failed: ${(err as Error).message}`);
+      ctx.io.err(`${list.name}: reconcile failed: ${coerceError(err).message}`);
       code = Math.max(code, exitCodeFor(err));
     }
   }

@@ -14,6 +14,7 @@ import { SeedError, fieldSchema } from './seed.js';
 import type { ListData } from './store.js';
 import { formatZodIssues } from './validation.js';
 import type { HookEventBody } from './webhooks.js';
+import { coerceError } from '../errors.js';
 
 /**
  * The admin API under /_admin: no API key, never rate-limited or faulted,
@@ -98,7 +99,7 @@ function jsonBody(text: string): unknown {
   try {
     return JSON.parse(text) as unknown;
   } catch (e) {
-    throw new AdminError(400, `The body is not valid JSON: ${(e as Error).message}`);
+    throw new AdminError(400, `The body is not valid JSON: ${coerceError(e).message}`);
   }
 }
 
@@ -251,7 +252,7 @@ async function route(state: EmulatorState, method: string, path: string, url: UR
     try {
       return await state.hooks.fire(event, body.subscriptionId === undefined ? {} : { subscriptionId: body.subscriptionId });
     } catch (e) {
-      throw new AdminError(404, (e as Error).message);
+      throw new AdminError(404, coerceError(e).message);
     }
   }
   if (is('GET', 'item-hooks')) return { subscriptions: state.itemHooks.list(), delivery: state.itemHooks.settings, stats: state.itemHooks.stats };
@@ -262,7 +263,7 @@ async function route(state: EmulatorState, method: string, path: string, url: UR
     try {
       return await state.hooks.redeliver(body.deliveryIndex);
     } catch (e) {
-      throw new AdminError(404, (e as Error).message);
+      throw new AdminError(404, coerceError(e).message);
     }
   }
   if (is('GET', 'clock') || is('PUT', 'clock')) {

@@ -8,6 +8,7 @@ import { createItem, deleteItem, requireItem, updateItem, validateWriteData } fr
 import { formatNaive } from './platform-time.js';
 import { parsePaging, parseQuery } from './query-engine.js';
 import type { ListData } from './store.js';
+import { coerceError } from '../errors.js';
 
 /**
  * The /v1 endpoints: routing and handlers. A handler gets the raw body text
@@ -53,7 +54,7 @@ function parseBody(text: string): unknown {
   try {
     return JSON.parse(text) as unknown;
   } catch (e) {
-    throw badRequest(`The request body is not valid JSON: ${(e as Error).message}`);
+    throw badRequest(`The request body is not valid JSON: ${coerceError(e).message}`);
   }
 }
 

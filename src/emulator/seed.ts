@@ -5,6 +5,7 @@ import { FIELD_FLAG_STYLES, FIELD_META_ARRANGEMENTS } from './field-meta.js';
 import { FIELD_TYPE_PAIRS, SYSTEM_FIELD_NAMES } from './field-types.js';
 import { PlatformZone } from './platform-time.js';
 import { formatZodIssues } from './validation.js';
+import { coerceError } from '../errors.js';
 
 /**
  * The JSON seed file: time zone, seed number, API keys, users and lists with
@@ -162,13 +163,13 @@ export async function loadSeedFile(path: string): Promise<ParsedSeedFile> {
   try {
     text = await readFile(path, 'utf8');
   } catch (cause) {
-    throw new SeedError(`Cannot read the seed file ${path}: ${(cause as Error).message}`, { cause });
+    throw new SeedError(`Cannot read the seed file ${path}: ${coerceError(cause).message}`, { cause });
   }
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (cause) {
-    throw new SeedError(`The seed file ${path} is not valid JSON: ${(cause as Error).message}`, { cause });
+    throw new SeedError(`The seed file ${path} is not valid JSON: ${coerceError(cause).message}`, { cause });
   }
   return parseSeedFile(json, path);
 }

@@ -6,6 +6,7 @@ import { envelopeJson } from './envelope.js';
 import type { EmulatorState } from './emulator-state.js';
 import { readBody, sendJson, sendText } from './http-io.js';
 import { type RequestLogEntry, truncateBody } from './request-log.js';
+import { coerceError } from '../errors.js';
 
 /**
  * The HTTP front: /_admin goes to the admin API; /v1 requests are logged, then
@@ -62,7 +63,7 @@ async function handleV1(state: EmulatorState, req: IncomingMessage, res: ServerR
   try {
     body = await readBody(req);
   } catch (e) {
-    send(errorReply(new ApiError(STATUS.badRequest, `Cannot read the request body: ${(e as Error).message}`, 413)));
+    send(errorReply(new ApiError(STATUS.badRequest, `Cannot read the request body: ${coerceError(e).message}`, 413)));
     return;
   }
   const logged = truncateBody(body);

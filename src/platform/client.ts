@@ -54,6 +54,7 @@ import { RateLimiter, type SendSlot } from './rate-limiter.js';
 import type { SharedBudget } from './shared-budget.js';
 import { normalizeFields } from './field-meta.js';
 import type { FieldMeta, Item, ItemQuery, ListDetails, Page, PlatformApplication, PlatformListRef, PlatformUser } from './types.js';
+import { coerceError } from '../errors.js';
 
 export type RequestOutcome = 'ok' | 'error' | 'retry' | 'rate_limited';
 
@@ -560,7 +561,7 @@ export class PlatformClient {
     } catch (err) {
       if (signal.aborted) throw abortReason(signal);
       const code = typeof (err as { code?: unknown }).code === 'string' ? (err as { code: string }).code : undefined;
-      const text = scrub((err as Error).message ?? String(err), this.secrets);
+      const text = scrub(coerceError(err).message, this.secrets);
       const message = code && !text.includes(code) ? `${text} (${code})` : text;
       return { ok: false, kind: 'transport', code, message, cause: err, durationMs: elapsed() };
     }

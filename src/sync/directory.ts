@@ -66,6 +66,8 @@ export async function pullDirectory(deps: Deps): Promise<DirectoryResult> {
     };
     /** Runs one part; a part the platform lacks is noted and skipped. */
     const part = async (name: DirectoryPart, fn: () => Promise<void>): Promise<void> => {
+      // Shutdown: no new part starts (a request in flight is cancelled by the signal itself).
+      if (deps.signal?.aborted) throw new Error(`stopped by shutdown before the ${name} directory was read`);
       try {
         await fn();
       } catch (err) {

@@ -11,6 +11,7 @@ import type { PlatformClient } from '../platform/client.js';
 import { Operator, type Item } from '../platform/types.js';
 import { unsentChanges, type OutboxRow } from '../store/outbox.js';
 import { loadMappingOrExplain } from './push.js';
+import { coerceError } from '../errors.js';
 
 export type Verdict = 'apply' | 'conflict' | 'fail';
 
@@ -92,7 +93,7 @@ function fieldDiffs(row: OutboxRow, mapping: TableMapping, zone: string, base: I
       if (!col || col.removed) throw new Error('not a field on the platform');
       local = toPlatform(col.kind, value, zone);
     } catch (err) {
-      local = `(cannot convert: ${(err as Error).message})`;
+      local = `(cannot convert: ${coerceError(err).message})`;
     }
     const show = (item: Item | undefined): string | null => (item === undefined || item[field] === undefined || item[field] === null ? null : String(item[field]));
     return { field, column, base: show(base), local, platform: show(remote) };

@@ -30,7 +30,7 @@
  */
 import type { Config, ListConfig } from '../config.js';
 import type { Knex } from '../db.js';
-import { UsageError } from '../errors.js';
+import { UsageError, coerceError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { attachCaptureTriggers, loadTableMapping, markListsyncWriter, toPlatform, upsertItems, type TableMapping, type UpsertResult } from '../mirror/index.js';
 import type { PlatformClient } from '../platform/client.js';
@@ -53,6 +53,8 @@ export interface PushDeps {
   clock?: () => Date;
   /** Pauses before each repeated re-read or lookup (the platform's queries may lag). Default 250, 1000, 2000 ms. */
   rereadDelaysMs?: readonly number[];
+  /** Stop after the changes in flight (graceful shutdown); the rest stay pending for the next push. */
+  signal?: AbortSignal;
 }
 
 export interface PushResult {
@@ -70,6 +72,8 @@ export interface PushResult {
   retrying: number;
   /** Items written whose new version the mirror could not read back yet (the next pull brings it). */
   behind: number;
+  /** Stopped by shutdown before every due change was sent; the rest stay pending. */
+  stopped: boolean;
   counters: RunCounters;
 }
 
@@ -108,7 +112,7 @@ async function pushLocked(deps: PushDeps, list: ListConfig, run: ActiveRun): Pro
   const mapping = await loadMappingOrExplain(db, deps.config, list);
   await syncDeleteCapture(db, mapping, list);
   const before = run.statsAtStart;
-  const result: PushResult = { runId, list: list.name, applied: 0, created: 0, deleted: 0, withdrawn: 0, conflicts: 0, failed: 0, retrying: 0, behind: 0, counters: zeroCounters() };
+  const result: PushResult = { runId, list: list.name, applied: 0, created: 0, deleted: 0, withdrawn: 0, conflicts: 0, failed: 0, retrying: 0, behind: 0, stopped: false, counters: zeroCounters() };
   const now = deps.clock?.() ?? new Date();
   const counters = (): Partial<RunCounters> => {
     const after = client.stats();
@@ -124,23 +128,36 @@ async function pushLocked(deps: PushDeps, list: ListConfig, run: ActiveRun): Pro
   try {
     const rows = await outbox.dueChanges(db, list.name, now);
     log.info({ changes: rows.length }, 'push started');
-    for (let i = 0; i < rows.length; i += BATCH) {
+    // The shutdown signal is checked between changes, not passed down: a change in flight is sent and settled.
+    const stopping = (): boolean => deps.signal?.aborted === true;
+    let handled = 0;
+    for (let i = 0; i < rows.length && !stopping(); i += BATCH) {
       const batch = rows.slice(i, i + BATCH);
-      const outcomes = await mapConcurrent(batch, Math.max(2, deps.config.platform.maxInFlight * 2), (row) => pushOne(deps, list, mapping, row));
+      const outcomes = await mapConcurrent(batch, Math.max(2, deps.config.platform.maxInFlight * 2), (row) => pushOne(deps, list, mapping, row), stopping);
+      handled += outcomes.length;
       const written = tally(result, outcomes);
       result.behind += (await rereadWritten(deps, list, mapping, written)).length;
       // Applied changes are done (the run's counters keep the tally); the outbox holds only what is open or needs a look.
       await outbox.deleteApplied(db, list.name, batch.map((r) => r.id));
     }
     result.counters = { ...result.counters, ...counters() };
+    if (handled < rows.length) return await stopped(db, result, log);
     await finishRun(db, runId, 'succeeded', { counters: result.counters, details: { created: result.created, deleted: result.deleted, withdrawn: result.withdrawn, retrying: result.retrying, behind: result.behind } });
     log.info({ applied: result.applied, created: result.created, deleted: result.deleted, withdrawn: result.withdrawn, conflicts: result.conflicts, failed: result.failed, retrying: result.retrying, behind: result.behind }, 'push finished');
     return result;
   } catch (err) {
-    await finishRun(db, runId, 'failed', { error: (err as Error).message, counters: counters() }).catch(() => undefined); // a database that is gone: runJob reports the original error
+    await finishRun(db, runId, 'failed', { error: coerceError(err).message, counters: counters() }).catch(() => undefined); // a database that is gone: runJob reports the original error
     log.error({ err }, 'push failed; unsent changes stay pending');
     throw err;
   }
+}
+
+/** A push stopped by shutdown: what was sent is settled, the rest stays pending; the run is closed as stopped. */
+async function stopped(db: Knex, result: PushResult, log: Logger): Promise<PushResult> {
+  result.stopped = true;
+  await finishRun(db, result.runId, 'failed', { error: 'stopped by shutdown; unsent changes stay pending', counters: result.counters, details: { created: result.created, deleted: result.deleted, withdrawn: result.withdrawn, retrying: result.retrying, behind: result.behind } });
+  log.warn({ applied: result.applied, created: result.created, deleted: result.deleted, conflicts: result.conflicts, failed: result.failed }, 'push stopped by shutdown after the changes in flight; unsent changes stay pending');
+  return result;
 }
 
 /** Counts the outcomes into the result; returns the items written, with the version each should now have (null: unknown). */
@@ -187,7 +204,7 @@ export function toWire(mapping: TableMapping, changes: Record<string, unknown>, 
     try {
       data[col.field] = toPlatform(col.kind, value, zone);
     } catch (err) {
-      throw new Error(`column ${column}: ${(err as Error).message}`, { cause: err });
+      throw new Error(`column ${column}: ${coerceError(err).message}`, { cause: err });
     }
   }
   return data;
@@ -221,13 +238,13 @@ async function pushUpdate(deps: PushDeps, list: ListConfig, mapping: TableMappin
     return { kind: 'applied', id: itemId, version: base === 0 ? null : base + 1 };
   } catch (err) {
     if (err instanceof AuthError) throw err;
-    if (!(err instanceof PlatformError) && !recovering) return fail(db, row, (err as Error).message, false, list.maxPushAttempts);
+    if (!(err instanceof PlatformError) && !recovering) return fail(db, row, coerceError(err).message, false, list.maxPushAttempts);
     // Any rejection: look at the item's current version before deciding.
     const remote = await readItem(deps, list, itemId);
-    if (remote.kind === 'error') return fail(db, row, `${(err as Error).message}; and the item could not be re-read: ${remote.error}`, false, list.maxPushAttempts);
+    if (remote.kind === 'error') return fail(db, row, `${coerceError(err).message}; and the item could not be re-read: ${remote.error}`, false, list.maxPushAttempts);
     if (remote.kind === 'gone') return fail(db, row, `item ${itemId} no longer exists on the platform (deleted there?); the change cannot be applied`, true, list.maxPushAttempts);
     const remoteVersion = Number(remote.item[list.versionField]);
-    if (base === 0 || remoteVersion === base) return fail(db, row, (err as Error).message, false, list.maxPushAttempts);
+    if (base === 0 || remoteVersion === base) return fail(db, row, coerceError(err).message, false, list.maxPushAttempts);
     if ((recovering || (err instanceof PlatformError && err.maybeApplied)) && remoteVersion === base + 1 && carries(remote.item, data.value)) {
       // Our own earlier attempt was applied; the retry saw its echo.
       await settleApplied(db, row, sent, remoteVersion);
@@ -309,7 +326,7 @@ async function pushCreate(deps: PushDeps, list: ListConfig, mapping: TableMappin
       return await settleCreated(deps, list, mapping, row, sent, id);
     } catch (err) {
       if (err instanceof AuthError) throw err;
-      if (!(err instanceof PlatformError && err.maybeApplied)) return fail(db, row, (err as Error).message, false, list.maxPushAttempts);
+      if (!(err instanceof PlatformError && err.maybeApplied)) return fail(db, row, coerceError(err).message, false, list.maxPushAttempts);
       const search = await searchLostCreate(deps, list, mapping, data.value, row.attempted_at ?? attemptedAt);
       const settled = await settleSearch(deps, list, mapping, row, sent, search, `a create whose answer was lost (${err.message})`);
       if (settled) return settled;
@@ -374,7 +391,7 @@ async function readItem(deps: PushDeps, list: ListConfig, id: string): Promise<R
   } catch (err) {
     if (err instanceof AuthError) throw err;
     if (err instanceof NotFoundError) return { kind: 'gone' };
-    return { kind: 'error', error: (err as Error).message };
+    return { kind: 'error', error: coerceError(err).message };
   }
 }
 
@@ -382,7 +399,7 @@ function wireOrFail(deps: PushDeps, mapping: TableMapping, changes: Record<strin
   try {
     return { ok: true, value: toWire(mapping, changes, deps.config.platform.timeZone) };
   } catch (err) {
-    return { ok: false, error: `cannot convert the change for the platform: ${(err as Error).message}` };
+    return { ok: false, error: `cannot convert the change for the platform: ${coerceError(err).message}` };
   }
 }
 
@@ -541,13 +558,16 @@ async function rereadWritten(deps: PushDeps, list: ListConfig, mapping: TableMap
   return stillBehind;
 }
 
-/** Runs `fn` over the items, `limit` at a time. The first error stops new work; the calls under way finish before it is thrown. */
-async function mapConcurrent<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+/**
+ * Runs `fn` over the items, `limit` at a time. The first error stops new work; the calls under way finish before it is thrown.
+ * Once `stop()` says so no new item starts; the results of the items that ran are returned.
+ */
+async function mapConcurrent<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>, stop: () => boolean = () => false): Promise<R[]> {
   const out = new Array<R>(items.length);
   let next = 0;
   let failure: { error: unknown } | undefined;
   const worker = async () => {
-    while (!failure && next < items.length) {
+    while (!failure && !stop() && next < items.length) {
       const i = next++;
       try {
         out[i] = await fn(items[i]!);
@@ -558,7 +578,7 @@ async function mapConcurrent<T, R>(items: readonly T[], limit: number, fn: (item
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
   if (failure) throw failure.error;
-  return out;
+  return out.filter((_, i) => i < next);
 }
 
 function sleep(ms: number): Promise<void> {

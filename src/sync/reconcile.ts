@@ -48,6 +48,7 @@ import { LIST_JOBS, listLockName } from './exclusive.js';
 import { runJob, type ActiveRun } from './run-job.js';
 import { unsettledChangeExists } from '../store/outbox.js';
 import { finishRun, zeroCounters, type RunCounters } from '../store/runs.js';
+import { coerceError } from '../errors.js';
 
 /** IDs a sweep request asks for, and IDs a confirming In lookup sends. */
 export const RECONCILE_PAGE_SIZE = 1000;
@@ -192,7 +193,7 @@ async function reconcileLocked(deps: ReconcileDeps, list: ListConfig, run: Activ
         log.warn(message);
         return { ...base, status: 'stopped', message, totalCount: lastTotal, pages: counters.pages };
       }
-      const message = `${(err as Error).message}; refusing to mark deletes; a broken or filtered response must not wipe the mirror`;
+      const message = `${coerceError(err).message}; refusing to mark deletes; a broken or filtered response must not wipe the mirror`;
       await finishRun(db, runId, 'failed', { error: message, counters, details: { received } });
       log.error({ err }, `reconcile failed; nothing was marked`);
       throw new Error(message, { cause: err });

@@ -11,7 +11,17 @@ import { completeState } from '../store/state.js';
 export const USERS_JOB_LIST = '_users';
 const USERS_LOCK = 'users';
 
-export async function pullUsers(deps: { db: Knex; client: PlatformClient; config: Config; logger: Logger; waitMs?: number }): Promise<{ runId: number; counters: RunCounters }> {
+export interface UsersDeps {
+  db: Knex;
+  client: PlatformClient;
+  config: Config;
+  logger: Logger;
+  waitMs?: number;
+  /** Stop after the page in flight (graceful shutdown); the next run reads the users again. */
+  signal?: AbortSignal;
+}
+
+export async function pullUsers(deps: UsersDeps): Promise<{ runId: number; counters: RunCounters; stopped: boolean }> {
   const { db, client, config } = deps;
   const spec = { list: USERS_JOB_LIST, job: 'users', lockName: USERS_LOCK, waitMs: deps.waitMs ?? 0, holderJobs: ['users'], recordSkipped: false } as const;
   return runJob(deps, spec, async (run) => {
@@ -19,6 +29,7 @@ export async function pullUsers(deps: { db: Knex; client: PlatformClient; config
     await ensureUsersTable(db, config.database.schema, config.users.table);
     const counters = zeroCounters();
     const before = run.statsAtStart;
+    let stopped = false;
     for await (const page of client.userPages({ pageSize: 1000 })) {
       const r = await db.transaction(async (trx) => {
         const res = await upsertUsers(trx, config.database.schema, config.users.table, page.items);
@@ -29,16 +40,26 @@ export async function pullUsers(deps: { db: Knex; client: PlatformClient; config
       counters.rows_inserted += r.inserted;
       counters.rows_updated += r.updated;
       counters.rows_unchanged += r.unchanged;
+      // Shutdown: stop between pages (a last page completes the run as usual).
+      if (deps.signal?.aborted && page.index < page.pageCount) {
+        stopped = true;
+        break;
+      }
     }
     const after = client.stats();
     counters.requests = after.requests - before.requests;
     counters.retries = after.retries - before.retries;
+    if (stopped) {
+      await finishRun(db, runId, 'failed', { error: 'stopped by shutdown; the next run reads the users again', counters: { requests: counters.requests, retries: counters.retries } });
+      log.warn(counters, 'users stopped by shutdown after a complete page');
+      return { runId, counters, stopped: true };
+    }
     await db.transaction(async (trx) => {
       await completeState(trx, USERS_JOB_LIST, 'users', null);
       await finishRun(trx, runId, 'succeeded', { counters: { requests: counters.requests, retries: counters.retries } });
     });
     log.info(counters, 'users finished');
-    return { runId, counters };
+    return { runId, counters, stopped: false };
   });
 }
 

@@ -1,0 +1,113 @@
+/**
+ * serve's HTTP side: a router over path prefixes, the /healthz route, and
+ * listening (a port that cannot be had is an error, not a warning).
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Config } from '../config.js';
+import type { Knex } from '../db.js';
+import { coerceError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import { listStatuses } from '../status.js';
+
+export type RouteHandler = (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void> | void;
+
+export interface HttpServer {
+  server: Server;
+  /** Where it listens, as a client reaches it. */
+  url: string;
+  /** Ends open connections and stops listening. */
+  close(): Promise<void>;
+}
+
+/** Listens on host:port and serves the routes (by exact path, or by prefix for paths ending in '/'). */
+export async function startHttp(opts: {
+  routes: Record<string, RouteHandler>;
+  logger: Logger;
+  host: string;
+  port: number;
+}): Promise<HttpServer> {
+  const { routes, logger, host, port } = opts;
+  const server = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const handler = routeFor(routes, url.pathname);
+    if (!handler) {
+      json(res, 404, { error: 'not found' });
+      return;
+    }
+    Promise.resolve(handler(req, res, url)).catch((err: unknown) => {
+      logger.error({ err, path: url.pathname }, 'request failed');
+      if (!res.headersSent) json(res, 500, { error: 'internal error' });
+      else res.end();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (err: NodeJS.ErrnoException) => reject(listenError(err, host, port)));
+    server.listen(port, host, () => resolve());
+  });
+  const addr = server.address();
+  const boundPort = typeof addr === 'object' && addr ? addr.port : port;
+  return {
+    server,
+    url: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${boundPort}`,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}
+
+/** The longest route matching the path. */
+function routeFor(routes: Record<string, RouteHandler>, pathname: string): RouteHandler | undefined {
+  const prefix = Object.keys(routes)
+    .filter((p) => (p.endsWith('/') ? pathname.startsWith(p) : pathname === p))
+    .sort((a, b) => b.length - a.length)[0];
+  return prefix === undefined ? undefined : routes[prefix];
+}
+
+/** More for /healthz from another part of serve: merged into the answer; `degraded: true` makes it degraded. */
+export type HealthExtra = () => Promise<{ degraded: boolean; [key: string]: unknown }>;
+
+/** GET /healthz: the database, and per list the last run, watermark and lag; 'degraded' when a list is stale or failed (or `extra` says so). */
+export function healthRoute(db: Knex, config: Config, extra?: HealthExtra): RouteHandler {
+  return async (_req, res) => {
+    try {
+      await db.raw('select 1');
+    } catch (err) {
+      json(res, 503, { status: 'down', database: coerceError(err).message });
+      return;
+    }
+    const lists = await listStatuses(db, config);
+    const stale = lists.filter((l) => l.lagMinutes !== null && l.lagMinutes > config.serve.maxLagMinutes);
+    const { degraded: extraDegraded, ...more } = extra ? await extra() : { degraded: false };
+    const degraded = stale.length > 0 || lists.some((l) => l.lastError) || extraDegraded === true;
+    json(res, 200, {
+      status: degraded ? 'degraded' : 'ok',
+      ...more,
+      database: 'ok',
+      lists: lists.map((l) => ({
+        list: l.list,
+        lastRunAt: l.lastRunAt,
+        lastRunStatus: l.lastRunStatus,
+        lastSuccessAt: l.lastSuccessAt,
+        watermark: l.watermark,
+        lagMinutes: l.lagMinutes,
+        lastError: l.lastError,
+      })),
+    });
+  };
+}
+
+function listenError(err: NodeJS.ErrnoException, host: string, port: number): Error {
+  const why =
+    err.code === 'EADDRINUSE' ? 'the port is in use by another process' : err.code === 'EACCES' ? 'permission denied' : err.message;
+  return new Error(
+    `serve cannot listen on ${host}:${port}: ${why} (${err.code ?? 'error'}). Stop the other process, or set serve.port / --port.`,
+    { cause: err },
+  );
+}
+
+export function json(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
