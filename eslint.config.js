@@ -7,7 +7,24 @@ export default tseslint.config(
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
-    languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', Buffer: 'readonly', AbortController: 'readonly', AbortSignal: 'readonly', setImmediate: 'readonly', fetch: 'readonly', performance: 'readonly', structuredClone: 'readonly' } },
+    languageOptions: {
+      globals: {
+        process: 'readonly',
+        console: 'readonly',
+        URL: 'readonly',
+        setTimeout: 'readonly',
+        clearTimeout: 'readonly',
+        setInterval: 'readonly',
+        clearInterval: 'readonly',
+        Buffer: 'readonly',
+        AbortController: 'readonly',
+        AbortSignal: 'readonly',
+        setImmediate: 'readonly',
+        fetch: 'readonly',
+        performance: 'readonly',
+        structuredClone: 'readonly',
+      },
+    },
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
       '@typescript-eslint/no-explicit-any': 'error',
@@ -20,8 +37,14 @@ export default tseslint.config(
     rules: {
       'no-restricted-syntax': [
         'error',
-        { selector: "TSAsExpression[typeAnnotation.typeName.name='Error']", message: 'Use coerceError(err) from src/errors.ts instead of casting to Error.' },
-        { selector: "TSTypeAssertion[typeAnnotation.typeName.name='Error']", message: 'Use coerceError(err) from src/errors.ts instead of casting to Error.' },
+        {
+          selector: "TSAsExpression[typeAnnotation.typeName.name='Error']",
+          message: 'Use coerceError(err) from src/errors.ts instead of casting to Error.',
+        },
+        {
+          selector: "TSTypeAssertion[typeAnnotation.typeName.name='Error']",
+          message: 'Use coerceError(err) from src/errors.ts instead of casting to Error.',
+        },
       ],
     },
   },

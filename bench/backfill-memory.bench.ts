@@ -19,7 +19,11 @@ export default async function run(): Promise<Record<string, string | number>> {
     let peak = rssBefore;
     const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 50);
     const started = performance.now();
-    const r = await pullList({ db: b.db, client, config, logger: silentLogger(), onPage: () => (peak = Math.max(peak, process.memoryUsage().rss)) }, config.lists[0]!, { kind: 'backfill', from: '2000-01-01' });
+    const r = await pullList(
+      { db: b.db, client, config, logger: silentLogger(), onPage: () => (peak = Math.max(peak, process.memoryUsage().rss)) },
+      config.lists[0]!,
+      { kind: 'backfill', from: '2000-01-01' },
+    );
     const seconds = (performance.now() - started) / 1000;
     clearInterval(timer);
     await client.close();

@@ -38,7 +38,10 @@ async function emulatorInChild(): Promise<Emulator> {
     process.stdin.on('end', () => emu.close().then(() => process.exit(0)));
     process.stdin.resume();
   `;
-  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { cwd: root, stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
+    cwd: root,
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
   const info = await new Promise<{ url: string; baseUrl: string; apiKey: string }>((resolve, reject) => {
     let out = '';
     child.stdout.on('data', (d: Buffer) => {

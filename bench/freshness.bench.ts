@@ -40,7 +40,16 @@ export default async function run(): Promise<Record<string, string | number>> {
 
     const ref: { rt?: Realtime } = {};
     const hooks = createHookReceiver({ db: b.db, config, logger, onItemEvent: (e) => ref.rt?.onItemEvent(e) ?? 'deferred' });
-    const serve = await startServe({ config, db: b.db, client, logger, port: 0, host: '127.0.0.1', schedule: false, routes: { [HOOKS_PATH]: hooks } });
+    const serve = await startServe({
+      config,
+      db: b.db,
+      client,
+      logger,
+      port: 0,
+      host: '127.0.0.1',
+      schedule: false,
+      routes: { [HOOKS_PATH]: hooks },
+    });
     rt = ref.rt = await startRealtime({ db: b.db, client, config, logger, callbackBase: serve.url });
     await emu.admin.setItemDelivery({ delayMs: 100, jitterMs: 400, duplicateRate: 0.2, retryDelayMs: 250 });
     await emu.admin.clearRequests();
@@ -121,12 +130,19 @@ async function noteLandings(db: import('../src/db.js').Knex): Promise<void> {
       insert into public.landings (id, row_version, deleted) values (new.id, new.row_version, new._deleted_at is not null);
       return new;
     end $$`);
-  await db.raw('create trigger zz_note_landing after insert or update on mirror.orders for each row execute function public.note_landing()');
+  await db.raw(
+    'create trigger zz_note_landing after insert or update on mirror.orders for each row execute function public.note_landing()',
+  );
 }
 
 /** Per change: ms from the change to the first landing at or past its version (or its delete); null if it never landed. */
-async function landingLatencies(db: import('../src/db.js').Knex, changes: readonly { id: string; version: number | null; at: number }[]): Promise<(number | null)[]> {
-  const rows = (await db.raw(`select id, row_version, deleted, (extract(epoch from at) * 1000)::float8 as ms from public.landings order by at`)) as {
+async function landingLatencies(
+  db: import('../src/db.js').Knex,
+  changes: readonly { id: string; version: number | null; at: number }[],
+): Promise<(number | null)[]> {
+  const rows = (await db.raw(
+    `select id, row_version, deleted, (extract(epoch from at) * 1000)::float8 as ms from public.landings order by at`,
+  )) as {
     rows: { id: string; row_version: string; deleted: boolean; ms: number }[];
   };
   const byId = new Map<string, { v: number; deleted: boolean; ms: number }[]>();

@@ -43,7 +43,11 @@ export default async function incrementalBench(): Promise<Record<string, string 
   const db = createDb({ url: u.toString(), poolMax: 4 });
   const logger = createLogger({ level: 'warn' });
   const emu = await startEmulator({ sample: true, items: ITEMS });
-  const config = parseConfig({ platform: { baseUrl: emu.baseUrl, apiKey: emu.apiKey }, database: { url: u.toString() }, lists: [{ name: 'orders', appID: 'demo', listID: 'orders' }] });
+  const config = parseConfig({
+    platform: { baseUrl: emu.baseUrl, apiKey: emu.apiKey },
+    database: { url: u.toString() },
+    lists: [{ name: 'orders', appID: 'demo', listID: 'orders' }],
+  });
   const client = new PlatformClient({ config: config.platform, logger });
   const deps = { db, client, config, logger };
   const list = config.lists[0]!;
@@ -63,13 +67,17 @@ export default async function incrementalBench(): Promise<Record<string, string 
     const fullQueries = await queries();
 
     const items = (await emu.admin.exportList('demo', 'orders')).items;
-    for (let i = 0; i < EDITS; i++) await emu.admin.editItem('demo', 'orders', String(items[(i * 601) % items.length]!.ListDataID), { Data: { [SAMPLE_FIELDS.customer]: `bench edit ${i}` } });
+    for (let i = 0; i < EDITS; i++)
+      await emu.admin.editItem('demo', 'orders', String(items[(i * 601) % items.length]!.ListDataID), {
+        Data: { [SAMPLE_FIELDS.customer]: `bench edit ${i}` },
+      });
     await emu.admin.clearRequests();
     t = performance.now();
     const steady = await pullList(deps, list);
     const steadyS = (performance.now() - t) / 1000;
     const steadyQueries = await queries();
-    if (steady.counters.rows_updated !== EDITS) throw new Error(`the steady-state pull updated ${steady.counters.rows_updated} rows, expected ${EDITS}`);
+    if (steady.counters.rows_updated !== EDITS)
+      throw new Error(`the steady-state pull updated ${steady.counters.rows_updated} rows, expected ${EDITS}`);
     if (steadyQueries > 2) throw new Error(`the steady-state pull sent ${steadyQueries} query requests; the bar is 2`);
     return {
       items: ITEMS,

@@ -33,8 +33,11 @@ export default async function run(): Promise<Record<string, string | number>> {
     const pgCpu = pgBefore === undefined ? undefined : (postgresCpuSeconds() ?? pgBefore) - pgBefore;
     const emuCpu = emuBefore === undefined ? undefined : (processCpuSeconds(emu.child.pid) ?? emuBefore) - emuBefore;
     await client.close();
-    const perMillion = (s: number | undefined): number | string => (s === undefined ? 'n/a (server not on this machine)' : Math.round((s * 1_000_000 * 10) / items) / 10);
-    const columns = (await b.db.raw(`select count(*)::int as n from information_schema.columns where table_schema = 'mirror' and table_name = 'orders' and data_type <> 'text'`)) as { rows: { n: number }[] };
+    const perMillion = (s: number | undefined): number | string =>
+      s === undefined ? 'n/a (server not on this machine)' : Math.round((s * 1_000_000 * 10) / items) / 10;
+    const columns = (await b.db.raw(
+      `select count(*)::int as n from information_schema.columns where table_schema = 'mirror' and table_name = 'orders' and data_type <> 'text'`,
+    )) as { rows: { n: number }[] };
     return {
       items,
       'rows written': r.counters.rows_inserted,

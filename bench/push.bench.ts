@@ -18,7 +18,9 @@ export default async function run(): Promise<Record<string, string | number>> {
     const client = benchClient(config, b.db);
     const deps = { db: b.db, client, config, logger: silentLogger() };
     await pullList(deps, config.lists[0]!);
-    await b.db.raw(`update mirror.orders set notes = 'bench ' || id where id in (select id from mirror.orders order by id limit ${changes})`);
+    await b.db.raw(
+      `update mirror.orders set notes = 'bench ' || id where id in (select id from mirror.orders order by id limit ${changes})`,
+    );
     await emu.admin.clearRequests();
     const started = performance.now();
     const r = await pushList(deps, config.lists[0]!);

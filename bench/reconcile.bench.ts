@@ -50,15 +50,23 @@ export default async function reconcileBench(): Promise<Record<string, string | 
   const fill = await startEmulator({ sample: true, items: ITEMS, rateLimit: false, referenceDate });
   const emu = await startEmulator({ sample: true, items: ITEMS, referenceDate });
   const fillClient = new PlatformClient({
-    config: parseConfig({ platform: { baseUrl: fill.baseUrl, apiKey: fill.apiKey, requestsPerSecond: 1000, maxInFlight: 8 }, database: { url: u.toString() } }).platform,
+    config: parseConfig({
+      platform: { baseUrl: fill.baseUrl, apiKey: fill.apiKey, requestsPerSecond: 1000, maxInFlight: 8 },
+      database: { url: u.toString() },
+    }).platform,
     logger,
   });
-  const config = parseConfig({ platform: { baseUrl: emu.baseUrl, apiKey: emu.apiKey }, database: { url: u.toString() }, lists: [{ name: 'orders', appID: 'demo', listID: 'orders' }] });
+  const config = parseConfig({
+    platform: { baseUrl: emu.baseUrl, apiKey: emu.apiKey },
+    database: { url: u.toString() },
+    lists: [{ name: 'orders', appID: 'demo', listID: 'orders' }],
+  });
   const client = new PlatformClient({ config: config.platform, logger });
   try {
     await migrateLatest(db);
     const filled = await pullList({ db, client: fillClient, config, logger }, config.lists[0]!);
-    if (filled.counters.rows_inserted !== ITEMS) throw new Error(`the fill pull inserted ${filled.counters.rows_inserted} rows, expected ${ITEMS}`);
+    if (filled.counters.rows_inserted !== ITEMS)
+      throw new Error(`the fill pull inserted ${filled.counters.rows_inserted} rows, expected ${ITEMS}`);
     const ids = (await fill.admin.exportList('demo', 'orders')).items.map((i) => String(i.ListDataID));
     for (let k = 0; k < DELETES; k++) await emu.admin.deleteItem('demo', 'orders', ids[Math.floor((k * ids.length) / DELETES)]!);
     await emu.admin.clearRequests();
@@ -70,7 +78,8 @@ export default async function reconcileBench(): Promise<Record<string, string | 
     const r = await reconcileList({ db, client, config, logger }, config.lists[0]!);
     const seconds = (performance.now() - started) / 1000;
     clearInterval(sampler);
-    if (r.status !== 'succeeded' || r.deleted !== DELETES) throw new Error(`reconcile ${r.status}: ${r.message ?? ''} (deleted ${r.deleted}, expected ${DELETES})`);
+    if (r.status !== 'succeeded' || r.deleted !== DELETES)
+      throw new Error(`reconcile ${r.status}: ${r.message ?? ''} (deleted ${r.deleted}, expected ${DELETES})`);
     const stats = await emu.admin.stats();
     const idsPerSecond = r.seen / seconds;
     // Projection: the sweep is paced by the request budget, so 1M IDs take this run's time plus the
@@ -78,7 +87,10 @@ export default async function reconcileBench(): Promise<Record<string, string | 
     // depends on the number of deletes, not on the list's size). The linear one scales everything.
     const log = (await emu.admin.requests()).filter((e) => e.route.includes('query'));
     const steady = log.slice(10);
-    const intervalS = steady.length > 1 ? (steady[steady.length - 1]!.startedAt - steady[0]!.startedAt) / 1000 / (steady.length - 1) : seconds / r.counters.pages;
+    const intervalS =
+      steady.length > 1
+        ? (steady[steady.length - 1]!.startedAt - steady[0]!.startedAt) / 1000 / (steady.length - 1)
+        : seconds / r.counters.pages;
     const extraPages = Math.ceil(TARGET_IDS / 1000) - r.counters.pages;
     const projected = seconds + extraPages * intervalS;
     const linear = (seconds * TARGET_IDS) / ITEMS;
@@ -89,7 +101,7 @@ export default async function reconcileBench(): Promise<Record<string, string | 
       retries: r.counters.retries,
       'rate-limit rejections (429)': stats.rateLimited,
       'max requests in any second': stats.maxPerSlidingSecond,
-      'seconds': Math.round(seconds * 100) / 100,
+      seconds: Math.round(seconds * 100) / 100,
       'sweep s': r.timingsMs.sweep / 1000,
       'candidates s (snapshot left after the sweep)': r.timingsMs.candidates / 1000,
       'confirm s (In lookups)': r.timingsMs.confirm / 1000,

@@ -17,7 +17,11 @@ const files = readdirSync(dir)
   .sort();
 
 if (files.length === 0) {
-  console.error(`no benchmark matches ${wanted.join(', ')}; have: ${readdirSync(dir).filter((f) => f.endsWith('.bench.ts')).join(', ')}`);
+  console.error(
+    `no benchmark matches ${wanted.join(', ')}; have: ${readdirSync(dir)
+      .filter((f) => f.endsWith('.bench.ts'))
+      .join(', ')}`,
+  );
   process.exit(2);
 }
 
@@ -55,7 +59,11 @@ function printSummary(): void {
   ]);
   const head = ['bench', 'figure', 'value', 'bar', 'ratio', ''];
   const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
-  const line = (c: string[]) => c.map((v, i) => v.padEnd(widths[i]!)).join('  ').trimEnd();
+  const line = (c: string[]) =>
+    c
+      .map((v, i) => v.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
   console.log(`\n== summary`);
   console.log(line(head));
   console.log(line(widths.map((w) => '-'.repeat(w))));

@@ -8,7 +8,11 @@ import { createDb, migrateLatest, type Knex } from '../src/db.js';
 import { silentLogger } from '../src/logger.js';
 import type { PlatformClient } from '../src/platform/client.js';
 
-export const serverUrl = (): string => process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+export const serverUrl = (): string =>
+  process.env.BENCH_DATABASE_URL ??
+  process.env.DATABASE_URL ??
+  process.env.TEST_DATABASE_URL ??
+  'postgres://postgres@127.0.0.1:5432/postgres';
 
 export interface BenchDb {
   url: string;
@@ -41,7 +45,13 @@ export async function benchDatabase(tag: string): Promise<BenchDb> {
   };
 }
 
-export function benchConfig(baseUrl: string, apiKey: string, dbUrl: string, platform: Record<string, unknown> = {}, list: Record<string, unknown> = {}): Config {
+export function benchConfig(
+  baseUrl: string,
+  apiKey: string,
+  dbUrl: string,
+  platform: Record<string, unknown> = {},
+  list: Record<string, unknown> = {},
+): Config {
   return parseConfig({
     platform: { baseUrl, apiKey, ...platform },
     database: { url: dbUrl, schema: 'mirror' },
@@ -56,7 +66,9 @@ export function benchClient(config: Config, db: Knex): PlatformClient {
 const BIN = fileURLToPath(new URL('../bin/listsync.js', import.meta.url));
 
 /** `listsync emulator` in a child process, so its memory is not the benchmark's. */
-export async function emulatorProcess(args: string[]): Promise<{ baseUrl: string; apiKey: string; adminUrl: string; stop(): Promise<void>; child: ChildProcess }> {
+export async function emulatorProcess(
+  args: string[],
+): Promise<{ baseUrl: string; apiKey: string; adminUrl: string; stop(): Promise<void>; child: ChildProcess }> {
   const child = spawn(process.execPath, [BIN, 'emulator', '--port', '0', ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   const ready = new Promise<{ baseUrl: string; apiKey: string; adminUrl: string }>((resolve, reject) => {

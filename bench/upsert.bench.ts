@@ -65,7 +65,8 @@ export default async function run(): Promise<Record<string, string | number>> {
   const db = createDb({ url, poolMax: 2, applicationName: 'listsync-bench' });
   const schema = `listsync_bench_${process.pid}`;
   const listName = `bench_upsert_${process.pid}`;
-  const hadOwnSchema = ((await db.raw('select 1 from pg_namespace where nspname = ?', [OWN_SCHEMA])) as { rows: unknown[] }).rows.length > 0;
+  const hadOwnSchema =
+    ((await db.raw('select 1 from pg_namespace where nspname = ?', [OWN_SCHEMA])) as { rows: unknown[] }).rows.length > 0;
   try {
     await migrateLatest(db);
     const mapping = await ensureMirrorTable(db, {

@@ -61,7 +61,9 @@ export async function up(knex: Knex): Promise<void> {
     t.jsonb('details').notNullable().defaultTo('{}');
     t.index(['list_name', 'job', 'started_at']);
   });
-  await knex.raw(`alter table ${S}.sync_runs add constraint sync_runs_status_check check (status in ('running','succeeded','failed','skipped'))`);
+  await knex.raw(
+    `alter table ${S}.sync_runs add constraint sync_runs_status_check check (status in ('running','succeeded','failed','skipped'))`,
+  );
 
   // Local changes captured by triggers on the mirror tables.
   await knex.schema.withSchema(S).createTable('outbox', (t) => {
@@ -83,9 +85,13 @@ export async function up(knex: Knex): Promise<void> {
     t.index(['list_name', 'status']);
   });
   await knex.raw(`alter table ${S}.outbox add constraint outbox_op_check check (op in ('update','create'))`);
-  await knex.raw(`alter table ${S}.outbox add constraint outbox_status_check check (status in ('pending','sending','applied','conflict','failed'))`);
+  await knex.raw(
+    `alter table ${S}.outbox add constraint outbox_status_check check (status in ('pending','sending','applied','conflict','failed'))`,
+  );
   // Several edits of one item before a push coalesce into one open change.
-  await knex.raw(`create unique index outbox_one_open_change on ${S}.outbox (list_name, item_id) where status in ('pending','sending','conflict') and item_id is not null`);
+  await knex.raw(
+    `create unique index outbox_one_open_change on ${S}.outbox (list_name, item_id) where status in ('pending','sending','conflict') and item_id is not null`,
+  );
 
   await knex.schema.withSchema(S).createTable('conflicts', (t) => {
     t.bigIncrements('id').primary();
@@ -146,7 +152,17 @@ export async function up(knex: Knex): Promise<void> {
 }
 
 export async function down(knex: Knex): Promise<void> {
-  for (const table of ['rate_budget', 'leases', 'webhook_inbox', 'webhook_subscriptions', 'conflicts', 'outbox', 'sync_runs', 'sync_state', 'lists']) {
+  for (const table of [
+    'rate_budget',
+    'leases',
+    'webhook_inbox',
+    'webhook_subscriptions',
+    'conflicts',
+    'outbox',
+    'sync_runs',
+    'sync_state',
+    'lists',
+  ]) {
     await knex.schema.withSchema(S).dropTableIfExists(table);
   }
 }

@@ -33,7 +33,9 @@ export async function up(knex: Knex): Promise<void> {
   await knex.raw('alter table listsync.outbox add column withdrawn_at timestamptz');
   await knex.raw(`alter table listsync.conflicts add column op text not null default 'update'`);
   // A create by its local row, failed ones included (withdrawal looks them up).
-  await knex.raw(`create index if not exists outbox_create_by_local_id on listsync.outbox (list_name, local_id) where op = 'create' and local_id is not null`);
+  await knex.raw(
+    `create index if not exists outbox_create_by_local_id on listsync.outbox (list_name, local_id) where op = 'create' and local_id is not null`,
+  );
   await knex.raw(captureFunction());
 }
 

@@ -14,7 +14,9 @@ import type { Knex } from 'knex';
 
 export async function up(knex: Knex): Promise<void> {
   await knex.raw('alter table listsync.webhook_subscriptions add column list_name text');
-  await knex.raw('create unique index webhook_subscriptions_list_type on listsync.webhook_subscriptions (list_name, type) where list_name is not null');
+  await knex.raw(
+    'create unique index webhook_subscriptions_list_type on listsync.webhook_subscriptions (list_name, type) where list_name is not null',
+  );
   await knex.raw('create index webhook_inbox_unprocessed on listsync.webhook_inbox (subscription_id, id) where processed_at is null');
   await knex.raw(`
     create table listsync.realtime_stats (

@@ -30,13 +30,18 @@ export function buildProgram(io: Output, setCode: (code: number) => void): Comma
     .description("Keeps a PostgreSQL mirror of the platform's lists fresh, and writes edits back version-checked.")
     .option('-c, --config <path>', 'config file (default: $LISTSYNC_CONFIG or ./listsync.config.json)')
     .addOption(new Option('--log-level <level>', 'log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']))
-    .addOption(new Option('--log-format <format>', 'log lines as JSON or one short line each (default: pretty on a terminal, else json)').choices([...LOG_FORMATS]))
+    .addOption(
+      new Option('--log-format <format>', 'log lines as JSON or one short line each (default: pretty on a terminal, else json)').choices([
+        ...LOG_FORMATS,
+      ]),
+    )
     .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) })
     .showHelpAfterError('(run "listsync --help" for usage)')
     .exitOverride();
 
   const kit = commandKit(program, io, setCode);
-  for (const command of [init, check, migrate, discover, pull, push, users, directory, reconcile, hooks, exporter, status, serve]) command.register(kit);
+  for (const command of [init, check, migrate, discover, pull, push, users, directory, reconcile, hooks, exporter, status, serve])
+    command.register(kit);
   // The demo runs the real commands through the same entry point a user types.
   demo.register(kit, (args, out) => main(['node', 'listsync', ...args], out));
   registerEmulatorCommand(program);

@@ -37,7 +37,9 @@ const columnName = z
   .string()
   .regex(/^[\p{Ll}\p{Lo}_][\p{Ll}\p{Lo}\p{N}_]*$/u, 'use lower-case letters, digits and _ (starting with a letter or _)')
   .refine((s) => Buffer.byteLength(s, 'utf8') <= 63, 'is longer than 63 bytes; Postgres would truncate it')
-  .refine((s) => !RESERVED_COLUMNS.includes(s), { message: `is one of the columns every mirror table has (${RESERVED_COLUMNS.join(', ')}); choose another name` });
+  .refine((s) => !RESERVED_COLUMNS.includes(s), {
+    message: `is one of the columns every mirror table has (${RESERVED_COLUMNS.join(', ')}); choose another name`,
+  });
 /** The platform's API lives under a version segment: `.../v1`. */
 const VERSION_SEGMENT = /\/v\d+$/;
 
@@ -111,7 +113,12 @@ const listSchema = z
     const byColumn = new Map<string, string>();
     for (const [field, column] of Object.entries(l.columns)) {
       const other = byColumn.get(column);
-      if (other !== undefined) ctx.addIssue({ code: 'custom', path: ['columns', field], message: `"${column}" is pinned for both ${other} and ${field}; give each field its own column` });
+      if (other !== undefined)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['columns', field],
+          message: `"${column}" is pinned for both ${other} and ${field}; give each field its own column`,
+        });
       byColumn.set(column, field);
     }
   });
@@ -123,7 +130,9 @@ const configSchema = z
       .object({
         url: z.string().min(1, 'is empty: set DATABASE_URL or database.url'),
         schema: identifier
-          .refine((s) => s !== OWN_SCHEMA, { message: `"${OWN_SCHEMA}" holds listsync's own tables (runs, outbox, state); pick another schema for the mirror tables, e.g. "mirror"` })
+          .refine((s) => s !== OWN_SCHEMA, {
+            message: `"${OWN_SCHEMA}" holds listsync's own tables (runs, outbox, state); pick another schema for the mirror tables, e.g. "mirror"`,
+          })
           .default('mirror'),
         poolMax: positiveInt.max(100).default(10),
         /** Pages a pull writes at once. 2 overlaps conversion with writing when PostgreSQL has cores of its own. */
@@ -151,7 +160,13 @@ const configSchema = z
         positionsTable: identifier.default('platform_positions'),
       })
       .strict()
-      .default({ enabled: true, departmentsTable: 'platform_departments', groupsTable: 'platform_groups', groupMembersTable: 'platform_group_members', positionsTable: 'platform_positions' }),
+      .default({
+        enabled: true,
+        departmentsTable: 'platform_departments',
+        groupsTable: 'platform_groups',
+        groupMembersTable: 'platform_group_members',
+        positionsTable: 'platform_positions',
+      }),
     serve: z
       .object({
         host: z.string().default('0.0.0.0'),
@@ -186,14 +201,24 @@ const configSchema = z
         path: ['database', 'reportingSchema'],
         message: `"${reporting}" is ${reporting === 'listsync' ? "listsync's own schema" : 'the mirror schema (database.schema)'}; the views need a schema of their own (default "reporting"), or null to turn them off`,
       });
-    const directoryTables = new Set([cfg.directory.departmentsTable, cfg.directory.groupsTable, cfg.directory.groupMembersTable, cfg.directory.positionsTable, cfg.users.table]);
+    const directoryTables = new Set([
+      cfg.directory.departmentsTable,
+      cfg.directory.groupsTable,
+      cfg.directory.groupMembersTable,
+      cfg.directory.positionsTable,
+      cfg.users.table,
+    ]);
     const seen = new Map<string, number>();
     cfg.lists.forEach((l, i) => {
       const table = l.table ?? l.name;
       if (seen.has(l.name)) ctx.addIssue({ code: 'custom', path: ['lists', i, 'name'], message: `duplicate list name "${l.name}"` });
       seen.set(l.name, i);
       if (directoryTables.has(table))
-        ctx.addIssue({ code: 'custom', path: ['lists', i, 'table'], message: `"${table}" is a directory table (users or directory); set lists[${i}].table to another name` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['lists', i, 'table'],
+          message: `"${table}" is a directory table (users or directory); set lists[${i}].table to another name`,
+        });
     });
     const realtime = cfg.lists.findIndex((l) => l.realtime);
     if (realtime !== -1 && cfg.serve.publicUrl === undefined) {
@@ -233,10 +258,7 @@ export function loadConfig(options: LoadOptions = {}): Config {
   const env = options.env ?? readEnvironment(cwd);
   const path = resolve(cwd, options.path ?? env.LISTSYNC_CONFIG ?? DEFAULT_CONFIG_FILE);
   if (!existsSync(path)) {
-    throw new ConfigError(
-      `No config file at ${path}. Run "listsync init" to write one, or point LISTSYNC_CONFIG at yours.`,
-      '(file)',
-    );
+    throw new ConfigError(`No config file at ${path}. Run "listsync init" to write one, or point LISTSYNC_CONFIG at yours.`, '(file)');
   }
   registerSecrets([env.PLATFORM_API_KEY, passwordOf(env.DATABASE_URL)]);
   let raw: unknown;
@@ -256,7 +278,9 @@ export function parseConfig(raw: unknown, env: Readonly<Record<string, string | 
     throw new ConfigError(`${source} must hold a JSON object with "platform", "database" and "lists".`, '(root)');
   }
   const withEnv = applyEnvironment(interpolate(raw, env, []), env);
-  const secrets = [...secretValuesIn(withEnv), env.PLATFORM_API_KEY, passwordOf(env.DATABASE_URL)].filter((s): s is string => typeof s === 'string' && s.length >= 4);
+  const secrets = [...secretValuesIn(withEnv), env.PLATFORM_API_KEY, passwordOf(env.DATABASE_URL)].filter(
+    (s): s is string => typeof s === 'string' && s.length >= 4,
+  );
   registerSecrets(secrets);
   const result = configSchema.safeParse(withEnv);
   if (!result.success) {
@@ -334,7 +358,8 @@ function keysAt(schema: z.ZodType, path: readonly PropertyKey[]): string[] {
 /** Secret values of an unvalidated config: every string under a secret key, and a database URL's password. */
 function secretValuesIn(value: unknown, key = ''): string[] {
   // A URL's secret is its password; the rest of it (host, database) is what messages must name.
-  if (typeof value === 'string') return !SECRET_KEYS.has(key) ? [] : /^[a-z][a-z0-9+.-]*:\/\//i.test(value) ? [passwordOf(value) ?? ''].filter(Boolean) : [value];
+  if (typeof value === 'string')
+    return !SECRET_KEYS.has(key) ? [] : /^[a-z][a-z0-9+.-]*:\/\//i.test(value) ? [passwordOf(value) ?? ''].filter(Boolean) : [value];
   if (Array.isArray(value)) return value.flatMap((v) => secretValuesIn(v));
   if (isObject(value)) return Object.entries(value).flatMap(([k, v]) => secretValuesIn(v, k));
   return [];
@@ -397,7 +422,10 @@ function interpolate(value: unknown, env: Readonly<Record<string, string | undef
     return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, name: string) => {
       const v = env[name];
       if (v === undefined) {
-        throw new ConfigError(`Config key ${formatPath(path)} refers to environment variable ${name}, which is not set. Set it (or put it in .env).`, formatPath(path));
+        throw new ConfigError(
+          `Config key ${formatPath(path)} refers to environment variable ${name}, which is not set. Set it (or put it in .env).`,
+          formatPath(path),
+        );
       }
       return v;
     });
@@ -434,9 +462,7 @@ function isObject(v: unknown): v is Record<string, unknown> {
 
 function formatPath(path: readonly PropertyKey[]): string {
   if (path.length === 0) return '(root)';
-  return path
-    .map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`))
-    .join('');
+  return path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join('');
 }
 
 function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {

@@ -85,4 +85,3 @@ export async function openContext(opts: GlobalOptions, io: Output = stdio): Prom
     },
   };
 }
-

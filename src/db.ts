@@ -34,7 +34,8 @@ export interface DbOptions {
 
 export function createDb(options: DbOptions): Knex {
   // knex prints warnings such as "Acquire connection error" with a stack to stdout unless given a logger.
-  const toLogger = (level: string) => (message: unknown) => options.logger?.debug({ knex: level }, typeof message === 'string' ? message : JSON.stringify(message));
+  const toLogger = (level: string) => (message: unknown) =>
+    options.logger?.debug({ knex: level }, typeof message === 'string' ? message : JSON.stringify(message));
   return knexFactory({
     client: 'pg',
     connection: { connectionString: options.url, application_name: options.applicationName ?? 'listsync' },
@@ -45,8 +46,19 @@ export function createDb(options: DbOptions): Knex {
 }
 
 /** Connection-level failures: the server went away, refused, or could not be reached in time. */
-const CONNECTION_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57P02', '57P03']);
-const CONNECTION_ERROR_MESSAGE = /Connection terminated|not queryable|Timeout acquiring a connection|connect ECONNREFUSED|server closed the connection|terminating connection/i;
+const CONNECTION_ERROR_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  '57P01',
+  '57P02',
+  '57P03',
+]);
+const CONNECTION_ERROR_MESSAGE =
+  /Connection terminated|not queryable|Timeout acquiring a connection|connect ECONNREFUSED|server closed the connection|terminating connection/i;
 
 /** True when err (or a cause of it) says the database connection failed, not a statement. */
 export function isConnectionError(err: unknown): boolean {
@@ -64,7 +76,10 @@ export function isConnectionError(err: unknown): boolean {
 export function explainDatabaseError(err: unknown, url: string): unknown {
   if (!isConnectionError(err) || (err instanceof Error && err.message.startsWith('The database at '))) return err;
   const message = err instanceof Error ? err.message : String(err);
-  return new Error(`The database at ${redactUrl(url)} failed: ${message}. Check that PostgreSQL is running and reachable; the run can be repeated.`, { cause: err });
+  return new Error(
+    `The database at ${redactUrl(url)} failed: ${message}. Check that PostgreSQL is running and reachable; the run can be repeated.`,
+    { cause: err },
+  );
 }
 
 /** Resolves when the database answers; the error names the (redacted) URL. */
@@ -72,7 +87,10 @@ export async function ping(db: Knex, url: string): Promise<void> {
   try {
     await db.raw('select 1');
   } catch (err) {
-    throw new Error(`Cannot reach the database at ${redactUrl(url)}: ${coerceError(err).message}. Check database.url / DATABASE_URL and that PostgreSQL is running.`, { cause: err });
+    throw new Error(
+      `Cannot reach the database at ${redactUrl(url)}: ${coerceError(err).message}. Check database.url / DATABASE_URL and that PostgreSQL is running.`,
+      { cause: err },
+    );
   }
 }
 
@@ -104,7 +122,10 @@ export class ListsyncMigrationSource implements Knex.MigrationSource<string> {
 
   async getMigration(migration: string): Promise<Knex.Migration> {
     const files = readdirSync(this.dir);
-    const file = files.find((f) => f === `${migration}.js`) ?? files.find((f) => f === `${migration}.ts`) ?? files.find((f) => f === `${migration}.mjs`);
+    const file =
+      files.find((f) => f === `${migration}.js`) ??
+      files.find((f) => f === `${migration}.ts`) ??
+      files.find((f) => f === `${migration}.mjs`);
     if (!file) throw new Error(`Migration ${migration} not found in ${this.dir}`);
     const mod = (await import(pathToFileURL(join(this.dir, file)).href)) as MigrationModule;
     return { up: mod.up, down: mod.down };

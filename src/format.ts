@@ -13,7 +13,10 @@ export function table(headers: readonly string[], rows: readonly (readonly unkno
 
 /** `2026-01-02 03:04:05Z`: the one way the CLI prints a moment. */
 export function timestamp(d: Date): string {
-  return d.toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
+  return d
+    .toISOString()
+    .replace('T', ' ')
+    .replace(/\.\d+Z$/, 'Z');
 }
 
 /** `1 page`, `3 pages`. */

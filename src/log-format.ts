@@ -14,7 +14,14 @@ export function resolveLogFormat(asked: string | undefined, isTTY = Boolean(proc
   return isTTY ? 'pretty' : 'json';
 }
 
-const COLOURS: Record<string, string> = { fatal: '\x1b[31m', error: '\x1b[31m', warn: '\x1b[33m', info: '\x1b[32m', debug: '\x1b[90m', trace: '\x1b[90m' };
+const COLOURS: Record<string, string> = {
+  fatal: '\x1b[31m',
+  error: '\x1b[31m',
+  warn: '\x1b[33m',
+  info: '\x1b[32m',
+  debug: '\x1b[90m',
+  trace: '\x1b[90m',
+};
 const RESET = '\x1b[0m';
 /** Keys shown in front of the message or not at all. */
 const HIDDEN = new Set(['time', 'level', 'name', 'msg', 'list', 'job', 'runId', 'pid', 'hostname']);
@@ -42,7 +49,8 @@ export function formatLine(json: string, colour: boolean): string {
 }
 
 function describe(key: string, value: unknown): string {
-  if (key === 'err' && value && typeof value === 'object') return JSON.stringify(String((value as { message?: unknown }).message ?? 'error'));
+  if (key === 'err' && value && typeof value === 'object')
+    return JSON.stringify(String((value as { message?: unknown }).message ?? 'error'));
   if (typeof value === 'string') return /^[\w.:/@+-]*$/.test(value) ? value : JSON.stringify(value);
   const text = JSON.stringify(value) ?? String(value);
   return text.length > 60 ? `${text.slice(0, 57)}...` : text;

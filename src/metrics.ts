@@ -28,7 +28,15 @@ import type { Knex } from './db.js';
 import type { Logger } from './logger.js';
 import type { RequestEvent } from './platform/client.js';
 import { listStatuses, type ListStatus } from './status.js';
-import { counterTotals, failureStreaks, lastChangingPulls, lastSucceededRuns, reconcileHeals, runCounts, runsFinishedAfter } from './store/runs.js';
+import {
+  counterTotals,
+  failureStreaks,
+  lastChangingPulls,
+  lastSucceededRuns,
+  reconcileHeals,
+  runCounts,
+  runsFinishedAfter,
+} from './store/runs.js';
 import { webhookBacklog } from './store/webhook-inbox.js';
 import type { ReceiveOutcome } from './webhooks/receiver.js';
 import type { FlushResult } from './realtime/applier.js';
@@ -424,7 +432,19 @@ async function readSnapshot(db: Knex, config: Config, at: Date, finishedAfter: s
   const heals = await reconcileHeals(db);
   const backlog = await webhookBacklog(db);
   const realtime = await realtimeStatuses(db, config);
-  return { at, lists, sums, runs, finished, lastRuns, streaks, changedPulls, heals, hooks: { subs: backlog.subscriptions, unprocessed: backlog.unprocessed }, realtime };
+  return {
+    at,
+    lists,
+    sums,
+    runs,
+    finished,
+    lastRuns,
+    streaks,
+    changedPulls,
+    heals,
+    hooks: { subs: backlog.subscriptions, unprocessed: backlog.unprocessed },
+    realtime,
+  };
 }
 
 // ---- assembled ------------------------------------------------------------------

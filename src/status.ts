@@ -60,7 +60,10 @@ export async function listStatus(db: Knex, config: Config, list: ListConfig, now
   let rows: number | null = null;
   let deletedRows: number | null = null;
   if (await tableExists(db, config.database.schema, table)) {
-    const r = await db.raw('select count(*) filter (where _deleted_at is null) as live, count(*) filter (where _deleted_at is not null) as deleted from ??.??', [config.database.schema, table]);
+    const r = await db.raw(
+      'select count(*) filter (where _deleted_at is null) as live, count(*) filter (where _deleted_at is not null) as deleted from ??.??',
+      [config.database.schema, table],
+    );
     const row = (r.rows as { live: string; deleted: string }[])[0]!;
     rows = Number(row.live);
     deletedRows = Number(row.deleted);
@@ -90,6 +93,11 @@ export async function listStatus(db: Knex, config: Config, list: ListConfig, now
 /** What the last reconcile healed, by kind (all zero when the mirror was in line). */
 function healedOf(r: RunRow): ListStatus['lastReconcileHealed'] {
   const h = (r.details?.healed ?? {}) as { missing?: number; behind?: number };
-  return { at: r.started_at, deleted: Number(r.rows_deleted), undeleted: Number(r.rows_undeleted), missing: Number(h.missing ?? 0), behind: Number(h.behind ?? 0) };
+  return {
+    at: r.started_at,
+    deleted: Number(r.rows_deleted),
+    undeleted: Number(r.rows_undeleted),
+    missing: Number(h.missing ?? 0),
+    behind: Number(h.behind ?? 0),
+  };
 }
-

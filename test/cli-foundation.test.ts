@@ -47,7 +47,10 @@ describe('listsync CLI: init, check, migrate', () => {
   });
 
   it('check with a malformed config exits 2 and names the key', async () => {
-    writeFileSync(join(dir, 'bad.json'), JSON.stringify({ platform: { baseUrl: 'not a url', apiKey: 'k-1234' }, database: { url: t.url } }));
+    writeFileSync(
+      join(dir, 'bad.json'),
+      JSON.stringify({ platform: { baseUrl: 'not a url', apiKey: 'k-1234' }, database: { url: t.url } }),
+    );
     const r = await runCli(['check', '--config', 'bad.json'], { cwd: dir });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('platform.baseUrl');
@@ -79,7 +82,14 @@ describe('listsync CLI: init, check, migrate', () => {
   });
 
   it('an unreachable database is reported without its password', async () => {
-    writeFileSync(join(dir, 'down.json'), JSON.stringify({ platform: { baseUrl: 'http://127.0.0.1:1/v1' }, database: { url: 'postgres://u:hunter22@127.0.0.1:1/db' }, lists: [] }));
+    writeFileSync(
+      join(dir, 'down.json'),
+      JSON.stringify({
+        platform: { baseUrl: 'http://127.0.0.1:1/v1' },
+        database: { url: 'postgres://u:hunter22@127.0.0.1:1/db' },
+        lists: [],
+      }),
+    );
     const r = await runCli(['check', '-c', 'down.json'], { cwd: dir, env: { PLATFORM_API_KEY: 'k-1234' } });
     expect(r.code).toBe(1);
     expect(r.stdout).toContain('FAIL database');

@@ -12,7 +12,11 @@ import { runCli } from './helpers/cli.js';
 const API_KEY = 'SUPERSECRET-KEY-123';
 const PASSWORD = 'Hunter2"Se/cret';
 const DB_URL = `postgres://postgres:${encodeURIComponent(PASSWORD)}@127.0.0.1:5432/db`;
-const base = { platform: { baseUrl: 'http://127.0.0.1:4010/v1', apiKey: API_KEY }, database: { url: DB_URL }, lists: [{ name: 'orders', appID: 'demo', listID: 'orders' }] };
+const base = {
+  platform: { baseUrl: 'http://127.0.0.1:4010/v1', apiKey: API_KEY },
+  database: { url: DB_URL },
+  lists: [{ name: 'orders', appID: 'demo', listID: 'orders' }],
+};
 
 function messageOf(raw: unknown, env: Record<string, string> = {}): string {
   try {
@@ -76,7 +80,9 @@ describe('config errors keep secrets out', () => {
     expect(m).toContain('platform.baseUrl');
     expect(m).toContain('/v1');
     expect(messageOf({ ...base, platform: { ...base.platform, baseUrl: 'http://127.0.0.1:4010/api/' } })).toContain('version segment');
-    expect(parseConfig({ ...base, platform: { ...base.platform, baseUrl: 'http://127.0.0.1:4010/v1/' } }).platform.baseUrl).toBe('http://127.0.0.1:4010/v1');
+    expect(parseConfig({ ...base, platform: { ...base.platform, baseUrl: 'http://127.0.0.1:4010/v1/' } }).platform.baseUrl).toBe(
+      'http://127.0.0.1:4010/v1',
+    );
   });
 
   it("refuses listsync's own schema as the mirror schema", () => {
@@ -99,7 +105,11 @@ describe('config errors through the CLI', () => {
   };
 
   it('check with a misspelled key exits 2, names the key, and prints no secret from the environment', async () => {
-    const cwd = configDir({ platform: { baseUrl: 'http://127.0.0.1:4010/v1', apiKey: '${PLATFORM_API_KEY}', requestPerSecond: 5 }, database: {}, lists: [] });
+    const cwd = configDir({
+      platform: { baseUrl: 'http://127.0.0.1:4010/v1', apiKey: '${PLATFORM_API_KEY}', requestPerSecond: 5 },
+      database: {},
+      lists: [],
+    });
     const r = await runCli(['check'], { cwd, env: { PLATFORM_API_KEY: API_KEY, DATABASE_URL: DB_URL } });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('did you mean "requestsPerSecond"?');

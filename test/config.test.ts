@@ -26,10 +26,16 @@ describe('config', () => {
     const e = errorOf(() => parseConfig({ ...minimal, lists: [{ ...minimal.lists[0], realtime: true }] }));
     expect(e.key).toBe('serve.publicUrl');
     expect(e.message).toContain('lists[0].realtime');
-    const c = parseConfig({ ...minimal, lists: [{ ...minimal.lists[0], realtime: true }], serve: { publicUrl: 'https://sync.example.com' } });
+    const c = parseConfig({
+      ...minimal,
+      lists: [{ ...minimal.lists[0], realtime: true }],
+      serve: { publicUrl: 'https://sync.example.com' },
+    });
     expect(c.lists[0]!.realtime).toBe(true);
     expect(c.lists[0]!.realtimeTrust).toBe('reread');
-    expect(errorOf(() => parseConfig({ ...minimal, lists: [{ ...minimal.lists[0], realtimeTrust: 'always' }] })).key).toBe('lists[0].realtimeTrust');
+    expect(errorOf(() => parseConfig({ ...minimal, lists: [{ ...minimal.lists[0], realtimeTrust: 'always' }] })).key).toBe(
+      'lists[0].realtimeTrust',
+    );
   });
 
   it('applies the documented defaults', () => {
@@ -39,7 +45,14 @@ describe('config', () => {
     expect(c.platform.requestsPerSecond).toBe(10);
     expect(c.database.schema).toBe('mirror');
     const l = c.lists[0]!;
-    expect([l.cursorField, l.sortField, l.idField, l.versionField, l.lookbackDays, l.conflictPolicy]).toEqual(['Modified', 'Created', 'ListDataID', 'RowVersion', 1, 'remote-wins']);
+    expect([l.cursorField, l.sortField, l.idField, l.versionField, l.lookbackDays, l.conflictPolicy]).toEqual([
+      'Modified',
+      'Created',
+      'ListDataID',
+      'RowVersion',
+      1,
+      'remote-wins',
+    ]);
     expect(Object.isFrozen(c.lists[0])).toBe(true);
   });
 
@@ -70,8 +83,12 @@ describe('config', () => {
 
   it('rejects unknown keys, bad time zones, cron expressions and duplicate lists', () => {
     expect(errorOf(() => parseConfig({ ...minimal, platform: { ...minimal.platform, timezone: 'UTC' } })).message).toMatch(/timezone/);
-    expect(errorOf(() => parseConfig({ ...minimal, platform: { ...minimal.platform, timeZone: 'Mars/Base' } })).key).toBe('platform.timeZone');
-    expect(errorOf(() => parseConfig({ ...minimal, lists: [{ ...minimal.lists[0], schedule: { pull: 'every minute' } }] })).key).toBe('lists[0].schedule.pull');
+    expect(errorOf(() => parseConfig({ ...minimal, platform: { ...minimal.platform, timeZone: 'Mars/Base' } })).key).toBe(
+      'platform.timeZone',
+    );
+    expect(errorOf(() => parseConfig({ ...minimal, lists: [{ ...minimal.lists[0], schedule: { pull: 'every minute' } }] })).key).toBe(
+      'lists[0].schedule.pull',
+    );
     expect(errorOf(() => parseConfig({ ...minimal, lists: [minimal.lists[0], minimal.lists[0]] })).key).toBe('lists[1].name');
     expect(errorOf(() => parseConfig({ ...minimal, lists: [{ ...minimal.lists[0], pageSize: 1001 }] })).key).toBe('lists[0].pageSize');
   });
@@ -105,7 +122,11 @@ describe('reporting config', () => {
     const c = parseConfig(minimal);
     expect(c.database.reportingSchema).toBe('reporting');
     expect(c.lists[0]!.history).toBe(false);
-    expect(c.directory).toMatchObject({ enabled: true, departmentsTable: 'platform_departments', groupMembersTable: 'platform_group_members' });
+    expect(c.directory).toMatchObject({
+      enabled: true,
+      departmentsTable: 'platform_departments',
+      groupMembersTable: 'platform_group_members',
+    });
     expect(parseConfig({ ...minimal, database: { ...minimal.database, reportingSchema: null } }).database.reportingSchema).toBeNull();
   });
 

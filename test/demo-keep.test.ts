@@ -11,7 +11,11 @@ describe('demo --keep', () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('prints LISTSYNC_CONFIG and commands that work against the running demo, and stops on SIGTERM', async () => {
-    const child = spawn(process.execPath, [BIN, 'demo', '--keep', '--items', '120'], { cwd: dir, env: childEnv({ DATABASE_URL: inject('pgServerUrl') }), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, 'demo', '--keep', '--items', '120'], {
+      cwd: dir,
+      env: childEnv({ DATABASE_URL: inject('pgServerUrl') }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     child.stderr.on('data', (d: Buffer) => (out += d.toString()));
     const configPath = await new Promise<string>((resolve, reject) => {

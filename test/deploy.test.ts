@@ -37,7 +37,9 @@ interface Dashboard {
   templating: { list: { name: string; type: string; query?: unknown; definition?: string }[] };
 }
 
-const rules = (parseYaml(readFileSync(root('deploy/prometheus/alerts.yml'), 'utf8')) as { groups: { rules: Rule[] }[] }).groups.flatMap((g) => g.rules);
+const rules = (parseYaml(readFileSync(root('deploy/prometheus/alerts.yml'), 'utf8')) as { groups: { rules: Rule[] }[] }).groups.flatMap(
+  (g) => g.rules,
+);
 const dashboard = JSON.parse(readFileSync(root('deploy/grafana/listsync.json'), 'utf8')) as Dashboard;
 const panels = dashboard.panels.flatMap((p) => [p, ...(p.panels ?? [])]);
 
@@ -97,7 +99,15 @@ describe('alert rules and dashboard', () => {
       expect(r.annotations?.summary, r.alert).toBeTruthy();
       expect(r.annotations?.description?.length ?? 0, r.alert).toBeGreaterThan(60);
     }
-    for (const name of ['ListsyncDown', 'ListsyncListStale', 'ListsyncRunsFailing', 'ListsyncNoChangesForADay', 'ListsyncChangesFailed', 'ListsyncConflictsWaiting', 'ListsyncRequestBudgetSaturated']) {
+    for (const name of [
+      'ListsyncDown',
+      'ListsyncListStale',
+      'ListsyncRunsFailing',
+      'ListsyncNoChangesForADay',
+      'ListsyncChangesFailed',
+      'ListsyncConflictsWaiting',
+      'ListsyncRequestBudgetSaturated',
+    ]) {
       expect(rules.map((r) => r.alert)).toContain(name);
     }
   });
@@ -118,7 +128,9 @@ describe('alert rules and dashboard', () => {
   });
 
   it('every expression parses as PromQL', () => {
-    const bad = expressions.map(([where, e]) => ({ where, e, errors: analyse(substituteVariables(e)).errors })).filter((x) => x.errors.length);
+    const bad = expressions
+      .map(([where, e]) => ({ where, e, errors: analyse(substituteVariables(e)).errors }))
+      .filter((x) => x.errors.length);
     expect(bad).toEqual([]);
   });
 });
@@ -131,7 +143,10 @@ describe('against a live serve', () => {
     const env = { PLATFORM_API_KEY: w.emu.apiKey };
     expect((await runCli(['--config', w.configFile, 'pull'], { env })).code).toBe(0);
     expect((await runCli(['--config', w.configFile, 'reconcile'], { env })).code).toBe(0);
-    const child = spawn(process.execPath, [BIN, '--config', w.configFile, 'serve', '--port', '0'], { env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, '--config', w.configFile, 'serve', '--port', '0'], {
+      env: childEnv(env),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     try {
       const url = await new Promise<string>((resolve, reject) => {
         let out = '';
@@ -162,7 +177,11 @@ describe('against a live serve', () => {
     expect(missing).toEqual(['up']);
     expect(rules.filter((r) => /\bup\b/.test(r.expr)).map((r) => r.expr)).toEqual(['up{job="listsync"} == 0']);
     // The values behind the per-list panels are there for the configured list after a pull and a reconcile.
-    for (const series of ['listsync_lag_seconds{list="orders"}', 'listsync_last_run_rows_changed{list="orders",job="pull"} 50', 'listsync_lag_limit_seconds{list="orders"}']) {
+    for (const series of [
+      'listsync_lag_seconds{list="orders"}',
+      'listsync_last_run_rows_changed{list="orders",job="pull"} 50',
+      'listsync_lag_limit_seconds{list="orders"}',
+    ]) {
       expect(metricsText).toContain(series);
     }
   });
@@ -176,7 +195,11 @@ describe('against a live serve', () => {
     // listsync's own metrics must draw no complaint.
     const metricsCheck = spawnSync('promtool', ['check', 'metrics'], { input: metricsText, encoding: 'utf8' });
     const complaints = `${metricsCheck.stdout}${metricsCheck.stderr}`.split('\n').filter(Boolean);
-    const promClientDefaults = ['listsync_nodejs_active_handles_total', 'listsync_nodejs_active_requests_total', 'listsync_nodejs_active_resources_total'];
+    const promClientDefaults = [
+      'listsync_nodejs_active_handles_total',
+      'listsync_nodejs_active_requests_total',
+      'listsync_nodejs_active_resources_total',
+    ];
     expect(complaints.filter((c) => !promClientDefaults.some((name) => c.startsWith(`${name} `)))).toEqual([]);
   });
 });

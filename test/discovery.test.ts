@@ -28,7 +28,11 @@ const SEED: SeedFile = {
 };
 
 /** Runs a command with the CLI's child environment; resolves with its exit code and output. */
-function runCommand(file: string, args: string[], options: { cwd: string; env: Record<string, string | undefined> }): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function runCommand(
+  file: string,
+  args: string[],
+  options: { cwd: string; env: Record<string, string | undefined> },
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(file, args, { cwd: options.cwd, env: childEnv(options.env), stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
@@ -72,7 +76,7 @@ afterAll(async () => {
 });
 
 describe('discover --apps', () => {
-  it("prints the applications, their lists with IDs and titles, and a lists block for the config", async () => {
+  it('prints the applications, their lists with IDs and titles, and a lists block for the config', async () => {
     const r = await runCli(['--config', w.configFile, 'discover', '--apps'], { env: { PLATFORM_API_KEY: w.emu.apiKey }, cwd: w.cwd });
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
@@ -92,9 +96,13 @@ describe('discover --apps', () => {
     );
     expect(block).toHaveLength(4);
     // The block is valid config as it stands.
-    expect(parseConfig({ platform: { baseUrl: w.emu.baseUrl, apiKey: 'k' }, database: { url: 'postgres://x' }, lists: block }).lists).toHaveLength(4);
+    expect(
+      parseConfig({ platform: { baseUrl: w.emu.baseUrl, apiKey: 'k' }, database: { url: 'postgres://x' }, lists: block }).lists,
+    ).toHaveLength(4);
     const asked = (await w.emu.admin.requests()).map((q) => `${q.method} ${q.path}`);
-    expect(asked).toEqual(expect.arrayContaining(['GET /v1/applications', 'GET /v1/applications/sales/lists', 'GET /v1/applications/hr/lists']));
+    expect(asked).toEqual(
+      expect.arrayContaining(['GET /v1/applications', 'GET /v1/applications/sales/lists', 'GET /v1/applications/hr/lists']),
+    );
   });
 });
 
@@ -107,16 +115,25 @@ describe('init --discover', () => {
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('with 4 list(s): orders, refunds, refunds_2, leave_requests');
-    const written = JSON.parse(readFileSync(join(dir, 'listsync.config.json'), 'utf8')) as { platform: { baseUrl: string; apiKey: string }; lists: Record<string, unknown>[] };
+    const written = JSON.parse(readFileSync(join(dir, 'listsync.config.json'), 'utf8')) as {
+      platform: { baseUrl: string; apiKey: string };
+      lists: Record<string, unknown>[];
+    };
     expect(written.platform.baseUrl).toBe(w.emu.baseUrl);
     expect(written.platform.apiKey).toBe('${PLATFORM_API_KEY}');
-    expect(written.lists.map((l) => `${String(l.appID)}/${String(l.listID)}`)).toEqual(['demo/orders', 'sales/refunds', 'sales/refunds-2024', 'hr/leave']);
+    expect(written.lists.map((l) => `${String(l.appID)}/${String(l.listID)}`)).toEqual([
+      'demo/orders',
+      'sales/refunds',
+      'sales/refunds-2024',
+      'hr/leave',
+    ]);
     expect(written.lists[1]!['//']).toMatch(/^Refunds: Money paid back \(application sales\)/);
 
     const check = await runCli(['check'], { env: env(), cwd: dir });
     expect(check.stdout).not.toContain('FAIL');
     expect(check.code).toBe(0);
-    for (const name of ['orders', 'refunds', 'refunds_2', 'leave_requests']) expect(check.stdout).toMatch(new RegExp(`ok\\s+platform ${name}`));
+    for (const name of ['orders', 'refunds', 'refunds_2', 'leave_requests'])
+      expect(check.stdout).toMatch(new RegExp(`ok\\s+platform ${name}`));
   });
 
   it('--list takes the named lists; without a terminal and without --all or --list it says what to pass', async () => {
@@ -145,7 +162,10 @@ describe('init --discover', () => {
     const dir = mkdtempSync(join(tmpdir(), 'listsync-init-'));
     // `script` gives the child a pseudo-terminal; the answer arrives on its stdin.
     const cli = `${process.execPath} ${BIN} init --discover`;
-    const r = await runCommand('bash', ['-c', `printf '2,4\\n' | script -qec "${cli}" /dev/null`], { cwd: dir, env: { ...env(), CI: undefined } });
+    const r = await runCommand('bash', ['-c', `printf '2,4\\n' | script -qec "${cli}" /dev/null`], {
+      cwd: dir,
+      env: { ...env(), CI: undefined },
+    });
     const out = r.stdout;
     expect(r.code, r.stderr + out).toBe(0);
     expect(out).toMatch(/1\. demo\/orders\s+Orders/);
@@ -175,7 +195,10 @@ describe('a platform that does not answer the discovery endpoints', () => {
         expect(p.paths).toEqual(['/v1/applications']);
 
         const dir = mkdtempSync(join(tmpdir(), 'listsync-404-'));
-        const init = await runCli(['init', '--discover', '--all'], { env: { PLATFORM_API_KEY: 'some-key-1234', PLATFORM_BASE_URL: p.url }, cwd: dir });
+        const init = await runCli(['init', '--discover', '--all'], {
+          env: { PLATFORM_API_KEY: 'some-key-1234', PLATFORM_BASE_URL: p.url },
+          cwd: dir,
+        });
         expect(init.code).toBe(1);
         expect(init.stderr).toContain('open the list in the browser');
         expect(existsSync(join(dir, 'listsync.config.json'))).toBe(false);
@@ -190,10 +213,36 @@ describe('client discovery answers', () => {
   it('takes Data as an object holding the array, and ID / Name keys', async () => {
     const p = await fixedPlatform((path) =>
       path.endsWith('/applications')
-        ? [200, { Status: 0, Message: '', Data: { Items: [{ ID: 7, Name: 'Sales' }, { ApplicationID: 'x9', Title: 'Ops' }] } }]
-        : [200, { Status: 0, Message: '', Data: { List: [{ Id: 'l1', Name: 'Leads' }, { ListID: 'l2', AppID: 'other', Title: 'T', Description: 'D' }] } }],
+        ? [
+            200,
+            {
+              Status: 0,
+              Message: '',
+              Data: {
+                Items: [
+                  { ID: 7, Name: 'Sales' },
+                  { ApplicationID: 'x9', Title: 'Ops' },
+                ],
+              },
+            },
+          ]
+        : [
+            200,
+            {
+              Status: 0,
+              Message: '',
+              Data: {
+                List: [
+                  { Id: 'l1', Name: 'Leads' },
+                  { ListID: 'l2', AppID: 'other', Title: 'T', Description: 'D' },
+                ],
+              },
+            },
+          ],
     );
-    const client = new PlatformClient({ config: parseConfig({ platform: { baseUrl: p.url, apiKey: 'k-1234' }, database: { url: 'postgres://x' } }).platform });
+    const client = new PlatformClient({
+      config: parseConfig({ platform: { baseUrl: p.url, apiKey: 'k-1234' }, database: { url: 'postgres://x' } }).platform,
+    });
     try {
       expect(await client.listApplications()).toEqual([
         { id: '7', title: 'Sales' },
@@ -212,7 +261,9 @@ describe('client discovery answers', () => {
 
   it('an application without an ID is an error naming the keys looked for', async () => {
     const p = await fixedPlatform(() => [200, { Status: 0, Message: '', Data: [{ Title: 'No id' }] }]);
-    const client = new PlatformClient({ config: parseConfig({ platform: { baseUrl: p.url, apiKey: 'k-1234', retries: 0 }, database: { url: 'postgres://x' } }).platform });
+    const client = new PlatformClient({
+      config: parseConfig({ platform: { baseUrl: p.url, apiKey: 'k-1234', retries: 0 }, database: { url: 'postgres://x' } }).platform,
+    });
     try {
       await expect(client.listApplications()).rejects.toThrow(/an application has no ID \(looked for AppID, .*ApplicationID/);
     } finally {
@@ -224,13 +275,15 @@ describe('client discovery answers', () => {
 
 describe('names and picks', () => {
   it('config names come from titles, fall back to the ID, and are unique', () => {
-    expect(configNames([
-      { title: 'Leave Requests', listID: 'a' },
-      { title: 'Leave requests', listID: 'b' },
-      { title: '请假', listID: 'Leave2' },
-      { title: '2024 Orders', listID: 'c' },
-      { title: '', listID: '' },
-    ])).toEqual(['leave_requests', 'leave_requests_2', 'leave2', 'f_2024_orders', 'list']);
+    expect(
+      configNames([
+        { title: 'Leave Requests', listID: 'a' },
+        { title: 'Leave requests', listID: 'b' },
+        { title: '请假', listID: 'Leave2' },
+        { title: '2024 Orders', listID: 'c' },
+        { title: '', listID: '' },
+      ]),
+    ).toEqual(['leave_requests', 'leave_requests_2', 'leave2', 'f_2024_orders', 'list']);
   });
 
   it('picks: numbers, ranges, all; anything else is not an answer', () => {

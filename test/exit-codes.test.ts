@@ -29,7 +29,10 @@ describe('exit codes', () => {
     const list = [{ name: 'orders', appID: 'demo', listID: 'orders' }];
     const write = (name: string, platform: string, db: string) => {
       const file = join(w.cwd, name);
-      writeFileSync(file, JSON.stringify({ platform: { baseUrl: platform, retries: 0, timeoutMs: 2000 }, database: { url: db }, lists: list }));
+      writeFileSync(
+        file,
+        JSON.stringify({ platform: { baseUrl: platform, retries: 0, timeoutMs: 2000 }, database: { url: db }, lists: list }),
+      );
       return file;
     };
     files = {

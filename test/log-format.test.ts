@@ -22,7 +22,29 @@ describe('log format', () => {
   });
 
   it('a pull finished entry becomes one short line', () => {
-    const entry = { level: 'info', time: '2026-01-02T03:04:05.678Z', name: 'listsync', list: 'orders', runId: 7, job: 'pull', pages: 3, requests: 4, retries: 0, rows_inserted: 300, rows_updated: 0, rows_unchanged: 0, rows_deleted: 0, rows_undeleted: 0, rows_failed: 0, rows_skipped_pending: 0, changes_applied: 0, changes_conflicted: 0, changes_failed: 0, watermark: '2026-01-02', msg: 'pull finished' };
+    const entry = {
+      level: 'info',
+      time: '2026-01-02T03:04:05.678Z',
+      name: 'listsync',
+      list: 'orders',
+      runId: 7,
+      job: 'pull',
+      pages: 3,
+      requests: 4,
+      retries: 0,
+      rows_inserted: 300,
+      rows_updated: 0,
+      rows_unchanged: 0,
+      rows_deleted: 0,
+      rows_undeleted: 0,
+      rows_failed: 0,
+      rows_skipped_pending: 0,
+      changes_applied: 0,
+      changes_conflicted: 0,
+      changes_failed: 0,
+      watermark: '2026-01-02',
+      msg: 'pull finished',
+    };
     const line = formatLine(JSON.stringify(entry), false);
     expect(line).toBe('03:04:05 INFO  orders pull: pull finished  pages=3 requests=4 rows_inserted=300 watermark=2026-01-02');
     expect(formatLine(JSON.stringify({ ...entry, level: 'error' }), true)).toContain('\x1b[31mERROR');

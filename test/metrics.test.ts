@@ -147,7 +147,9 @@ export function parseExposition(text: string): Map<string, Family> {
         prev = b.value;
       }
       const inf = buckets.find((b) => b.labels.le === '+Inf');
-      const count = f.samples.find((s) => s.name === `${f.name}_count` && JSON.stringify(Object.fromEntries(Object.entries(s.labels))) === k);
+      const count = f.samples.find(
+        (s) => s.name === `${f.name}_count` && JSON.stringify(Object.fromEntries(Object.entries(s.labels))) === k,
+      );
       if (!inf || !count || inf.value !== count.value) throw new Error(`${f.name}${k}: +Inf bucket and _count disagree`);
     }
   }
@@ -188,7 +190,16 @@ describe('metrics', () => {
     });
     metrics = createMetrics({ db: t.db, config, logger });
     client = new PlatformClient({ config: config.platform, logger, onRequest: metrics.onRequest });
-    serve = await startServe({ config, db: t.db, client, logger, schedule: false, port: 0, host: '127.0.0.1', routes: { '/metrics': metrics.handler } });
+    serve = await startServe({
+      config,
+      db: t.db,
+      client,
+      logger,
+      schedule: false,
+      port: 0,
+      host: '127.0.0.1',
+      routes: { '/metrics': metrics.handler },
+    });
   });
   afterAll(async () => {
     await serve?.close();
@@ -240,7 +251,9 @@ describe('metrics', () => {
     expect(value(first, 'listsync_last_run_rows_changed', { list: 'orders', job: 'pull' })).toBe(1500);
     expect(value(first, 'listsync_last_run_rows_changed', { list: 'orders', job: 'reconcile' })).toBe(5);
     expect(value(first, 'listsync_last_run_pages', { list: 'orders', job: 'pull' })).toBeGreaterThanOrEqual(2);
-    expect(value(first, 'listsync_last_run_requests', { list: 'orders', job: 'pull' })).toBeGreaterThanOrEqual(value(first, 'listsync_last_run_pages', { list: 'orders', job: 'pull' })!);
+    expect(value(first, 'listsync_last_run_requests', { list: 'orders', job: 'pull' })).toBeGreaterThanOrEqual(
+      value(first, 'listsync_last_run_pages', { list: 'orders', job: 'pull' })!,
+    );
     expect(value(first, 'listsync_reconcile_healed_total', { list: 'orders', kind: 'deleted' })).toBe(5);
     expect(value(first, 'listsync_reconcile_healed_total', { list: 'orders', kind: 'undeleted' })).toBe(0);
     expect(value(first, 'listsync_consecutive_failed_runs', { list: 'orders', job: 'pull' })).toBe(0);
@@ -248,7 +261,9 @@ describe('metrics', () => {
     expect(Math.abs(changedAt - Date.now() / 1000)).toBeLessThan(120);
     expect(value(first, 'listsync_lag_limit_seconds', { list: 'orders' })).toBe(3600);
     expect(value(first, 'listsync_request_budget_per_second')).toBe(50);
-    expect(value(first, 'listsync_list_info', { list: 'orders', app_id: 'demo', list_id: 'orders', conflict_policy: 'remote-wins' })).toBe(1);
+    expect(value(first, 'listsync_list_info', { list: 'orders', app_id: 'demo', list_id: 'orders', conflict_policy: 'remote-wins' })).toBe(
+      1,
+    );
 
     // A pull that finds nothing new: zero rows changed, and the last-change time stays.
     await pullList({ db: t.db, client, config, logger }, config.lists[0]!);
@@ -275,7 +290,10 @@ describe('metrics', () => {
   it('/healthz is degraded when the lag passes serve.maxLagMinutes', async () => {
     const ok = (await (await fetch(`${serve.url}/healthz`)).json()) as { status: string };
     expect(ok.status).toBe('ok');
-    await t.db('listsync.sync_runs').where({ job: 'pull' }).update({ started_at: t.db.raw("started_at - interval '2 hours'") });
+    await t
+      .db('listsync.sync_runs')
+      .where({ job: 'pull' })
+      .update({ started_at: t.db.raw("started_at - interval '2 hours'") });
     const stale = (await (await fetch(`${serve.url}/healthz`)).json()) as { status: string; lists: { list: string; lagMinutes: number }[] };
     expect(stale.status).toBe('degraded');
     expect(stale.lists[0]!.lagMinutes).toBeGreaterThanOrEqual(120);

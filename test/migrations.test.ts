@@ -10,7 +10,11 @@ describe('migrations', () => {
   afterAll(async () => t?.drop());
 
   async function ownTables(): Promise<string[]> {
-    const rows = await t.db('information_schema.tables').where({ table_schema: 'listsync' }).whereNot('table_name', 'like', 'knex_%').pluck('table_name');
+    const rows = await t
+      .db('information_schema.tables')
+      .where({ table_schema: 'listsync' })
+      .whereNot('table_name', 'like', 'knex_%')
+      .pluck('table_name');
     return (rows as string[]).sort();
   }
 
@@ -19,7 +23,19 @@ describe('migrations', () => {
     expect(first.length).toBeGreaterThan(0);
     expect(first.every((n) => !/\.(ts|js)$/.test(n))).toBe(true);
     const tables = await ownTables();
-    expect(tables).toEqual(expect.arrayContaining(['lists', 'sync_state', 'sync_runs', 'outbox', 'conflicts', 'webhook_subscriptions', 'webhook_inbox', 'leases', 'rate_budget']));
+    expect(tables).toEqual(
+      expect.arrayContaining([
+        'lists',
+        'sync_state',
+        'sync_runs',
+        'outbox',
+        'conflicts',
+        'webhook_subscriptions',
+        'webhook_inbox',
+        'leases',
+        'rate_budget',
+      ]),
+    );
 
     expect(await migrateLatest(t.db)).toEqual([]);
 

@@ -23,10 +23,19 @@ describe('mirror tables belong to listsync', () => {
     await w.t.db.raw('create schema if not exists mirror');
     await w.t.db.raw('create table mirror.invoices (id bigint primary key, note text)');
     const file = join(w.cwd, 'foreign-table.json');
-    writeFileSync(file, JSON.stringify({ platform: { baseUrl: w.emu.baseUrl }, database: { url: w.t.url }, lists: [{ name: 'orders', appID: 'demo', listID: 'orders', table: 'invoices' }] }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        platform: { baseUrl: w.emu.baseUrl },
+        database: { url: w.t.url },
+        lists: [{ name: 'orders', appID: 'demo', listID: 'orders', table: 'invoices' }],
+      }),
+    );
     const r = await runCli(['--config', file, 'check'], { env, cwd: w.cwd });
     expect(r.code).toBe(2);
-    expect(r.stdout).toMatch(/FAIL mirror orders: mirror\.invoices exists but listsync did not create it for list "orders".*lists\[0\]\.table/);
+    expect(r.stdout).toMatch(
+      /FAIL mirror orders: mirror\.invoices exists but listsync did not create it for list "orders".*lists\[0\]\.table/,
+    );
   });
 
   it('check says ok for the table a pull made', async () => {
@@ -36,9 +45,19 @@ describe('mirror tables belong to listsync', () => {
     expect(r.stdout).toContain("ok   mirror orders: mirror.orders is listsync's table for this list");
   });
 
-  it('a second list pointed at the first list\'s table is refused by check', async () => {
+  it("a second list pointed at the first list's table is refused by check", async () => {
     const file = join(w.cwd, 'shared-table.json');
-    writeFileSync(file, JSON.stringify({ platform: { baseUrl: w.emu.baseUrl }, database: { url: w.t.url }, lists: [{ name: 'orders', appID: 'demo', listID: 'orders' }, { name: 'copy', appID: 'demo', listID: 'orders', table: 'orders' }] }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        platform: { baseUrl: w.emu.baseUrl },
+        database: { url: w.t.url },
+        lists: [
+          { name: 'orders', appID: 'demo', listID: 'orders' },
+          { name: 'copy', appID: 'demo', listID: 'orders', table: 'orders' },
+        ],
+      }),
+    );
     const r = await runCli(['--config', file, 'check'], { env, cwd: w.cwd });
     expect(r.code).toBe(2);
     expect(r.stdout).toMatch(/FAIL mirror copy: mirror\.orders exists but listsync did not create it for list "copy"/);
@@ -58,23 +77,35 @@ describe('a field listed twice by the platform', () => {
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
         const target = new URL(req.url ?? '/', w.emu.baseUrl.replace(/\/v1$/, ''));
-        const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => k !== 'host' && k !== 'content-length')) as Record<string, string>;
-        void fetch(target, { method: req.method, headers, body: chunks.length ? Buffer.concat(chunks) : undefined }).then(async (answer) => {
-          let text = await answer.text();
-          if (target.pathname.endsWith('/fields')) {
-            const envelope = JSON.parse(text) as { Data: { FieldName: string }[] };
-            envelope.Data.push({ ...envelope.Data.find((f) => f.FieldName === 'Text2')! });
-            text = JSON.stringify(envelope);
-          }
-          res.writeHead(answer.status, { 'content-type': 'application/json' });
-          res.end(text);
-        });
+        const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => k !== 'host' && k !== 'content-length')) as Record<
+          string,
+          string
+        >;
+        void fetch(target, { method: req.method, headers, body: chunks.length ? Buffer.concat(chunks) : undefined }).then(
+          async (answer) => {
+            let text = await answer.text();
+            if (target.pathname.endsWith('/fields')) {
+              const envelope = JSON.parse(text) as { Data: { FieldName: string }[] };
+              envelope.Data.push({ ...envelope.Data.find((f) => f.FieldName === 'Text2')! });
+              text = JSON.stringify(envelope);
+            }
+            res.writeHead(answer.status, { 'content-type': 'application/json' });
+            res.end(text);
+          },
+        );
       });
     });
     await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
     const port = (proxy.address() as { port: number }).port;
     file = join(w.cwd, 'dup.json');
-    writeFileSync(file, JSON.stringify({ platform: { baseUrl: `http://127.0.0.1:${port}/v1` }, database: { url: w.t.url }, lists: [{ name: 'orders', appID: 'demo', listID: 'orders' }] }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        platform: { baseUrl: `http://127.0.0.1:${port}/v1` },
+        database: { url: w.t.url },
+        lists: [{ name: 'orders', appID: 'demo', listID: 'orders' }],
+      }),
+    );
   });
   afterAll(async () => {
     await new Promise<void>((r) => proxy?.close(() => r()));

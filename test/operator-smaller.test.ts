@@ -37,7 +37,10 @@ describe('smaller operator fixes', () => {
 
   it('status shows the lag to the second, one timestamp format, and the users error', async () => {
     await pullList(w.deps(), w.config.lists[0]!);
-    await w.t.db('listsync.sync_runs').where({ list_name: 'orders', job: 'pull', status: 'succeeded' }).update({ started_at: w.t.db.raw("now() - interval '90 seconds'") });
+    await w.t
+      .db('listsync.sync_runs')
+      .where({ list_name: 'orders', job: 'pull', status: 'succeeded' })
+      .update({ started_at: w.t.db.raw("now() - interval '90 seconds'") });
     const users = await runCli(['--config', w.configFile, 'users'], { env: { PLATFORM_API_KEY: 'REFUSED-KEY-5678' }, cwd: w.cwd });
     expect(users.code).toBe(2);
     const r = await cli('status');

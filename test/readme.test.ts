@@ -8,7 +8,11 @@ function keys(value: unknown, prefix = ''): string[] {
   if (value && typeof value === 'object') {
     return Object.entries(value).flatMap(([k, v]) => {
       const path = prefix ? `${prefix}.${k}` : k;
-      return v && typeof v === 'object' && !Array.isArray(v) && k !== 'schedule' ? keys(v, path) : Array.isArray(v) ? keys(v, path) : [path];
+      return v && typeof v === 'object' && !Array.isArray(v) && k !== 'schedule'
+        ? keys(v, path)
+        : Array.isArray(v)
+          ? keys(v, path)
+          : [path];
     });
   }
   return [prefix];
@@ -27,7 +31,9 @@ describe('README', () => {
     });
     const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
     const all = keys(full);
-    expect(all).toEqual(expect.arrayContaining(['platform.baseUrl', 'lists[].cursorField', 'lists[].schedule', 'serve.publicUrl', 'log.level']));
+    expect(all).toEqual(
+      expect.arrayContaining(['platform.baseUrl', 'lists[].cursorField', 'lists[].schedule', 'serve.publicUrl', 'log.level']),
+    );
     const missing = all.filter((k) => !readme.includes(`\`${k}\``));
     expect(missing).toEqual([]);
   });

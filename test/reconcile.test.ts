@@ -71,7 +71,7 @@ describe('reconcile', () => {
     const pulled = await pullList(deps(), list());
     expect(pulled.status).toBe('succeeded');
     expect(pulled.counters.rows_inserted).toBe(3000);
-    ids = ((await emu.admin.exportList(APP, LIST)).items.map((i) => String(i.ListDataID)));
+    ids = (await emu.admin.exportList(APP, LIST)).items.map((i) => String(i.ListDataID));
     expect(ids).toHaveLength(3000);
 
     // 37 deletes spread over the list (first, last and pages in between).
@@ -136,12 +136,14 @@ describe('reconcile', () => {
     const before = await deletedIds();
     const live = 3000 - 47;
     // Delete 60% of what is left on the platform: the sweep sees 40% of the mirror.
-    const alive = new Set(((await emu.admin.exportList(APP, LIST)).items.map((i) => String(i.ListDataID))));
+    const alive = new Set((await emu.admin.exportList(APP, LIST)).items.map((i) => String(i.ListDataID)));
     const victims = [...alive].slice(0, Math.ceil(live * 0.6));
     for (const id of victims) await emu.admin.deleteItem(APP, LIST, id);
     const r = await reconcileList(deps(), list());
     expect(r.status).toBe('refused');
-    expect(r.message).toBe(`saw ${live - victims.length} of ${live} live rows (< 50%): refusing to mark deletes; a broken or filtered response must not wipe the mirror`);
+    expect(r.message).toBe(
+      `saw ${live - victims.length} of ${live} live rows (< 50%): refusing to mark deletes; a broken or filtered response must not wipe the mirror`,
+    );
     expect(await deletedIds()).toEqual(before);
     const run = await lastRun();
     expect(run.status).toBe('failed');
@@ -150,7 +152,10 @@ describe('reconcile', () => {
 
   it('the CLI exits 1 when the guard refuses and prints why', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'listsync-reconcile-'));
-    writeFileSync(join(dir, 'listsync.config.json'), JSON.stringify({ ...rawConfig(), platform: { baseUrl: emu.baseUrl, requestsPerSecond: 50 } }));
+    writeFileSync(
+      join(dir, 'listsync.config.json'),
+      JSON.stringify({ ...rawConfig(), platform: { baseUrl: emu.baseUrl, requestsPerSecond: 50 } }),
+    );
     const r = await runCli(['reconcile', '--list', 'orders'], { cwd: dir, env: { PLATFORM_API_KEY: emu.apiKey } });
     expect(r.stderr).toMatch(/REFUSED[\s\S]*refusing to mark deletes/);
     expect(r.code).toBe(1);
@@ -186,7 +191,11 @@ describe('reconcile while items are deleted under the sweep', () => {
     t = await createTestDatabase();
     emu = await startEmulator({ sample: true, items: 3000, rateLimit: { burst: 50, perSecond: 50 } });
     // One page in flight at a time: page 3 is requested only after the delete.
-    const config = parseConfig({ platform: { baseUrl: emu.baseUrl, apiKey: emu.apiKey, requestsPerSecond: 50, maxInFlight: 1 }, database: { url: t.url }, lists: [{ name: 'orders', appID: APP, listID: LIST }] });
+    const config = parseConfig({
+      platform: { baseUrl: emu.baseUrl, apiKey: emu.apiKey, requestsPerSecond: 50, maxInFlight: 1 },
+      database: { url: t.url },
+      lists: [{ name: 'orders', appID: APP, listID: LIST }],
+    });
     const client = new HookedClient({ config: config.platform, logger });
     try {
       await pullList({ db: t.db, client, config, logger }, config.lists[0]!);
@@ -227,7 +236,11 @@ describe('reconcile guard', () => {
     );
   });
   it('refuses short pages and a count that disagrees with TotalCount', () => {
-    expect(guard({ ...ok, anomalies: ['page 2 of 3 held 10 of 1000 items'] })).toMatch(/page 2 of 3 held 10 of 1000 items.*refusing to mark deletes/);
-    expect(guard({ ...ok, seen: 800, minTotal: 1000, maxTotal: 1000 })).toMatch(/received 800 distinct IDs but the platform reported TotalCount 1000/);
+    expect(guard({ ...ok, anomalies: ['page 2 of 3 held 10 of 1000 items'] })).toMatch(
+      /page 2 of 3 held 10 of 1000 items.*refusing to mark deletes/,
+    );
+    expect(guard({ ...ok, seen: 800, minTotal: 1000, maxTotal: 1000 })).toMatch(
+      /received 800 distinct IDs but the platform reported TotalCount 1000/,
+    );
   });
 });

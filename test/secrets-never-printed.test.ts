@@ -83,23 +83,51 @@ describe('no secret in anything listsync prints or stores', () => {
     expect((await run('check with a wrong key', ['check'], { MY_KEY: WRONG_KEY })).code).toBe(2);
     const deadPort = await closedPort();
     const deadPlatform = join(w.cwd, 'dead-platform.json');
-    writeFileSync(deadPlatform, JSON.stringify({ platform: { baseUrl: `http://127.0.0.1:${deadPort}/v1`, apiKey: API_KEY, retries: 0 }, database: { url: dbUrl }, lists: [{ name: 'orders', appID: 'demo', listID: 'orders' }] }));
+    writeFileSync(
+      deadPlatform,
+      JSON.stringify({
+        platform: { baseUrl: `http://127.0.0.1:${deadPort}/v1`, apiKey: API_KEY, retries: 0 },
+        database: { url: dbUrl },
+        lists: [{ name: 'orders', appID: 'demo', listID: 'orders' }],
+      }),
+    );
     expect((await run('pull, platform down', ['pull'], {}, deadPlatform)).code).toBe(1);
     const deadDb = join(w.cwd, 'dead-db.json');
     const deadUrl = new URL(dbUrl);
     deadUrl.port = String(deadPort);
-    writeFileSync(deadDb, JSON.stringify({ platform: { baseUrl: w.emu.baseUrl, apiKey: API_KEY }, database: { url: deadUrl.toString() }, lists: [{ name: 'orders', appID: 'demo', listID: 'orders' }] }));
+    writeFileSync(
+      deadDb,
+      JSON.stringify({
+        platform: { baseUrl: w.emu.baseUrl, apiKey: API_KEY },
+        database: { url: deadUrl.toString() },
+        lists: [{ name: 'orders', appID: 'demo', listID: 'orders' }],
+      }),
+    );
     expect((await run('pull, database down', ['pull'], {}, deadDb)).code).toBe(1);
     expect((await run('check, database down', ['check'], {}, deadDb)).code).toBe(1);
     const typo = join(w.cwd, 'typo.json');
-    writeFileSync(typo, JSON.stringify({ platform: { baseUrl: w.emu.baseUrl, apiKey: '${MY_KEY}', requestPerSecond: 5 }, database: { url: dbUrl, shema: 'x' }, serv: {} }));
+    writeFileSync(
+      typo,
+      JSON.stringify({
+        platform: { baseUrl: w.emu.baseUrl, apiKey: '${MY_KEY}', requestPerSecond: 5 },
+        database: { url: dbUrl, shema: 'x' },
+        serv: {},
+      }),
+    );
     expect((await run('config typo', ['check'], { MY_KEY: API_KEY }, typo)).code).toBe(2);
     const badValue = join(w.cwd, 'bad-value.json');
-    writeFileSync(badValue, JSON.stringify({ platform: { baseUrl: w.emu.baseUrl, apiKey: API_KEY, timeZone: 5 }, database: { url: dbUrl, poolMax: 'x' } }));
+    writeFileSync(
+      badValue,
+      JSON.stringify({ platform: { baseUrl: w.emu.baseUrl, apiKey: API_KEY, timeZone: 5 }, database: { url: dbUrl, poolMax: 'x' } }),
+    );
     expect((await run('config bad value', ['check'], {}, badValue)).code).toBe(2);
 
     // serve: /metrics and /healthz after all of the above.
-    const child = spawn(process.execPath, [BIN, '--config', config, '--log-level', 'trace', 'serve', '--port', '0'], { cwd: w.cwd, env: childEnv({ MY_KEY: API_KEY }), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, '--config', config, '--log-level', 'trace', 'serve', '--port', '0'], {
+      cwd: w.cwd,
+      env: childEnv({ MY_KEY: API_KEY }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     let err = '';
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));
@@ -112,7 +140,10 @@ describe('no secret in anything listsync prints or stores', () => {
       child.on('close', (code) => reject(new Error(`serve ended (${code}): ${err}`)));
     });
     const exited = new Promise<void>((r) => child.on('close', () => r()));
-    seen.push({ what: '/metrics', text: await (await fetch(`${url}/metrics`)).text() }, { what: '/healthz', text: await (await fetch(`${url}/healthz`)).text() });
+    seen.push(
+      { what: '/metrics', text: await (await fetch(`${url}/metrics`)).text() },
+      { what: '/healthz', text: await (await fetch(`${url}/healthz`)).text() },
+    );
     child.kill('SIGTERM');
     await exited;
     seen.push({ what: 'serve stdout', text: out }, { what: 'serve stderr', text: err });
@@ -128,7 +159,8 @@ describe('no secret in anything listsync prints or stores', () => {
 
     const leaks: string[] = [];
     for (const secret of [API_KEY, DB_PASSWORD, WRONG_KEY])
-      for (const form of secretForms(secret)) for (const s of seen) if (s.text.includes(form)) leaks.push(`${s.what} holds ${JSON.stringify(form)}`);
+      for (const form of secretForms(secret))
+        for (const s of seen) if (s.text.includes(form)) leaks.push(`${s.what} holds ${JSON.stringify(form)}`);
     expect(leaks).toEqual([]);
   }, 240_000);
 });

@@ -24,7 +24,12 @@ describe('serve fails fast', () => {
     scheduled = join(w.cwd, 'scheduled.json');
     writeFileSync(
       scheduled,
-      JSON.stringify({ platform: { baseUrl: w.emu.baseUrl }, database: { url: w.t.url }, lists: [{ name: 'orders', appID: 'demo', listID: 'orders', schedule: '* * * * * *' }], serve: { host: '127.0.0.1' } }),
+      JSON.stringify({
+        platform: { baseUrl: w.emu.baseUrl },
+        database: { url: w.t.url },
+        lists: [{ name: 'orders', appID: 'demo', listID: 'orders', schedule: '* * * * * *' }],
+        serve: { host: '127.0.0.1' },
+      }),
     );
   });
   afterAll(async () => {
@@ -34,7 +39,11 @@ describe('serve fails fast', () => {
 
   it('exits 1 within seconds, naming the port, when the port is taken and a schedule is configured', async () => {
     const started = Date.now();
-    const r = await runCli(['--config', scheduled, 'serve', '--port', String(portOf(occupied))], { env: { PLATFORM_API_KEY: w.emu.apiKey }, cwd: w.cwd, timeoutMs: 30_000 });
+    const r = await runCli(['--config', scheduled, 'serve', '--port', String(portOf(occupied))], {
+      env: { PLATFORM_API_KEY: w.emu.apiKey },
+      cwd: w.cwd,
+      timeoutMs: 30_000,
+    });
     expect(r.signal).toBeNull();
     expect(r.code).toBe(1);
     expect(Date.now() - started).toBeLessThan(15_000);
@@ -49,8 +58,19 @@ describe('serve fails fast', () => {
     await new Promise<void>((r) => free.close(() => r()));
     const started = Date.now();
     const file = join(w.cwd, 'deaddb.json');
-    writeFileSync(file, JSON.stringify({ platform: { baseUrl: w.emu.baseUrl }, database: { url: `postgres://postgres@127.0.0.1:${deadPort}/nope` }, lists: [{ name: 'orders', appID: 'demo', listID: 'orders', schedule: '* * * * *' }] }));
-    const dead = await runCli(['--config', file, 'serve', '--port', '0'], { env: { PLATFORM_API_KEY: w.emu.apiKey }, cwd: w.cwd, timeoutMs: 30_000 });
+    writeFileSync(
+      file,
+      JSON.stringify({
+        platform: { baseUrl: w.emu.baseUrl },
+        database: { url: `postgres://postgres@127.0.0.1:${deadPort}/nope` },
+        lists: [{ name: 'orders', appID: 'demo', listID: 'orders', schedule: '* * * * *' }],
+      }),
+    );
+    const dead = await runCli(['--config', file, 'serve', '--port', '0'], {
+      env: { PLATFORM_API_KEY: w.emu.apiKey },
+      cwd: w.cwd,
+      timeoutMs: 30_000,
+    });
     expect(dead.signal).toBeNull();
     expect(dead.code).toBe(1);
     expect(Date.now() - started).toBeLessThan(25_000);
@@ -60,8 +80,20 @@ describe('serve fails fast', () => {
 
   it('warns when no job is scheduled', async () => {
     const file = join(w.cwd, 'unscheduled.json');
-    writeFileSync(file, JSON.stringify({ platform: { baseUrl: w.emu.baseUrl }, database: { url: w.t.url }, lists: [{ name: 'orders', appID: 'demo', listID: 'orders' }], users: { enabled: false } }));
-    const child = spawn(process.execPath, [BIN, '--config', file, '--log-level', 'info', 'serve', '--port', '0'], { cwd: w.cwd, env: childEnv({ PLATFORM_API_KEY: w.emu.apiKey, LISTSYNC_LOG_LEVEL: 'info' }), stdio: ['ignore', 'pipe', 'pipe'] });
+    writeFileSync(
+      file,
+      JSON.stringify({
+        platform: { baseUrl: w.emu.baseUrl },
+        database: { url: w.t.url },
+        lists: [{ name: 'orders', appID: 'demo', listID: 'orders' }],
+        users: { enabled: false },
+      }),
+    );
+    const child = spawn(process.execPath, [BIN, '--config', file, '--log-level', 'info', 'serve', '--port', '0'], {
+      cwd: w.cwd,
+      env: childEnv({ PLATFORM_API_KEY: w.emu.apiKey, LISTSYNC_LOG_LEVEL: 'info' }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     const sawListening = new Promise<void>((resolve) => {
       const onData = (d: Buffer) => {

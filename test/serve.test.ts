@@ -40,7 +40,11 @@ describe('serve', () => {
       await s.runNow('pull', 'orders');
       const res = await fetch(`${s.url}/healthz`);
       expect(res.status).toBe(200);
-      const body = (await res.json()) as { status: string; database: string; lists: { list: string; lastRunStatus: string; watermark: string }[] };
+      const body = (await res.json()) as {
+        status: string;
+        database: string;
+        lists: { list: string; lastRunStatus: string; watermark: string }[];
+      };
       expect(body.status).toBe('ok');
       expect(body.database).toBe('ok');
       expect(body.lists[0]).toMatchObject({ list: 'orders', lastRunStatus: 'succeeded' });
@@ -52,9 +56,16 @@ describe('serve', () => {
   });
 
   it('SIGTERM while a pull pages: the page in flight finishes, the run is closed, locks released, exit 0', async () => {
-    w = await startWorld({ emulator: { items: 4000, faults: { latencyMs: 200 } }, list: { pageSize: 100, schedule: { pull: '* * * * * *' } }, platform: { requestsPerSecond: 10, maxInFlight: 2 } });
+    w = await startWorld({
+      emulator: { items: 4000, faults: { latencyMs: 200 } },
+      list: { pageSize: 100, schedule: { pull: '* * * * * *' } },
+      platform: { requestsPerSecond: 10, maxInFlight: 2 },
+    });
     await w.t.db.raw('select 1');
-    const child = spawn(process.execPath, [BIN, '--config', w.configFile, 'serve', '--port', '0'], { env: childEnv({ PLATFORM_API_KEY: w.emu.apiKey }), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, '--config', w.configFile, 'serve', '--port', '0'], {
+      env: childEnv({ PLATFORM_API_KEY: w.emu.apiKey }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr.on('data', (d: Buffer) => (out += d.toString()));
@@ -73,7 +84,9 @@ describe('serve', () => {
     const runs = (await w.t.db('listsync.sync_runs').where({ job: 'pull' }).orderBy('id')) as { status: string; error: string | null }[];
     expect(runs.filter((r) => r.status === 'running')).toEqual([]);
     expect(runs.at(-1)!.error ?? '').toMatch(/^$|stopped by shutdown/);
-    const locks = await w.t.db.raw("select count(*)::int as n from pg_locks where locktype = 'advisory' and database = (select oid from pg_database where datname = current_database())");
+    const locks = await w.t.db.raw(
+      "select count(*)::int as n from pg_locks where locktype = 'advisory' and database = (select oid from pg_database where datname = current_database())",
+    );
     expect((locks.rows as { n: number }[])[0]!.n).toBe(0);
   });
   it('SIGTERM during a long push: it stops between changes, exits promptly, and the next push sends the rest once', async () => {
@@ -87,10 +100,18 @@ describe('serve', () => {
     const raw = JSON.parse(readFileSync(w.configFile, 'utf8')) as Record<string, Record<string, unknown>>;
     writeFileSync(
       w.configFile,
-      JSON.stringify({ ...raw, platform: { ...raw.platform, requestsPerSecond: 10, maxInFlight: 2 }, serve: { shutdownTimeoutMs: 60_000 }, lists: [{ name: 'orders', appID: 'demo', listID: 'orders', schedule: { push: '* * * * * *' } }] }),
+      JSON.stringify({
+        ...raw,
+        platform: { ...raw.platform, requestsPerSecond: 10, maxInFlight: 2 },
+        serve: { shutdownTimeoutMs: 60_000 },
+        lists: [{ name: 'orders', appID: 'demo', listID: 'orders', schedule: { push: '* * * * * *' } }],
+      }),
     );
     await w.emu.admin.setFaults({ latencyMs: 100 });
-    const child = spawn(process.execPath, [BIN, '--config', w.configFile, 'serve', '--port', '0'], { env: childEnv({ PLATFORM_API_KEY: w.emu.apiKey }), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, '--config', w.configFile, 'serve', '--port', '0'], {
+      env: childEnv({ PLATFORM_API_KEY: w.emu.apiKey }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr.on('data', (d: Buffer) => (out += d.toString()));
@@ -98,7 +119,9 @@ describe('serve', () => {
     let applied = 0;
     for (let i = 0; i < 300 && applied < 10; i++) {
       await new Promise((r) => setTimeout(r, 100));
-      applied = Number(((await w.t.db('listsync.outbox').where({ status: 'applied' }).count('* as n').first()) as { n: string | number }).n);
+      applied = Number(
+        ((await w.t.db('listsync.outbox').where({ status: 'applied' }).count('* as n').first()) as { n: string | number }).n,
+      );
     }
     expect(applied, out).toBeGreaterThanOrEqual(10);
     const signalledAt = Date.now();
@@ -109,7 +132,11 @@ describe('serve', () => {
     expect(stopMs, 'serve waited for the whole push').toBeLessThan(10_000);
 
     // The run is closed as stopped; what was not sent is pending, nothing is left half-sent.
-    const runs = (await w.t.db('listsync.sync_runs').where({ job: 'push' }).orderBy('id')) as { status: string; error: string | null; changes_applied: number }[];
+    const runs = (await w.t.db('listsync.sync_runs').where({ job: 'push' }).orderBy('id')) as {
+      status: string;
+      error: string | null;
+      changes_applied: number;
+    }[];
     expect(runs.filter((r) => r.status === 'running')).toEqual([]);
     expect(runs.at(-1)).toMatchObject({ status: 'failed', error: 'stopped by shutdown; unsent changes stay pending' });
     const sentBefore = runs.reduce((n, r) => n + Number(r.changes_applied), 0);

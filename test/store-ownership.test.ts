@@ -19,7 +19,9 @@ const ALLOWED: Record<string, string> = {
 };
 
 function walk(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : []));
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? walk(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
+  );
 }
 
 const rel = (file: string): string => relative(ROOT, file).split(sep).join('/');
@@ -30,7 +32,10 @@ function ownTables(): string[] {
   for (const file of walk(join(ROOT, 'migrations'))) {
     const text = readFileSync(file, 'utf8');
     for (const m of text.matchAll(/createTable\(\s*'([a-z_]+)'/g)) names.add(m[1]!);
-    for (const m of text.matchAll(/create\s+(?:table|(?:or\s+replace\s+)?view)\s+(?:if\s+not\s+exists\s+)?(?:listsync|\$\{S\})\.([a-z_]+)/gi)) names.add(m[1]!);
+    for (const m of text.matchAll(
+      /create\s+(?:table|(?:or\s+replace\s+)?view)\s+(?:if\s+not\s+exists\s+)?(?:listsync|\$\{S\})\.([a-z_]+)/gi,
+    ))
+      names.add(m[1]!);
   }
   return [...names].sort();
 }
@@ -57,7 +62,20 @@ describe('own tables have one owner each', () => {
   const files = walk(SRC);
 
   it('finds the tables the migrations create', () => {
-    expect(tables).toEqual(expect.arrayContaining(['lists', 'sync_state', 'sync_runs', 'outbox', 'conflicts', 'webhook_inbox', 'webhook_subscriptions', 'leases', 'rate_budget', 'schema_changes']));
+    expect(tables).toEqual(
+      expect.arrayContaining([
+        'lists',
+        'sync_state',
+        'sync_runs',
+        'outbox',
+        'conflicts',
+        'webhook_inbox',
+        'webhook_subscriptions',
+        'leases',
+        'rate_budget',
+        'schema_changes',
+      ]),
+    );
   });
 
   it('flags a table named outside the store, and ignores comments', () => {
@@ -85,7 +103,8 @@ describe('own tables have one owner each', () => {
   it('each table is named by one store module at most', () => {
     const owners = new Map<string, string[]>();
     for (const file of files.filter((f) => rel(f).startsWith(STORE))) {
-      for (const hit of new Set(ownTableAccess(readFileSync(file, 'utf8'), tables))) owners.set(hit, [...(owners.get(hit) ?? []), rel(file)]);
+      for (const hit of new Set(ownTableAccess(readFileSync(file, 'utf8'), tables)))
+        owners.set(hit, [...(owners.get(hit) ?? []), rel(file)]);
     }
     const shared = [...owners].filter(([, by]) => by.length > 1).map(([table, by]) => `${table}: ${by.join(', ')}`);
     expect(shared).toEqual([]);

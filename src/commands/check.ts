@@ -33,7 +33,12 @@ export async function runCheck(config: Config, platformCheck?: PlatformCheck): P
     findings.push(
       pending.length === 0
         ? { check: 'migrations', ok: true, message: 'up to date' }
-        : { check: 'migrations', ok: false, severity: 2, message: `${pending.length} pending (${pending.join(', ')}): run "listsync migrate"` },
+        : {
+            check: 'migrations',
+            ok: false,
+            severity: 2,
+            message: `${pending.length} pending (${pending.join(', ')}): run "listsync migrate"`,
+          },
     );
     if (pending.length === 0) findings.push(...(await mirrorTableFindings(db, config)));
   } catch (err) {
@@ -96,7 +101,8 @@ export function platformCheck(makeClient: () => PlatformClient): PlatformCheck {
           const name = list[key];
           const f = byName.get(name);
           if (!f) problems.push(`lists[${i}].${key} "${name}" is not a field of ${list.appID}/${list.listID}`);
-          else if (!f.IsIndex) problems.push(`lists[${i}].${key} "${name}" is not indexed on the platform (filters and sorts need indexed fields)`);
+          else if (!f.IsIndex)
+            problems.push(`lists[${i}].${key} "${name}" is not indexed on the platform (filters and sorts need indexed fields)`);
         }
         const duplicates = describeDuplicates(fields, `${list.appID}/${list.listID}`);
         if (duplicates) problems.push(duplicates);
@@ -104,8 +110,17 @@ export function platformCheck(makeClient: () => PlatformClient): PlatformCheck {
         if (version) problems.push(version);
         findings.push(
           problems.length
-            ? { check: `platform ${list.name}`, ok: false, severity: 2, message: `${problems.join('; ')}. Indexed fields: ${indexed.join(', ')}.` }
-            : { check: `platform ${list.name}`, ok: true, message: `${fields.length} fields; ${list.cursorField} and ${list.sortField} are indexed` },
+            ? {
+                check: `platform ${list.name}`,
+                ok: false,
+                severity: 2,
+                message: `${problems.join('; ')}. Indexed fields: ${indexed.join(', ')}.`,
+              }
+            : {
+                check: `platform ${list.name}`,
+                ok: true,
+                message: `${fields.length} fields; ${list.cursorField} and ${list.sortField} are indexed`,
+              },
         );
       }
       if (config.lists.length === 0) {
@@ -130,7 +145,10 @@ export function register({ program, io, setCode, globals }: CommandKit): void {
       const config = loadAppConfig(globals());
       const logger = appLogger(config, globals());
       // check answers quickly: one retry, not the run's full backoff.
-      const findings = await runCheck(config, platformCheck(() => createClient({ ...config, platform: { ...config.platform, retries: 1 } }, logger)));
+      const findings = await runCheck(
+        config,
+        platformCheck(() => createClient({ ...config, platform: { ...config.platform, retries: 1 } }, logger)),
+      );
       for (const f of findings) io.out(`${f.ok ? 'ok  ' : 'FAIL'} ${f.check}: ${f.message}`);
       setCode(exitCodeOf(findings));
     });

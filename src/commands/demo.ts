@@ -53,7 +53,9 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
       io.out(`using DATABASE_URL ${redactUrl(serverUrl)}`);
     } else {
       const first = !existsSync(join(dir, 'pg', 'PG_VERSION'));
-      io.out(`no DATABASE_URL: starting an embedded PostgreSQL in ${join(dir, 'pg')}${first ? ' (the first start sets it up: a few seconds)' : ''}`);
+      io.out(
+        `no DATABASE_URL: starting an embedded PostgreSQL in ${join(dir, 'pg')}${first ? ' (the first start sets it up: a few seconds)' : ''}`,
+      );
       embedded = await startEmbeddedDb({ dir: join(dir, 'pg'), persistent: true });
       baseUrl = embedded.url;
     }
@@ -102,15 +104,26 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
  order by revenue desc nulls last`;
     io.out(sql);
     const report = await pgClient.query(sql);
-    io.out(table(report.fields.map((f) => f.name), report.rows.map((r: Record<string, unknown>) => report.fields.map((f) => r[f.name]))));
-    const counts = await pgClient.query(`select (select count(*) from demo.orders) as orders, (select count(*) from demo.platform_users) as users, (${COUNT_RUNS_SQL}) as runs`);
+    io.out(
+      table(
+        report.fields.map((f) => f.name),
+        report.rows.map((r: Record<string, unknown>) => report.fields.map((f) => r[f.name])),
+      ),
+    );
+    const counts = await pgClient.query(
+      `select (select count(*) from demo.orders) as orders, (select count(*) from demo.platform_users) as users, (${COUNT_RUNS_SQL}) as runs`,
+    );
     io.out(`rows: ${JSON.stringify(counts.rows[0])}`);
 
     step(5, 'Write-back: an edit made with SQL reaches the platform, version-checked');
     // An order not paid yet, so marking it paid is a visible change; and another one for the conflict.
-    const unpaid = await pgClient.query(`select id, customer, row_version from demo.orders where _deleted_at is null and paid is not true order by id limit 1`);
+    const unpaid = await pgClient.query(
+      `select id, customer, row_version from demo.orders where _deleted_at is null and paid is not true order by id limit 1`,
+    );
     const edited = (unpaid.rows as { id: string; customer: string; row_version: string }[])[0];
-    const other = await pgClient.query(`select id from demo.orders where _deleted_at is null and id <> $1 order by id limit 1`, [edited!.id]);
+    const other = await pgClient.query(`select id from demo.orders where _deleted_at is null and id <> $1 order by id limit 1`, [
+      edited!.id,
+    ]);
     const contested = (other.rows as { id: string }[])[0];
     const update = `update demo.orders set status = 'Paid', paid = true, customer = 'Acme (fixed in SQL)' where id = '${edited!.id}'`;
     io.out(`${update};`);

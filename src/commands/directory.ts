@@ -5,11 +5,22 @@ import { pullDirectory } from '../sync/directory.js';
 import { WAIT_FLAGS, type CommandKit } from './kit.js';
 
 export async function runDirectory(ctx: AppContext, options: { wait: boolean }): Promise<number> {
-  if (!ctx.config.directory.enabled) throw new UsageError('The directory is turned off (directory.enabled is false); set it to true to mirror departments, groups and positions.');
+  if (!ctx.config.directory.enabled)
+    throw new UsageError(
+      'The directory is turned off (directory.enabled is false); set it to true to mirror departments, groups and positions.',
+    );
   try {
-    const r = await pullDirectory({ db: ctx.db, client: ctx.client, config: ctx.config, logger: ctx.logger, waitMs: options.wait ? 24 * 3_600_000 : 0 });
+    const r = await pullDirectory({
+      db: ctx.db,
+      client: ctx.client,
+      config: ctx.config,
+      logger: ctx.logger,
+      waitMs: options.wait ? 24 * 3_600_000 : 0,
+    });
     for (const [table, t] of Object.entries(r.tables)) {
-      ctx.io.out(`${ctx.config.database.schema}.${table}: inserted ${t.inserted}, updated ${t.updated}, unchanged ${t.unchanged}, removed ${t.deleted}${t.invalid ? `, ${t.invalid} without an ID skipped` : ''}`);
+      ctx.io.out(
+        `${ctx.config.database.schema}.${table}: inserted ${t.inserted}, updated ${t.updated}, unchanged ${t.unchanged}, removed ${t.deleted}${t.invalid ? `, ${t.invalid} without an ID skipped` : ''}`,
+      );
     }
     for (const [part, why] of Object.entries(r.skipped)) ctx.io.err(`${part}: not available on the platform (${why}); skipped`);
     return 0;

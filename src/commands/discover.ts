@@ -7,7 +7,15 @@
 import type { ListConfig } from '../config.js';
 import type { AppContext } from '../context.js';
 import { table } from '../format.js';
-import { assignColumnNames, baseColumnName, columnSqlType, describeField, FIXED_COLUMNS, preferredColumnName, type RegistryEntry } from '../mirror/index.js';
+import {
+  assignColumnNames,
+  baseColumnName,
+  columnSqlType,
+  describeField,
+  FIXED_COLUMNS,
+  preferredColumnName,
+  type RegistryEntry,
+} from '../mirror/index.js';
 import type { PlatformClient } from '../platform/client.js';
 import { AuthError, NotFoundError, PlatformError, RateLimitError, TransportError } from '../platform/errors.js';
 import type { FieldMeta, PlatformApplication, PlatformListRef } from '../platform/types.js';
@@ -22,7 +30,11 @@ import { LIST_FLAGS, LIST_HELP, type CommandKit } from './kit.js';
 /** The registry entry of a list, when a mirror exists for it (undefined otherwise or when the database is not reachable). */
 export type RegistryReader = (listName: string) => Promise<RegistryEntry | undefined>;
 
-export async function runDiscover(ctx: Pick<AppContext, 'client'>, lists: readonly ListConfig[], readRegistry: RegistryReader = async () => undefined): Promise<string> {
+export async function runDiscover(
+  ctx: Pick<AppContext, 'client'>,
+  lists: readonly ListConfig[],
+  readRegistry: RegistryReader = async () => undefined,
+): Promise<string> {
   const out: string[] = [];
   for (const list of lists) {
     const fields = await ctx.client.getFields(list.appID, list.listID);
@@ -30,7 +42,12 @@ export async function runDiscover(ctx: Pick<AppContext, 'client'>, lists: readon
     out.push(`${list.name} (${list.appID}/${list.listID}): ${fields.length} fields -> table ${list.table ?? list.name}`);
     const duplicates = describeDuplicates(fields, `${list.appID}/${list.listID}`);
     if (duplicates) out.push(`WARNING: ${duplicates}`);
-    out.push(table(['field', 'display name', 'storage', 'control', 'column', 'column type', 'type from', 'indexed', 'role', 'note'], describeRows(list, fields, registry)));
+    out.push(
+      table(
+        ['field', 'display name', 'storage', 'control', 'column', 'column type', 'type from', 'indexed', 'role', 'note'],
+        describeRows(list, fields, registry),
+      ),
+    );
     out.push('');
   }
   return out.join('\n');
@@ -50,21 +67,43 @@ function describeRows(list: ListConfig, fields: readonly FieldMeta[], registry: 
     new Map(Object.entries(list.columns)),
   );
   const role = (name: string): string =>
-    [name === list.cursorField && 'cursor', name === list.sortField && 'sort', name === list.idField && 'id', name === list.versionField && 'version'].filter(Boolean).join(',');
+    [
+      name === list.cursorField && 'cursor',
+      name === list.sortField && 'sort',
+      name === list.idField && 'id',
+      name === list.versionField && 'version',
+    ]
+      .filter(Boolean)
+      .join(',');
   return fields.map((f) => {
     const shape = describeField(f);
     const before = stored.get(f.FieldName);
     const [column, type] = fixed.get(f.FieldName) ?? [names.get(f.FieldName) ?? '?', columnSqlType(before?.kind ?? shape.kind)];
     const notes = [
       before === undefined && registry !== undefined && !fixed.has(f.FieldName) && 'new: the next pull adds the column',
-      before?.displayName !== undefined && f.DisplayName && before.displayName !== f.DisplayName && `renamed on the platform (was "${before.displayName}"); the column keeps its name`,
-      before !== undefined && before.kind !== shape.kind && `column is ${columnSqlType(before.kind)}; the platform now says ${columnSqlType(shape.kind)}`,
+      before?.displayName !== undefined &&
+        f.DisplayName &&
+        before.displayName !== f.DisplayName &&
+        `renamed on the platform (was "${before.displayName}"); the column keeps its name`,
+      before !== undefined &&
+        before.kind !== shape.kind &&
+        `column is ${columnSqlType(before.kind)}; the platform now says ${columnSqlType(shape.kind)}`,
       list.columns[f.FieldName] !== undefined && 'pinned by lists[].columns',
     ].filter(Boolean);
-    return [f.FieldName, f.DisplayName ?? '', shape.storage || '?', shape.control || '-', column, type, shape.source, f.IsIndex ? 'yes' : 'no', role(f.FieldName), notes.join('; ')];
+    return [
+      f.FieldName,
+      f.DisplayName ?? '',
+      shape.storage || '?',
+      shape.control || '-',
+      column,
+      type,
+      shape.source,
+      f.IsIndex ? 'yes' : 'no',
+      role(f.FieldName),
+      notes.join('; '),
+    ];
   });
 }
-
 
 // ---- discover --apps and init --discover: the account's applications and lists ----
 
@@ -106,7 +145,8 @@ export async function discoverLists(client: PlatformClient): Promise<Discovery> 
 
 /** Not-found and refused answers mean the platform has no such endpoint; auth, rate limits and outages are reported as they are. */
 function discoveryUnanswered(err: unknown): boolean {
-  if (!(err instanceof PlatformError) || err instanceof AuthError || err instanceof RateLimitError || err instanceof TransportError) return false;
+  if (!(err instanceof PlatformError) || err instanceof AuthError || err instanceof RateLimitError || err instanceof TransportError)
+    return false;
   return err instanceof NotFoundError || [404, 405, 501].includes(err.httpStatus ?? 0) || (err.status !== undefined && err.status !== 0);
 }
 
@@ -141,7 +181,14 @@ export function formatDiscovery(d: Discovery): string {
   for (const app of d.apps) {
     const lists = d.lists.filter((l) => l.appID === app.id);
     out.push(`${app.title} (appID ${app.id}): ${lists.length} list(s)`);
-    if (lists.length) out.push(table(['listID', 'title', 'description', 'config name'], lists.map((l) => [l.listID, l.title, l.description || '-', l.name])), '');
+    if (lists.length)
+      out.push(
+        table(
+          ['listID', 'title', 'description', 'config name'],
+          lists.map((l) => [l.listID, l.title, l.description || '-', l.name]),
+        ),
+        '',
+      );
   }
   if (d.lists.length) {
     out.push('Paste into listsync.config.json (keep the ones you want):', `"lists": ${JSON.stringify(listsBlock(d.lists), null, 2)}`);
@@ -152,7 +199,9 @@ export function formatDiscovery(d: Discovery): string {
 export function register({ program, io, globals }: CommandKit): void {
   program
     .command('discover')
-    .description("print each list's fields, platform types, the column types they map to, and whether they are indexed; with --apps, the account's applications and lists")
+    .description(
+      "print each list's fields, platform types, the column types they map to, and whether they are indexed; with --apps, the account's applications and lists",
+    )
     .option(LIST_FLAGS, LIST_HELP)
     .option('--apps', "list the account's applications and their lists with IDs and titles, and a lists block for the config", false)
     .action(async (opts: { list?: string; apps: boolean }) => {

@@ -75,11 +75,18 @@ export async function dbtSources(db: Knex, config: Config): Promise<{ doc: DbtSo
       description,
       loaded_at_field: '_synced_at',
       freshness: freshnessFor(list, config),
-      columns: columns.map((c) => ({ name: c.name, description: c.description ?? '', ...(c.name === 'id' ? { data_tests: ['unique', 'not_null'] } : {}) })),
+      columns: columns.map((c) => ({
+        name: c.name,
+        description: c.description ?? '',
+        ...(c.name === 'id' ? { data_tests: ['unique', 'not_null'] } : {}),
+      })),
     });
   }
   return {
-    doc: { version: 2, sources: [{ name: 'listsync', description: `Lists mirrored from the platform by listsync (schema ${schema}).`, schema, tables }] },
+    doc: {
+      version: 2,
+      sources: [{ name: 'listsync', description: `Lists mirrored from the platform by listsync (schema ${schema}).`, schema, tables }],
+    },
     missing,
   };
 }
@@ -94,7 +101,9 @@ async function describedColumns(db: Knex, schema: string, table: string): Promis
 }
 
 async function tableDescription(db: Knex, schema: string, table: string): Promise<string | null> {
-  const r = (await db.raw(`select obj_description(to_regclass(format('%I.%I', ?::text, ?::text)), 'pg_class') as d`, [schema, table])) as { rows: { d: string | null }[] };
+  const r = (await db.raw(`select obj_description(to_regclass(format('%I.%I', ?::text, ?::text)), 'pg_class') as d`, [schema, table])) as {
+    rows: { d: string | null }[];
+  };
   return r.rows[0]?.d ?? null;
 }
 

@@ -3,7 +3,14 @@ import type { ListConfig } from '../config.js';
 import type { AppContext } from '../context.js';
 import { ensureItemSubscriptions, removeSubscription } from '../realtime/subscriptions.js';
 import { table } from '../format.js';
-import { DEFAULT_HOOK_RESOURCE, callbackUrlFor, listSubscriptions, parseHookType, subscribe, type SubscribeOptions } from '../webhooks/subscribe.js';
+import {
+  DEFAULT_HOOK_RESOURCE,
+  callbackUrlFor,
+  listSubscriptions,
+  parseHookType,
+  subscribe,
+  type SubscribeOptions,
+} from '../webhooks/subscribe.js';
 import { loadAppConfig } from '../context.js';
 import { UsageError } from '../errors.js';
 import { selectLists } from './pull.js';
@@ -32,7 +39,18 @@ export async function runHooksList(ctx: AppContext): Promise<number> {
   ctx.io.out(
     table(
       ['id', 'platform id', 'resource', 'channel', 'type', 'callback URL', 'events', 'last event', 'created', 'list'],
-      subs.map((s) => [s.id, s.platformId, s.resource, s.channel, s.type, s.maskedCallbackUrl, s.events, s.lastEventAt, s.createdAt, s.listName ?? '-']),
+      subs.map((s) => [
+        s.id,
+        s.platformId,
+        s.resource,
+        s.channel,
+        s.type,
+        s.maskedCallbackUrl,
+        s.events,
+        s.lastEventAt,
+        s.createdAt,
+        s.listName ?? '-',
+      ]),
     ),
   );
   return 0;
@@ -44,9 +62,16 @@ const EVENT_NAMES: Record<number, string> = { 3: 'created or modified', 4: 'dele
 export async function runHooksSubscribeList(ctx: AppContext, list: ListConfig, options: { callbackUrl?: string }): Promise<number> {
   const subs = await ensureItemSubscriptions({ db: ctx.db, client: ctx.client, config: ctx.config }, list, options);
   const lines = subs.map(
-    (s) => `  ${EVENT_NAMES[s.type] ?? `type ${s.type}`}: listsync subscription ${s.id}, platform hook ${s.platformId ?? '-'} (${s.outcome === 'reused' ? 'already subscribed' : s.outcome})`,
+    (s) =>
+      `  ${EVENT_NAMES[s.type] ?? `type ${s.type}`}: listsync subscription ${s.id}, platform hook ${s.platformId ?? '-'} (${s.outcome === 'reused' ? 'already subscribed' : s.outcome})`,
   );
-  ctx.io.out([`item events of list ${list.name}:`, ...lines, '"listsync serve" applies them to the mirror; it must be reachable at serve.publicUrl.'].join('\n'));
+  ctx.io.out(
+    [
+      `item events of list ${list.name}:`,
+      ...lines,
+      '"listsync serve" applies them to the mirror; it must be reachable at serve.publicUrl.',
+    ].join('\n'),
+  );
   return 0;
 }
 
@@ -70,7 +95,10 @@ export function register({ program, globals, withContext }: CommandKit): void {
     )
     .option(LIST_FLAGS, "subscribe this list's item events (reuses its subscriptions when they exist)")
     .option('--channel <name>', 'workflow subscriptions: channel name; the platform sends it back as the Channel header')
-    .option('--type <n>', 'workflow subscriptions: event type code, an integer the platform defines for the event kind (it publishes no list; ask its admin). Sent back as the Type header, which every callback must match')
+    .option(
+      '--type <n>',
+      'workflow subscriptions: event type code, an integer the platform defines for the event kind (it publishes no list; ask its admin). Sent back as the Type header, which every callback must match',
+    )
     .option('--resource <resource>', 'workflow subscriptions: subscribed resource', DEFAULT_HOOK_RESOURCE)
     .option('--callback-url <url>', 'public base URL the platform reaches serve at (default serve.publicUrl); /hooks/<token> is appended')
     .action((opts: { list?: string; channel?: string; type?: string; resource: string; callbackUrl?: string }) => {
@@ -79,7 +107,8 @@ export function register({ program, globals, withContext }: CommandKit): void {
         const name = opts.list;
         return withContext((ctx) => runHooksSubscribeList(ctx, selectLists(ctx, name)[0]!, { callbackUrl: opts.callbackUrl }));
       }
-      if (opts.channel === undefined || opts.type === undefined) throw new UsageError("hooks subscribe needs --list L (a list's item events) or --channel C --type N (a workflow subscription).");
+      if (opts.channel === undefined || opts.type === undefined)
+        throw new UsageError("hooks subscribe needs --list L (a list's item events) or --channel C --type N (a workflow subscription).");
       const type = parseHookType(opts.type);
       const channel = opts.channel;
       return withContext((ctx) => runHooksSubscribe(ctx, { channel, type, resource: opts.resource, callbackUrl: opts.callbackUrl }));
@@ -88,7 +117,8 @@ export function register({ program, globals, withContext }: CommandKit): void {
     .command('remove <id>')
     .description('remove a subscription (the id "hooks list" shows): here, and on the platform for a list\'s item events')
     .action((id: string) => {
-      if (!/^\d{1,18}$/.test(id)) throw new UsageError(`hooks remove takes the subscription id "listsync hooks list" shows (got ${JSON.stringify(id)}).`);
+      if (!/^\d{1,18}$/.test(id))
+        throw new UsageError(`hooks remove takes the subscription id "listsync hooks list" shows (got ${JSON.stringify(id)}).`);
       return withContext((ctx) => runHooksRemove(ctx, Number(id)));
     });
   hooks

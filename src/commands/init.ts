@@ -13,7 +13,7 @@ import type { CommandKit } from './kit.js';
 export const SAMPLE_CONFIG = {
   '//': 'listsync config. Keys starting with // are comments. Secrets come from the environment (.env): ${NAME} is replaced by the variable NAME.',
   platform: {
-    '//': 'baseUrl ends with /v1. timeZone is the platform\'s zone: dates in filters and values are its calendar dates.',
+    '//': "baseUrl ends with /v1. timeZone is the platform's zone: dates in filters and values are its calendar dates.",
     baseUrl: 'http://127.0.0.1:4010/v1',
     apiKey: '${PLATFORM_API_KEY}',
     timeZone: 'UTC',
@@ -67,11 +67,17 @@ function listEntry(list: DiscoveredList): Record<string, unknown> {
  * those lists (and `baseUrl`, the platform they were found on) instead of the
  * sample list.
  */
-export function runInit(opts: { dir: string; force: boolean; discovered?: { baseUrl: string; lists: readonly DiscoveredList[] } }): string[] {
+export function runInit(opts: {
+  dir: string;
+  force: boolean;
+  discovered?: { baseUrl: string; lists: readonly DiscoveredList[] };
+}): string[] {
   const configPath = assertConfigWritable(opts.dir, opts.force);
   const envPath = resolve(opts.dir, '.env.example');
   const d = opts.discovered;
-  const config = d ? { ...SAMPLE_CONFIG, platform: { ...SAMPLE_CONFIG.platform, baseUrl: d.baseUrl }, lists: d.lists.map(listEntry) } : SAMPLE_CONFIG;
+  const config = d
+    ? { ...SAMPLE_CONFIG, platform: { ...SAMPLE_CONFIG.platform, baseUrl: d.baseUrl }, lists: d.lists.map(listEntry) }
+    : SAMPLE_CONFIG;
   writeFileSync(configPath, `${JSON.stringify(config, null, 2)}\n`);
   writeFileSync(envPath, SAMPLE_ENV);
   return [configPath, envPath];
@@ -86,11 +92,19 @@ export async function pickLists(
   lists: readonly DiscoveredList[],
   opts: { all: boolean; picks: readonly string[]; ask?: (question: string) => Promise<string>; out: (text: string) => void },
 ): Promise<DiscoveredList[]> {
-  if (lists.length === 0) throw new UsageError('The platform lists no lists for this account: there is nothing to put in the config. Check that the API key\'s user can see the applications.');
+  if (lists.length === 0)
+    throw new UsageError(
+      "The platform lists no lists for this account: there is nothing to put in the config. Check that the API key's user can see the applications.",
+    );
   if (opts.all) return [...lists];
   if (opts.picks.length) return opts.picks.map((p) => findList(lists, p));
-  if (!opts.ask) throw new UsageError('init --discover needs a terminal to ask which lists to mirror: pass --all to take every list, or --list <listID> (repeatable) to name them.');
-  lists.forEach((l, i) => opts.out(`${String(i + 1).padStart(3)}. ${l.appID}/${l.listID}  ${l.title}${l.description ? ` (${l.description})` : ''}`));
+  if (!opts.ask)
+    throw new UsageError(
+      'init --discover needs a terminal to ask which lists to mirror: pass --all to take every list, or --list <listID> (repeatable) to name them.',
+    );
+  lists.forEach((l, i) =>
+    opts.out(`${String(i + 1).padStart(3)}. ${l.appID}/${l.listID}  ${l.title}${l.description ? ` (${l.description})` : ''}`),
+  );
   for (;;) {
     const answer = (await opts.ask('Lists to mirror (numbers like 1,3-5, or "all"): ')).trim();
     const picked = parsePicks(answer, lists.length);
@@ -101,7 +115,10 @@ export async function pickLists(
 
 function findList(lists: readonly DiscoveredList[], pick: string): DiscoveredList {
   const found = lists.find((l) => l.listID === pick || l.name === pick || `${l.appID}/${l.listID}` === pick);
-  if (!found) throw new UsageError(`--list ${pick}: no such list on the platform. Known lists: ${lists.map((l) => `${l.appID}/${l.listID}`).join(', ')}.`);
+  if (!found)
+    throw new UsageError(
+      `--list ${pick}: no such list on the platform. Known lists: ${lists.map((l) => `${l.appID}/${l.listID}`).join(', ')}.`,
+    );
   return found;
 }
 
@@ -128,10 +145,16 @@ export function register({ program, io, globals }: CommandKit): void {
     .option('--discover', "fill lists[] from the platform's applications and lists (needs PLATFORM_API_KEY)", false)
     .option('--base-url <url>', 'with --discover: the platform API address ending with /v1 (default $PLATFORM_BASE_URL)')
     .option('--all', 'with --discover: take every list instead of asking', false)
-    .option('--list <listID>', 'with --discover: take this list (listID, appID/listID or its config name); repeatable', (v: string, prev: string[]) => [...prev, v], [] as string[])
+    .option(
+      '--list <listID>',
+      'with --discover: take this list (listID, appID/listID or its config name); repeatable',
+      (v: string, prev: string[]) => [...prev, v],
+      [] as string[],
+    )
     .action(async (opts: { force: boolean; discover: boolean; baseUrl?: string; all: boolean; list: string[] }) => {
       const dir = process.cwd();
-      if (!opts.discover && (opts.all || opts.list.length || opts.baseUrl)) throw new UsageError('--all, --list and --base-url go with --discover.');
+      if (!opts.discover && (opts.all || opts.list.length || opts.baseUrl))
+        throw new UsageError('--all, --list and --base-url go with --discover.');
       assertConfigWritable(dir, opts.force);
       const discovered = opts.discover ? await discoverForInit(opts, io, globals()) : undefined;
       for (const file of runInit({ dir, force: opts.force, discovered })) io.out(`wrote ${file}`);
@@ -148,10 +171,15 @@ async function discoverForInit(
 ): Promise<{ baseUrl: string; lists: DiscoveredList[] }> {
   const env = readEnvironment();
   const baseUrl = opts.baseUrl ?? env.PLATFORM_BASE_URL;
-  if (!baseUrl) throw new UsageError('init --discover needs the platform API address: pass --base-url https://<host>/v1 or set PLATFORM_BASE_URL.');
+  if (!baseUrl)
+    throw new UsageError('init --discover needs the platform API address: pass --base-url https://<host>/v1 or set PLATFORM_BASE_URL.');
   if (!env.PLATFORM_API_KEY) throw new UsageError('init --discover needs the API key: set PLATFORM_API_KEY in the environment or in .env.');
   // Only the platform part matters here; the database is not reached.
-  const config = parseConfig({ platform: { baseUrl }, database: { url: 'postgres://not-used-by-init' } }, env, '--base-url / PLATFORM_BASE_URL');
+  const config = parseConfig(
+    { platform: { baseUrl }, database: { url: 'postgres://not-used-by-init' } },
+    env,
+    '--base-url / PLATFORM_BASE_URL',
+  );
   const client = createClient(config, appLogger(config, globals));
   let found: Discovery;
   try {
@@ -162,7 +190,12 @@ async function discoverForInit(
   const terminal = io.isTTY && Boolean(process.stdin.isTTY);
   const rl = terminal && !opts.all && !opts.list.length ? createInterface({ input: process.stdin, output: process.stdout }) : undefined;
   try {
-    const lists = await pickLists(found.lists, { all: opts.all, picks: opts.list, ask: rl && ((q) => rl.question(q)), out: (t) => io.out(t) });
+    const lists = await pickLists(found.lists, {
+      all: opts.all,
+      picks: opts.list,
+      ask: rl && ((q) => rl.question(q)),
+      out: (t) => io.out(t),
+    });
     return { baseUrl: config.platform.baseUrl, lists };
   } finally {
     rl?.close();

@@ -21,7 +21,11 @@ export async function mirrorTableFindings(db: Knex, config: Config): Promise<Fin
     const table = list.table ?? list.name;
     const columns = await columnsOf(db, schema, table);
     if (columns.length === 0) {
-      findings.push({ check: `mirror ${list.name}`, ok: true, message: `${schema}.${table} does not exist yet; the first pull creates it` });
+      findings.push({
+        check: `mirror ${list.name}`,
+        ok: true,
+        message: `${schema}.${table} does not exist yet; the first pull creates it`,
+      });
       continue;
     }
     const entry = await readRegistry(db, list.name);
@@ -34,7 +38,12 @@ export async function mirrorTableFindings(db: Knex, config: Config): Promise<Fin
           : undefined;
     findings.push(
       problem
-        ? { check: `mirror ${list.name}`, ok: false, severity: 2, message: `${problem}: a pull would add columns and triggers to it. Set lists[${i}].table to a new name (or move that table away).` }
+        ? {
+            check: `mirror ${list.name}`,
+            ok: false,
+            severity: 2,
+            message: `${problem}: a pull would add columns and triggers to it. Set lists[${i}].table to a new name (or move that table away).`,
+          }
         : { check: `mirror ${list.name}`, ok: true, message: `${schema}.${table} is listsync's table for this list` },
     );
   }
@@ -57,6 +66,8 @@ export function describeDuplicates(fields: readonly Pick<FieldMeta, 'FieldName'>
 }
 
 async function columnsOf(db: Knex, schema: string, table: string): Promise<string[]> {
-  const rows = (await db('information_schema.columns').where({ table_schema: schema, table_name: table }).select('column_name')) as { column_name: string }[];
+  const rows = (await db('information_schema.columns').where({ table_schema: schema, table_name: table }).select('column_name')) as {
+    column_name: string;
+  }[];
   return rows.map((r) => r.column_name);
 }

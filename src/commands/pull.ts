@@ -14,7 +14,10 @@ export function selectLists(ctx: Pick<AppContext, 'config'>, name?: string): rea
     return ctx.config.lists;
   }
   const list = ctx.config.lists.find((l) => l.name === name);
-  if (!list) throw new UsageError(`No list named "${name}" in the config; configured: ${ctx.config.lists.map((l) => l.name).join(', ') || '(none)'}.`);
+  if (!list)
+    throw new UsageError(
+      `No list named "${name}" in the config; configured: ${ctx.config.lists.map((l) => l.name).join(', ') || '(none)'}.`,
+    );
   return [list];
 }
 
@@ -45,7 +48,18 @@ export function pageReporter(ctx: Pick<AppContext, 'io' | 'logger'>): { onPage: 
     return {
       onPage: (p) =>
         ctx.io.err(
-          JSON.stringify({ time: new Date().toISOString(), msg: 'page', list: p.list, runId: p.runId, page: p.page, pageCount: p.pageCount, items: p.items, itemsSoFar: p.itemsSoFar, totalCount: p.totalCount, itemsPerSecond: rate(p.itemsSoFar) }),
+          JSON.stringify({
+            time: new Date().toISOString(),
+            msg: 'page',
+            list: p.list,
+            runId: p.runId,
+            page: p.page,
+            pageCount: p.pageCount,
+            items: p.items,
+            itemsSoFar: p.itemsSoFar,
+            totalCount: p.totalCount,
+            itemsPerSecond: rate(p.itemsSoFar),
+          }),
         ),
       stop: () => undefined,
     };
@@ -55,7 +69,11 @@ export function pageReporter(ctx: Pick<AppContext, 'io' | 'logger'>): { onPage: 
     onPage(p) {
       if (!bar) {
         bar = new SingleBar(
-          { format: `${p.list} [{bar}] {value}/{total} pages | {items} items | {rate} items/s | ETA {eta_formatted}`, hideCursor: true, etaBuffer: 20 },
+          {
+            format: `${p.list} [{bar}] {value}/{total} pages | {items} items | {rate} items/s | ETA {eta_formatted}`,
+            hideCursor: true,
+            etaBuffer: 20,
+          },
           Presets.shades_classic,
         );
         bar.start(p.pageCount, p.page - 1, { items: 0, rate: 0 });
@@ -67,12 +85,28 @@ export function pageReporter(ctx: Pick<AppContext, 'io' | 'logger'>): { onPage: 
   };
 }
 
-export async function runPulls(ctx: AppContext, lists: readonly ListConfig[], mode: PullMode, options: { wait: boolean; progress: boolean }): Promise<number> {
+export async function runPulls(
+  ctx: AppContext,
+  lists: readonly ListConfig[],
+  mode: PullMode,
+  options: { wait: boolean; progress: boolean },
+): Promise<number> {
   let code = 0;
   for (const list of lists) {
     const reporter = options.progress ? pageReporter(ctx) : undefined;
     try {
-      const r = await pullList({ db: ctx.db, client: ctx.client, config: ctx.config, logger: ctx.logger, onPage: reporter?.onPage, waitMs: options.wait ? 24 * 3_600_000 : 0 }, list, mode);
+      const r = await pullList(
+        {
+          db: ctx.db,
+          client: ctx.client,
+          config: ctx.config,
+          logger: ctx.logger,
+          onPage: reporter?.onPage,
+          waitMs: options.wait ? 24 * 3_600_000 : 0,
+        },
+        list,
+        mode,
+      );
       reporter?.stop();
       ctx.io.out(summary(r));
     } catch (err) {
@@ -86,8 +120,9 @@ export async function runPulls(ctx: AppContext, lists: readonly ListConfig[], mo
 }
 
 export function register({ program, withContext }: CommandKit): void {
-  listJobOptions(program.command('pull').description('one incremental pull of every list (or one): platform -> mirror')).action((opts: { list?: string; wait: boolean }) =>
-    withContext((ctx) => runPulls(ctx, selectLists(ctx, opts.list), { kind: 'incremental' }, { wait: opts.wait, progress: false })),
+  listJobOptions(program.command('pull').description('one incremental pull of every list (or one): platform -> mirror')).action(
+    (opts: { list?: string; wait: boolean }) =>
+      withContext((ctx) => runPulls(ctx, selectLists(ctx, opts.list), { kind: 'incremental' }, { wait: opts.wait, progress: false })),
   );
 
   program
@@ -101,6 +136,8 @@ export function register({ program, withContext }: CommandKit): void {
       const from = parseDay(opts.from, '--from');
       const to = opts.to === undefined ? undefined : parseDay(opts.to, '--to');
       if (to && to < from) throw new UsageError(`--to ${to} is before --from ${from}.`);
-      return withContext((ctx) => runPulls(ctx, selectLists(ctx, opts.list), { kind: 'backfill', from, to }, { wait: opts.wait, progress: true }));
+      return withContext((ctx) =>
+        runPulls(ctx, selectLists(ctx, opts.list), { kind: 'backfill', from, to }, { wait: opts.wait, progress: true }),
+      );
     });
 }

@@ -45,7 +45,11 @@ function conflictOutcome(list: string, n: number, policy: ConflictPolicy): strin
   return `${items} changed on the platform since your edit: your edit is held, not sent (conflictPolicy manual); settle it with "listsync conflicts --list ${list}", then "conflicts resolve ID --keep local|remote".`;
 }
 
-export async function runPushes(ctx: AppContext, lists: readonly ListConfig[], options: { wait: boolean; retryFailed: boolean }): Promise<number> {
+export async function runPushes(
+  ctx: AppContext,
+  lists: readonly ListConfig[],
+  options: { wait: boolean; retryFailed: boolean },
+): Promise<number> {
   let code = 0;
   for (const list of lists) {
     try {
@@ -53,7 +57,10 @@ export async function runPushes(ctx: AppContext, lists: readonly ListConfig[], o
         const n = await requeueFailed(ctx.db, list.name);
         if (n) ctx.io.out(`${list.name}: ${n} failed change(s) queued again`);
       }
-      const r = await pushList({ db: ctx.db, client: ctx.client, config: ctx.config, logger: ctx.logger, waitMs: options.wait ? 24 * 3_600_000 : 0 }, list);
+      const r = await pushList(
+        { db: ctx.db, client: ctx.client, config: ctx.config, logger: ctx.logger, waitMs: options.wait ? 24 * 3_600_000 : 0 },
+        list,
+      );
       ctx.io.out(pushSummary(r, list.conflictPolicy));
       // A scheduler must see a push that delivered less than it tried.
       if (r.failed > 0 || r.retrying > 0) code = Math.max(code, 1);
@@ -83,9 +90,18 @@ export function previewText(p: PushPreview): string {
   ];
   for (const e of p.entries) {
     const verdict = e.verdict === 'apply' ? 'would apply' : e.verdict === 'conflict' ? 'would conflict' : 'would fail';
-    lines.push(`change ${e.outboxId}: ${e.op} ${e.op === 'create' ? 'of local row' : 'item'} ${e.target} — ${e.request}, ${verdict}: ${e.reason}`);
+    lines.push(
+      `change ${e.outboxId}: ${e.op} ${e.op === 'create' ? 'of local row' : 'item'} ${e.target} — ${e.request}, ${verdict}: ${e.reason}`,
+    );
     if (e.fields.length && e.op !== 'delete') {
-      lines.push(indent(table(['field', 'column', 'base', 'sent', 'platform now'], e.fields.map((f) => [f.field, f.column, show(f.base), show(f.local), show(f.platform)]))));
+      lines.push(
+        indent(
+          table(
+            ['field', 'column', 'base', 'sent', 'platform now'],
+            e.fields.map((f) => [f.field, f.column, show(f.base), show(f.local), show(f.platform)]),
+          ),
+        ),
+      );
     }
   }
   return lines.join('\n');
@@ -108,7 +124,17 @@ export async function conflictsTable(ctx: AppContext, options: { list?: string; 
   if (rows.length === 0) return options.all ? 'no conflicts recorded' : 'no open conflicts';
   return table(
     ['id', 'list', 'item', 'policy', 'base', 'remote', 'fields', 'status', 'recorded'],
-    rows.map((c) => [c.id, c.list_name, c.item_id, c.policy, c.base_version, c.remote_version, c.op === 'delete' ? '(row deleted)' : Object.keys(c.local).join(','), c.resolution ? `${c.status}: ${c.resolution}` : c.status, c.created_at]),
+    rows.map((c) => [
+      c.id,
+      c.list_name,
+      c.item_id,
+      c.policy,
+      c.base_version,
+      c.remote_version,
+      c.op === 'delete' ? '(row deleted)' : Object.keys(c.local).join(','),
+      c.resolution ? `${c.status}: ${c.resolution}` : c.status,
+      c.created_at,
+    ]),
   );
 }
 
@@ -123,9 +149,12 @@ async function conflictOrExplain(ctx: AppContext, id: number) {
 export async function showConflict(ctx: AppContext, id: number): Promise<string> {
   const { c, mapping } = await conflictOrExplain(ctx, id);
   const fields = conflictFields(mapping, c);
-  const head = `conflict ${c.id}: list ${c.list_name}, item ${c.item_id}; local ${c.op === 'delete' ? 'delete (the row\'s content below)' : 'change'} made on version ${c.base_version ?? '-'}, platform at ${c.remote_version ?? '-'}; ${c.status}${c.resolution ? ` (${c.resolution})` : ''}`;
+  const head = `conflict ${c.id}: list ${c.list_name}, item ${c.item_id}; local ${c.op === 'delete' ? "delete (the row's content below)" : 'change'} made on version ${c.base_version ?? '-'}, platform at ${c.remote_version ?? '-'}; ${c.status}${c.resolution ? ` (${c.resolution})` : ''}`;
   const show = (v: unknown) => (v === null || v === undefined ? '(empty)' : typeof v === 'string' ? v : JSON.stringify(v));
-  return `${head}\n${table(['field', 'column', 'base', 'local', 'platform'], fields.map((f) => [f.field, f.column, show(f.base), show(f.local), show(f.remote)]))}`;
+  return `${head}\n${table(
+    ['field', 'column', 'base', 'local', 'platform'],
+    fields.map((f) => [f.field, f.column, show(f.base), show(f.local), show(f.remote)]),
+  )}`;
 }
 
 export async function resolveConflictCommand(ctx: AppContext, id: number, keep: 'local' | 'remote'): Promise<string> {
@@ -137,7 +166,11 @@ export async function resolveConflictCommand(ctx: AppContext, id: number, keep: 
       return `conflict ${id}: keeping the local change; the next push sends it against version ${c.remote_version}.`;
     }
     // Take the platform's current row, not the one seen when the conflict was recorded.
-    const { items } = await ctx.client.queryItems(list.appID, list.listID, { Filters: [{ Field: list.idField, Type: Operator.Equal, Value: c.item_id }], PageIndex: 1, PageSize: 1 });
+    const { items } = await ctx.client.queryItems(list.appID, list.listID, {
+      Filters: [{ Field: list.idField, Type: Operator.Equal, Value: c.item_id }],
+      PageIndex: 1,
+      PageSize: 1,
+    });
     await resolveConflict(ctx.db, mapping, ctx.config, c, 'remote', items[0]);
     if (!items[0]) await rereadItems(ctx, list, mapping, [c.item_id]);
     return `conflict ${id}: kept the platform's version; the local change is dropped and the mirror row updated.`;
@@ -147,10 +180,15 @@ export async function resolveConflictCommand(ctx: AppContext, id: number, keep: 
 export function register({ program, io, withContext }: CommandKit): void {
   listJobOptions(program.command('push').description('send pending local changes to the platform, version-checked'))
     .option('--retry-failed', 'queue changes marked failed again before pushing', false)
-    .option('--dry-run', "read the platform's current versions and print what would be sent, what would apply and what would conflict; send nothing, change nothing", false)
+    .option(
+      '--dry-run',
+      "read the platform's current versions and print what would be sent, what would apply and what would conflict; send nothing, change nothing",
+      false,
+    )
     .action((opts: { list?: string; wait: boolean; retryFailed: boolean; dryRun: boolean }) =>
       withContext((ctx) => {
-        if (opts.dryRun && opts.retryFailed) throw new UsageError('--dry-run changes nothing, so it cannot be combined with --retry-failed.');
+        if (opts.dryRun && opts.retryFailed)
+          throw new UsageError('--dry-run changes nothing, so it cannot be combined with --retry-failed.');
         const lists = selectLists(ctx, opts.list);
         return opts.dryRun ? previewPushes(ctx, lists) : runPushes(ctx, lists, { wait: opts.wait, retryFailed: opts.retryFailed });
       }),
@@ -172,7 +210,12 @@ export function register({ program, io, withContext }: CommandKit): void {
     .option(LIST_FLAGS, LIST_HELP)
     .option('--all', 'include resolved conflicts', false)
     .action(listConflicts);
-  conflicts.command('list').description('list conflicts').option(LIST_FLAGS, LIST_HELP).option('--all', 'include resolved conflicts', false).action(listConflicts);
+  conflicts
+    .command('list')
+    .description('list conflicts')
+    .option(LIST_FLAGS, LIST_HELP)
+    .option('--all', 'include resolved conflicts', false)
+    .action(listConflicts);
   conflicts
     .command('show <id>')
     .description('both sides of a conflict, field by field')
@@ -181,5 +224,7 @@ export function register({ program, io, withContext }: CommandKit): void {
     .command('resolve <id>')
     .description("settle a conflict: keep the local change (sent by the next push) or the platform's version")
     .addOption(new Option('--keep <side>', 'which side wins').choices(['local', 'remote']).makeOptionMandatory())
-    .action((id: string, opts: { keep: 'local' | 'remote' }) => withContext(async (ctx) => io.out(await resolveConflictCommand(ctx, positiveId(id, 'A conflict id'), opts.keep))));
+    .action((id: string, opts: { keep: 'local' | 'remote' }) =>
+      withContext(async (ctx) => io.out(await resolveConflictCommand(ctx, positiveId(id, 'A conflict id'), opts.keep))),
+    );
 }

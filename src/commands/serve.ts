@@ -34,7 +34,14 @@ export async function runServe(ctx: AppContext, opts: { port?: number }): Promis
     health: async () => (realtimeRef.rt ? realtimeRef.rt.health() : { degraded: false }),
   });
   started.serve = serve;
-  realtimeRef.rt = await startRealtime({ db: ctx.db, client, config: ctx.config, logger: ctx.logger, requestPull, onFlush: metrics.onRealtimeFlush });
+  realtimeRef.rt = await startRealtime({
+    db: ctx.db,
+    client,
+    config: ctx.config,
+    logger: ctx.logger,
+    requestPull,
+    onFlush: metrics.onRealtimeFlush,
+  });
   for (const event of arrivedEarly.splice(0)) realtimeRef.rt.onItemEvent(event);
   const replayed = await replayUnprocessedEvents(ctx.db, ctx.config, requestPull);
   if (replayed) ctx.logger.info({ events: replayed }, 'webhook events left unprocessed by a previous run: early pull requested');
@@ -53,7 +60,9 @@ export async function runServe(ctx: AppContext, opts: { port?: number }): Promis
     process.on('SIGTERM', onTerm);
     process.on('SIGINT', onInt);
     // Announced once SIGTERM is handled: whoever waits for this line may stop the process at once.
-    ctx.io.out(`listsync serve on ${serve.url} (healthz: ${serve.url}/healthz, metrics: ${serve.url}/metrics, webhooks: ${serve.url}${HOOKS_PATH}<token>)`);
+    ctx.io.out(
+      `listsync serve on ${serve.url} (healthz: ${serve.url}/healthz, metrics: ${serve.url}/metrics, webhooks: ${serve.url}${HOOKS_PATH}<token>)`,
+    );
   });
   await client.close();
   ctx.io.out('listsync serve stopped');

@@ -41,17 +41,33 @@ export async function runStatus(ctx: AppContext): Promise<string> {
     }
   }
   const users = await latestRun(ctx.db, USERS_JOB_LIST);
-  if (users) lines.push(`\nusers: last run ${users.status} at ${timestamp(users.started_at)}${users.error ? ` — ${truncate(users.error, 160)}` : ''}`);
+  if (users)
+    lines.push(
+      `\nusers: last run ${users.status} at ${timestamp(users.started_at)}${users.error ? ` — ${truncate(users.error, 160)}` : ''}`,
+    );
   lines.push(...(await schemaChangeLines(ctx)));
   const hooks = await webhookActivity(ctx.db);
-  lines.push(`webhooks: ${hooks.subscriptions} subscription(s), ${hooks.eventsLastDay} event(s) in the last day${hooks.lastEventAt ? `, last at ${timestamp(hooks.lastEventAt)}` : ''}`);
+  lines.push(
+    `webhooks: ${hooks.subscriptions} subscription(s), ${hooks.eventsLastDay} event(s) in the last day${hooks.lastEventAt ? `, last at ${timestamp(hooks.lastEventAt)}` : ''}`,
+  );
   const realtime = await realtimeStatuses(ctx.db, ctx.config);
   if (realtime.length) {
     const missing = new Set(await listsMissingSubscriptions(ctx.db, ctx.config));
     lines.push(
       '\nreal time:\n' +
         table(
-          ['list', 'subscribed', 'events received', 'applied', 'queued', 're-read (requests)', 'from body', 'deletes', 'last applied', 'freshness'],
+          [
+            'list',
+            'subscribed',
+            'events received',
+            'applied',
+            'queued',
+            're-read (requests)',
+            'from body',
+            'deletes',
+            'last applied',
+            'freshness',
+          ],
           realtime.map((r) => [
             r.list,
             missing.has(r.list) ? 'MISSING (start serve)' : 'yes',

@@ -10,7 +10,9 @@ export function register({ program, io, withContext }: CommandKit): void {
     .action(() =>
       withContext(async (ctx) => {
         const r = await pullUsers({ db: ctx.db, client: ctx.client, config: ctx.config, logger: ctx.logger });
-        io.out(`users: ${plural(r.counters.pages, 'page')}; inserted ${r.counters.rows_inserted}, updated ${r.counters.rows_updated}, unchanged ${r.counters.rows_unchanged}`);
+        io.out(
+          `users: ${plural(r.counters.pages, 'page')}; inserted ${r.counters.rows_inserted}, updated ${r.counters.rows_updated}, unchanged ${r.counters.rows_unchanged}`,
+        );
       }),
     );
 }

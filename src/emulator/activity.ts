@@ -122,7 +122,9 @@ export class ActivitySimulator {
   private edit(list: ListData, s: ActivitySettings): void {
     if (list.count === 0) return;
     const slot = list.order[this.prng.int(list.count)] as number;
-    const editable = list.dataColumns.filter((c) => !c.meta.IsUnique && c.meta.FieldType !== 'File' && !READ_ONLY_FIELDS.has(c.meta.FieldName));
+    const editable = list.dataColumns.filter(
+      (c) => !c.meta.IsUnique && c.meta.FieldType !== 'File' && !READ_ONLY_FIELDS.has(c.meta.FieldName),
+    );
     const users = this.host.store().users;
     const data: Record<string, string> = {};
     const n = Math.min(editable.length, 1 + this.prng.int(2));
@@ -131,7 +133,12 @@ export class ActivitySimulator {
       const col = this.prng.pick(editable) as TextColumn;
       data[col.meta.FieldName] = valueGenerator(col.meta, users)(list.slotCount, created, this.prng);
     }
-    updateItem(list, slot, data, { userId: this.actor(s), modifiedNaive: this.nowNaive().naive, lag: this.host.lag, events: this.host.itemHooks });
+    updateItem(list, slot, data, {
+      userId: this.actor(s),
+      modifiedNaive: this.nowNaive().naive,
+      lag: this.host.lag,
+      events: this.host.itemHooks,
+    });
     this.counts.edits++;
     this.event(s, 'TaskUpdated', (list.ids[slot] as bigint).toString());
   }
@@ -145,7 +152,13 @@ export class ActivitySimulator {
     list.dataColumns.forEach((c, i) => {
       data[c.meta.FieldName] = row[i] as string;
     });
-    const id = createItem(list, data, { userId: this.actor(s), createdMs: ms, createdNaive: naive, lag: this.host.lag, events: this.host.itemHooks });
+    const id = createItem(list, data, {
+      userId: this.actor(s),
+      createdMs: ms,
+      createdNaive: naive,
+      lag: this.host.lag,
+      events: this.host.itemHooks,
+    });
     this.counts.creates++;
     this.event(s, 'TaskCreated', id);
   }
@@ -168,20 +181,27 @@ export class ActivitySimulator {
 }
 
 function validateActivity(input: unknown, store: EmulatorStore): ActivitySettings {
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) throw new ActivityError('activity: expected an object {appID, listID, editsPerSecond?, createsPerSecond?, deletesPerSecond?, userId?, hookEvents?}');
+  if (typeof input !== 'object' || input === null || Array.isArray(input))
+    throw new ActivityError(
+      'activity: expected an object {appID, listID, editsPerSecond?, createsPerSecond?, deletesPerSecond?, userId?, hookEvents?}',
+    );
   const a = input as Record<string, unknown>;
   const known = new Set(['appID', 'listID', 'editsPerSecond', 'createsPerSecond', 'deletesPerSecond', 'userId', 'hookEvents', 'seed']);
   for (const k of Object.keys(a)) if (!known.has(k)) throw new ActivityError(`activity.${k}: unknown key`);
-  if (typeof a['appID'] !== 'string' || typeof a['listID'] !== 'string') throw new ActivityError('activity.appID and activity.listID must be strings');
+  if (typeof a['appID'] !== 'string' || typeof a['listID'] !== 'string')
+    throw new ActivityError('activity.appID and activity.listID must be strings');
   if (!store.list(a['appID'], a['listID'])) throw new ActivityError(`activity: list ${a['appID']}/${a['listID']} does not exist`);
   for (const k of ['editsPerSecond', 'createsPerSecond', 'deletesPerSecond'] as const) {
     const v = a[k];
-    if (v !== undefined && (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > 10_000)) throw new ActivityError(`activity.${k}: must be a number from 0 to 10000 (got ${JSON.stringify(v)})`);
+    if (v !== undefined && (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > 10_000))
+      throw new ActivityError(`activity.${k}: must be a number from 0 to 10000 (got ${JSON.stringify(v)})`);
   }
   if (a['userId'] !== undefined && (typeof a['userId'] !== 'string' || !store.users.some((u) => u.UserID === a['userId']))) {
     throw new ActivityError(`activity.userId: ${JSON.stringify(a['userId'])} is not a user of the directory`);
   }
-  if (a['hookEvents'] !== undefined && typeof a['hookEvents'] !== 'boolean') throw new ActivityError('activity.hookEvents: must be true or false');
-  if (a['seed'] !== undefined && (typeof a['seed'] !== 'number' || !Number.isInteger(a['seed']))) throw new ActivityError('activity.seed: must be an integer');
+  if (a['hookEvents'] !== undefined && typeof a['hookEvents'] !== 'boolean')
+    throw new ActivityError('activity.hookEvents: must be true or false');
+  if (a['seed'] !== undefined && (typeof a['seed'] !== 'number' || !Number.isInteger(a['seed'])))
+    throw new ActivityError('activity.seed: must be an integer');
   return { ...(a as unknown as ActivitySettings) };
 }

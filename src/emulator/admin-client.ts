@@ -127,14 +127,27 @@ export class EmulatorAdminClient {
   }
 
   /** Creates an item as another user; returns its ListDataID. */
-  async createItem(appID: string, listID: string, body: { Data: Record<string, string>; Created?: string; UserID?: string }): Promise<string> {
+  async createItem(
+    appID: string,
+    listID: string,
+    body: { Data: Record<string, string>; Created?: string; UserID?: string },
+  ): Promise<string> {
     const r = await this.call<{ ListDataID: string }>('POST', `${EmulatorAdminClient.listPath(appID, listID)}/items`, body);
     return r.ListDataID;
   }
 
   /** Edits an item as another user (bumps RowVersion); returns the new RowVersion. */
-  async editItem(appID: string, listID: string, id: string, body: { Data: Record<string, string>; Modified?: string; UserID?: string; RowVersion?: number }): Promise<number> {
-    const r = await this.call<{ RowVersion: number }>('PATCH', `${EmulatorAdminClient.listPath(appID, listID)}/items/${encodeURIComponent(id)}`, body);
+  async editItem(
+    appID: string,
+    listID: string,
+    id: string,
+    body: { Data: Record<string, string>; Modified?: string; UserID?: string; RowVersion?: number },
+  ): Promise<number> {
+    const r = await this.call<{ RowVersion: number }>(
+      'PATCH',
+      `${EmulatorAdminClient.listPath(appID, listID)}/items/${encodeURIComponent(id)}`,
+      body,
+    );
     return r.RowVersion;
   }
 
@@ -149,7 +162,9 @@ export class EmulatorAdminClient {
 
   /** Renames a field's display name, as a list designer does on the platform. */
   renameField(appID: string, listID: string, fieldName: string, displayName: string): Promise<FieldMeta> {
-    return this.call('PATCH', `${EmulatorAdminClient.listPath(appID, listID)}/fields/${encodeURIComponent(fieldName)}`, { DisplayName: displayName });
+    return this.call('PATCH', `${EmulatorAdminClient.listPath(appID, listID)}/fields/${encodeURIComponent(fieldName)}`, {
+      DisplayName: displayName,
+    });
   }
 
   /** List item event subscriptions, delivery settings and delivery counts. */

@@ -117,7 +117,11 @@ function userOrDefault(state: EmulatorState, userId: string | undefined): string
 
 function timestamp(state: EmulatorState, value: string, key: string): number {
   const t = state.store.zone.parseTimestamp(value);
-  if (t === undefined) throw new AdminError(400, `${key}: expected "YYYY-MM-DD HH:mm:ss" (platform time) or an ISO 8601 instant (got ${JSON.stringify(value)})`);
+  if (t === undefined)
+    throw new AdminError(
+      400,
+      `${key}: expected "YYYY-MM-DD HH:mm:ss" (platform time) or an ISO 8601 instant (got ${JSON.stringify(value)})`,
+    );
   return t;
 }
 
@@ -148,10 +152,21 @@ async function exportList(state: EmulatorState, list: ListData, res: ServerRespo
   return STREAMED;
 }
 
-async function route(state: EmulatorState, method: string, path: string, url: URL, text: string, res: ServerResponse): Promise<AdminResult> {
-  const seg = path.split('/').slice(2).map((s) => decodeURIComponent(s)); // after "/_admin"
+async function route(
+  state: EmulatorState,
+  method: string,
+  path: string,
+  url: URL,
+  text: string,
+  res: ServerResponse,
+): Promise<AdminResult> {
+  const seg = path
+    .split('/')
+    .slice(2)
+    .map((s) => decodeURIComponent(s)); // after "/_admin"
   const [head, a, b, c, d] = seg;
-  const is = (m: string, ...parts: string[]): boolean => method === m && seg.length === parts.length && parts.every((p, i) => p === '*' || p === seg[i]);
+  const is = (m: string, ...parts: string[]): boolean =>
+    method === m && seg.length === parts.length && parts.every((p, i) => p === '*' || p === seg[i]);
 
   if (seg.length === 0 || (seg.length === 1 && head === '')) {
     return { admin: 'listsync emulator', routes: ADMIN_ROUTES };
@@ -159,7 +174,11 @@ async function route(state: EmulatorState, method: string, path: string, url: UR
   if (is('POST', 'reset')) {
     const body = parse(resetSchema, jsonBody(text), 'reset') as ResetOptions;
     const store = state.reset(body);
-    return { lists: [...store.lists.values()].map((l) => ({ appID: l.appID, listID: l.listID, count: l.count })), users: store.users.length, timeZone: store.zone.name };
+    return {
+      lists: [...store.lists.values()].map((l) => ({ appID: l.appID, listID: l.listID, count: l.count })),
+      users: store.users.length,
+      timeZone: store.zone.name,
+    };
   }
   if (is('GET', 'settings')) return state.settings;
   if (is('PUT', 'settings')) return state.updateSettings(parse(settingsSchema, jsonBody(text), 'settings'));
@@ -196,7 +215,8 @@ async function route(state: EmulatorState, method: string, path: string, url: UR
       const meta = list.field(d!);
       if (!meta) throw new AdminError(404, `no field "${d}" in list ${a}/${b}`);
       const body = jsonBody(text) as { DisplayName?: unknown } | null;
-      if (typeof body?.DisplayName !== 'string' || body.DisplayName.trim() === '') throw new AdminError(400, 'DisplayName: expected a non-empty string');
+      if (typeof body?.DisplayName !== 'string' || body.DisplayName.trim() === '')
+        throw new AdminError(400, 'DisplayName: expected a non-empty string');
       meta.DisplayName = body.DisplayName;
       list.modifiedNaive = state.now().naive;
       state.queries.clear();
@@ -208,7 +228,13 @@ async function route(state: EmulatorState, method: string, path: string, url: UR
       const now = state.now();
       const createdNaive = body.Created === undefined ? now.naive : timestamp(state, body.Created, 'Created');
       const createdMs = body.Created === undefined ? now.ms : state.store.zone.msFromNaive(createdNaive);
-      const id = createItem(list, data, { userId: userOrDefault(state, body.UserID), createdMs, createdNaive, lag: state.lag, events: state.itemHooks });
+      const id = createItem(list, data, {
+        userId: userOrDefault(state, body.UserID),
+        createdMs,
+        createdNaive,
+        lag: state.lag,
+        events: state.itemHooks,
+      });
       return { ListDataID: id, RowVersion: 1 };
     }
     if (c === 'items' && d !== undefined && seg.length === 5) {
@@ -218,7 +244,13 @@ async function route(state: EmulatorState, method: string, path: string, url: UR
         const body = parse(editSchema, jsonBody(text), 'edit');
         const data = validateWriteData(list, body.Data ?? {});
         const modifiedNaive = body.Modified === undefined ? state.now().naive : timestamp(state, body.Modified, 'Modified');
-        const opts = { userId: userOrDefault(state, body.UserID), modifiedNaive, lag: state.lag, events: state.itemHooks, ...(body.RowVersion === undefined ? {} : { expectedVersion: body.RowVersion }) };
+        const opts = {
+          userId: userOrDefault(state, body.UserID),
+          modifiedNaive,
+          lag: state.lag,
+          events: state.itemHooks,
+          ...(body.RowVersion === undefined ? {} : { expectedVersion: body.RowVersion }),
+        };
         const version = updateItem(list, slot, data, opts);
         return { ListDataID: d, RowVersion: version };
       }
@@ -255,7 +287,8 @@ async function route(state: EmulatorState, method: string, path: string, url: UR
       throw new AdminError(404, coerceError(e).message);
     }
   }
-  if (is('GET', 'item-hooks')) return { subscriptions: state.itemHooks.list(), delivery: state.itemHooks.settings, stats: state.itemHooks.stats };
+  if (is('GET', 'item-hooks'))
+    return { subscriptions: state.itemHooks.list(), delivery: state.itemHooks.settings, stats: state.itemHooks.stats };
   if (is('GET', 'item-hooks', 'delivery')) return state.itemHooks.settings;
   if (is('PUT', 'item-hooks', 'delivery')) return state.itemHooks.updateSettings(jsonBody(text));
   if (is('POST', 'hooks', 'redeliver')) {
@@ -277,7 +310,12 @@ async function route(state: EmulatorState, method: string, path: string, url: UR
       }
     }
     const now = state.now();
-    return { now: new Date(now.ms).toISOString(), platformNow: formatNaive(now.naive), timeZone: state.store.zone.name, pinned: state.clock.isPinned };
+    return {
+      now: new Date(now.ms).toISOString(),
+      platformNow: formatNaive(now.naive),
+      timeZone: state.store.zone.name,
+      pinned: state.clock.isPinned,
+    };
   }
   throw new AdminError(404, `No such admin endpoint: ${method} ${path}`);
 }
@@ -317,7 +355,14 @@ export async function handleAdmin(state: EmulatorState, req: IncomingMessage, re
     let message = e instanceof Error ? e.message : String(e);
     if (e instanceof AdminError) status = e.httpStatus;
     else if (e instanceof ApiError) status = e.status === STATUS.notFound ? 404 : e.status === STATUS.conflict ? 409 : 400;
-    else if (e instanceof SeedError || e instanceof ItemHookError || e instanceof FaultSettingsError || e instanceof ActivityError || e instanceof RangeError) status = 400;
+    else if (
+      e instanceof SeedError ||
+      e instanceof ItemHookError ||
+      e instanceof FaultSettingsError ||
+      e instanceof ActivityError ||
+      e instanceof RangeError
+    )
+      status = 400;
     else message = `Emulator error: ${message}`;
     sendJson(res, status, { error: message });
   }

@@ -46,7 +46,12 @@ export function ok(dataJson: string, totalCount?: number): ApiReply {
 }
 
 export function errorReply(err: ApiError): ApiReply {
-  return { httpStatus: err.httpStatus, body: envelopeJson(err.status, 'null', err.message), envelopeStatus: err.status, headers: err.headers };
+  return {
+    httpStatus: err.httpStatus,
+    body: envelopeJson(err.status, 'null', err.message),
+    envelopeStatus: err.status,
+    headers: err.headers,
+  };
 }
 
 function parseBody(text: string): unknown {
@@ -77,7 +82,11 @@ function searchUsers(state: EmulatorState, input: RequestInput): ApiReply {
   if (key !== undefined && key !== null && typeof key !== 'string') throw badRequest('SearchKey must be a string');
   const needle = typeof key === 'string' ? key.trim().toLowerCase() : '';
   const users = state.store.users.filter(
-    (u) => needle === '' || u.Name.toLowerCase().includes(needle) || u.Email.toLowerCase().includes(needle) || u.Account.toLowerCase().includes(needle),
+    (u) =>
+      needle === '' ||
+      u.Name.toLowerCase().includes(needle) ||
+      u.Email.toLowerCase().includes(needle) ||
+      u.Account.toLowerCase().includes(needle),
   );
   const start = (pageIndex - 1) * pageSize;
   return { ...ok(JSON.stringify(users.slice(start, start + pageSize)), users.length), pageIndex };
@@ -116,12 +125,22 @@ function queryItems(state: EmulatorState, appID: string, listID: string, input: 
     return { ...ok('[]', result.totalCount), pageIndex: q.pageIndex, fault: 'emptyPage' };
   }
   const fault = input.faultsApply ? state.faults.takePageFault() : null;
-  if (fault) return { ...wrongPage(fault, (pageIndex) => state.queries.run(list, { ...q, pageIndex }, state.lag.view(list)), projection, q.pageIndex), pageIndex: q.pageIndex, fault: fault.kind };
+  if (fault)
+    return {
+      ...wrongPage(fault, (pageIndex) => state.queries.run(list, { ...q, pageIndex }, state.lag.view(list)), projection, q.pageIndex),
+      pageIndex: q.pageIndex,
+      fault: fault.kind,
+    };
   return { ...ok(itemsJson(projection, result.slots), result.totalCount), pageIndex: q.pageIndex };
 }
 
 /** A well-formed but wrong answer to page `pageIndex` (see PageFaultKind). */
-function wrongPage(fault: PageFault, run: (pageIndex: number) => { slots: ArrayLike<number>; totalCount: number }, projection: ItemProjection, pageIndex: number): ApiReply {
+function wrongPage(
+  fault: PageFault,
+  run: (pageIndex: number) => { slots: ArrayLike<number>; totalCount: number },
+  projection: ItemProjection,
+  pageIndex: number,
+): ApiReply {
   const page = run(pageIndex);
   const slots = Array.from(page.slots);
   const at = fault.page ?? (fault.kind === 'missingId' ? 1 : 2);
@@ -155,7 +174,13 @@ function create(state: EmulatorState, appID: string, listID: string, input: Requ
   const body = objectBody(input.body);
   const data = validateWriteData(list, body['Data']);
   const { ms, naive } = state.now();
-  const id = createItem(list, data, { userId: state.store.apiUser.UserID, createdMs: ms, createdNaive: naive, lag: state.lag, events: state.itemHooks });
+  const id = createItem(list, data, {
+    userId: state.store.apiUser.UserID,
+    createdMs: ms,
+    createdNaive: naive,
+    lag: state.lag,
+    events: state.itemHooks,
+  });
   return ok(JSON.stringify(id));
 }
 
@@ -172,7 +197,10 @@ function removeItem(state: EmulatorState, appID: string, listID: string, itemID:
   const list = requireList(state, appID, listID);
   const id = deleteItem(list, requireItem(list, itemID), { lag: state.lag, events: state.itemHooks });
   const { ms, naive } = state.now();
-  const event = state.hooks.taskEvent({ Event: 'TaskCancelled' }, { nowMs: ms, created: formatNaive(naive), assignee: state.store.apiUser.UserID, listDataId: id });
+  const event = state.hooks.taskEvent(
+    { Event: 'TaskCancelled' },
+    { nowMs: ms, created: formatNaive(naive), assignee: state.store.apiUser.UserID, listDataId: id },
+  );
   void state.hooks.fire(event, { resource: 'workflow/tasks' });
   return ok(JSON.stringify(id));
 }
@@ -186,7 +214,13 @@ function update(state: EmulatorState, appID: string, listID: string, itemID: str
   }
   const data = validateWriteData(list, body['Data']);
   const slot = requireItem(list, itemID);
-  updateItem(list, slot, data, { userId: state.store.apiUser.UserID, modifiedNaive: state.now().naive, expectedVersion: rv, lag: state.lag, events: state.itemHooks });
+  updateItem(list, slot, data, {
+    userId: state.store.apiUser.UserID,
+    modifiedNaive: state.now().naive,
+    expectedVersion: rv,
+    lag: state.lag,
+    events: state.itemHooks,
+  });
   return ok(JSON.stringify(itemID));
 }
 
@@ -198,10 +232,17 @@ function subscribe(state: EmulatorState, input: RequestInput): ApiReply {
 /** A list item event subscription: 201, the hook's ID in Data and/or a Location header (as the admin settings say). */
 function subscribeItemEvents(state: EmulatorState, appID: string, listID: string, eventType: string, input: RequestInput): ApiReply {
   const list = requireList(state, appID, listID);
-  const hook = state.itemHooks.subscribe(list, eventType, input.query?.get('channel') ?? null, parseBody(input.body), formatNaive(state.now().naive));
+  const hook = state.itemHooks.subscribe(
+    list,
+    eventType,
+    input.query?.get('channel') ?? null,
+    parseBody(input.body),
+    formatNaive(state.now().naive),
+  );
   const answer = state.itemHooks.settings.hookIdIn;
   const reply = ok(answer === 'location' ? 'null' : JSON.stringify(hook.Id));
-  const headers: Record<string, string> = answer === 'data' ? {} : { Location: `/v1/lists/${encodeURIComponent(appID)}/${encodeURIComponent(listID)}/hooks/${hook.Id}` };
+  const headers: Record<string, string> =
+    answer === 'data' ? {} : { Location: `/v1/lists/${encodeURIComponent(appID)}/${encodeURIComponent(listID)}/hooks/${hook.Id}` };
   return { ...reply, httpStatus: 201, headers };
 }
 
@@ -219,7 +260,10 @@ function applications(state: EmulatorState): ApiReply {
 function applicationLists(state: EmulatorState, appID: string): ApiReply {
   const lists = [...state.store.lists.values()].filter((l) => l.appID === appID);
   if (!lists.length) throw new ApiError(STATUS.notFound, `Application ${appID} not found`);
-  return ok(JSON.stringify(lists.map((l) => ({ AppID: l.appID, ListID: l.listID, Title: l.title, Description: l.description }))), lists.length);
+  return ok(
+    JSON.stringify(lists.map((l) => ({ AppID: l.appID, ListID: l.listID, Title: l.title, Description: l.description }))),
+    lists.length,
+  );
 }
 
 /** A directory part the platform does not have: HTTP 404, like an unknown endpoint. */
@@ -241,7 +285,9 @@ function groups(state: EmulatorState, input: RequestInput): ApiReply {
   if (pageSize < 1 || pageSize > 1000) throw badRequest(`pageSize must be 1..1000 (got ${pageSize})`);
   const needle = (q.get('keywords') ?? '').trim().toLowerCase();
   const found = all.filter((g) => needle === '' || g.Name.toLowerCase().includes(needle));
-  const page = found.slice((pageIndex - 1) * pageSize, pageIndex * pageSize).map(({ Members: _m, ...g }) => ({ ...g, MemberCount: _m.length }));
+  const page = found
+    .slice((pageIndex - 1) * pageSize, pageIndex * pageSize)
+    .map(({ Members: _m, ...g }) => ({ ...g, MemberCount: _m.length }));
   return { ...ok(JSON.stringify(page), found.length), pageIndex };
 }
 
@@ -290,35 +336,63 @@ const ROUTES: Array<{ method: string; re: RegExp; make: Matcher }> = [
   {
     method: 'GET',
     re: /^\/v1\/lists\/([^/]+)\/([^/]+)\/items\/([^/]+)\/?$/,
-    make: ([a, l, id]) => ({ name: `GET ${LIST}/items/{itemID}`, mutation: false, handle: (s) => readItem(s, a as string, l as string, id as string) }),
+    make: ([a, l, id]) => ({
+      name: `GET ${LIST}/items/{itemID}`,
+      mutation: false,
+      handle: (s) => readItem(s, a as string, l as string, id as string),
+    }),
   },
   {
     method: 'DELETE',
     re: /^\/v1\/lists\/([^/]+)\/([^/]+)\/items\/([^/]+)\/?$/,
-    make: ([a, l, id]) => ({ name: `DELETE ${LIST}/items/{itemID}`, mutation: true, handle: (s) => removeItem(s, a as string, l as string, id as string) }),
+    make: ([a, l, id]) => ({
+      name: `DELETE ${LIST}/items/{itemID}`,
+      mutation: true,
+      handle: (s) => removeItem(s, a as string, l as string, id as string),
+    }),
   },
   {
     method: 'PATCH',
     re: /^\/v1\/lists\/([^/]+)\/([^/]+)\/items\/([^/]+)\/?$/,
-    make: ([a, l, id]) => ({ name: `PATCH ${LIST}/items/{itemID}`, mutation: true, handle: (s, i) => update(s, a as string, l as string, id as string, i) }),
+    make: ([a, l, id]) => ({
+      name: `PATCH ${LIST}/items/{itemID}`,
+      mutation: true,
+      handle: (s, i) => update(s, a as string, l as string, id as string, i),
+    }),
   },
   {
     method: 'POST',
     re: /^\/v1\/lists\/([^/]+)\/([^/]+)\/hooks\/([^/]+)\/?$/,
-    make: ([a, l, t]) => ({ name: `POST ${LIST}/hooks/{eventType}`, mutation: false, handle: (s, i) => subscribeItemEvents(s, a as string, l as string, t as string, i) }),
+    make: ([a, l, t]) => ({
+      name: `POST ${LIST}/hooks/{eventType}`,
+      mutation: false,
+      handle: (s, i) => subscribeItemEvents(s, a as string, l as string, t as string, i),
+    }),
   },
   {
     method: 'DELETE',
     re: /^\/v1\/lists\/([^/]+)\/([^/]+)\/hooks\/([^/]+)\/?$/,
-    make: ([a, l, h]) => ({ name: `DELETE ${LIST}/hooks/{hookId}`, mutation: false, handle: (s) => unsubscribeItemEvents(s, a as string, l as string, h as string) }),
+    make: ([a, l, h]) => ({
+      name: `DELETE ${LIST}/hooks/{hookId}`,
+      mutation: false,
+      handle: (s) => unsubscribeItemEvents(s, a as string, l as string, h as string),
+    }),
   },
-  { method: 'GET', re: /^\/v1\/applications\/?$/, make: () => ({ name: 'GET /v1/applications', mutation: false, handle: (s) => applications(s) }) },
+  {
+    method: 'GET',
+    re: /^\/v1\/applications\/?$/,
+    make: () => ({ name: 'GET /v1/applications', mutation: false, handle: (s) => applications(s) }),
+  },
   {
     method: 'GET',
     re: /^\/v1\/applications\/([^/]+)\/lists\/?$/,
     make: ([a]) => ({ name: 'GET /v1/applications/{id}/lists', mutation: false, handle: (s) => applicationLists(s, a as string) }),
   },
-  { method: 'GET', re: /^\/v1\/departments\/?$/, make: () => ({ name: 'GET /v1/departments', mutation: false, handle: (s) => departments(s) }) },
+  {
+    method: 'GET',
+    re: /^\/v1\/departments\/?$/,
+    make: () => ({ name: 'GET /v1/departments', mutation: false, handle: (s) => departments(s) }),
+  },
   { method: 'GET', re: /^\/v1\/groups\/?$/, make: () => ({ name: 'GET /v1/groups', mutation: false, handle: (s, i) => groups(s, i) }) },
   {
     method: 'GET',

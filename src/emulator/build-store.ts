@@ -4,7 +4,15 @@ import { type FieldSpec, userFieldMeta } from './field-types.js';
 import { snowflakeId, userIdFor } from './ids.js';
 import { PlatformZone } from './platform-time.js';
 import { Prng, deriveSeed } from './prng.js';
-import { GENERATED_SPAN_DAYS, SAMPLE_DEFAULT_ITEMS, SAMPLE_USER_COUNT, buildSampleList, generateItems, generateUsers, genericRowFiller } from './sample.js';
+import {
+  GENERATED_SPAN_DAYS,
+  SAMPLE_DEFAULT_ITEMS,
+  SAMPLE_USER_COUNT,
+  buildSampleList,
+  generateItems,
+  generateUsers,
+  genericRowFiller,
+} from './sample.js';
 import { SeedError, type SeedFile, type SeedList, parseSeedFile } from './seed.js';
 import { EmulatorStore, ListData, type User } from './store.js';
 
@@ -90,14 +98,16 @@ function buildSeedList(def: SeedList, index: number, store: EmulatorStore, seedN
         case 'Created':
         case 'Modified': {
           const t = typeof value === 'string' ? zone.parseTimestamp(value) : undefined;
-          if (t === undefined) fail(key, `must be "YYYY-MM-DD HH:mm:ss" (platform time) or an ISO 8601 instant (got ${JSON.stringify(value)})`);
+          if (t === undefined)
+            fail(key, `must be "YYYY-MM-DD HH:mm:ss" (platform time) or an ISO 8601 instant (got ${JSON.stringify(value)})`);
           if (key === 'Created') created = t;
           else modified = t;
           break;
         }
         case 'RowVersion': {
           const n = typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value;
-          if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 2_000_000_000) fail(key, `must be an integer >= 1 (got ${JSON.stringify(value)})`);
+          if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 2_000_000_000)
+            fail(key, `must be an integer >= 1 (got ${JSON.stringify(value)})`);
           version = n as number;
           break;
         }
@@ -111,7 +121,8 @@ function buildSeedList(def: SeedList, index: number, store: EmulatorStore, seedN
         default: {
           const ci = columnIndex.get(key);
           if (ci === undefined) fail(key, `unknown field; the list's fields are ${[...columnIndex.keys()].join(', ')}`);
-          if (typeof value !== 'string') fail(key, `must be a string (got ${JSON.stringify(value)}); multi-value fields take a JSON-encoded array string`);
+          if (typeof value !== 'string')
+            fail(key, `must be a string (got ${JSON.stringify(value)}); multi-value fields take a JSON-encoded array string`);
           row[ci as number] = value as string;
         }
       }
@@ -163,7 +174,8 @@ export function seedSettingsOf(seed: SeedFile | undefined): SeedSettings {
 /** The instant of a `YYYY-MM-DD` reference date: its start in UTC. */
 export function referenceMsOf(date: string): number {
   const ms = Date.parse(`${date}T00:00:00Z`);
-  if (!/^\d{4}-\d{2}-\d{2}$/.test(date) || !Number.isFinite(ms)) throw new RangeError(`referenceDate: expected YYYY-MM-DD (got ${JSON.stringify(date)})`);
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(date) || !Number.isFinite(ms))
+    throw new RangeError(`referenceDate: expected YYYY-MM-DD (got ${JSON.stringify(date)})`);
   return ms;
 }
 
@@ -184,7 +196,8 @@ export function buildStore(opts: StoreOptions): EmulatorStore {
     store.addList(buildSampleList(store, items, seedNumber));
   }
   seed?.lists.forEach((def, i) => {
-    if (store.list(def.appID, def.listID)) throw new SeedError(`Invalid seed: lists[${i}]: list ${def.appID}/${def.listID} already exists (the sample list?)`);
+    if (store.list(def.appID, def.listID))
+      throw new SeedError(`Invalid seed: lists[${i}]: list ${def.appID}/${def.listID} already exists (the sample list?)`);
     store.addList(buildSeedList(def, i, store, seedNumber));
   });
   return store;

@@ -54,7 +54,8 @@ function fieldMeta(v: string): FieldMetaArrangement {
 
 function calendarDay(v: string): string {
   const ms = Date.parse(`${v}T00:00:00Z`);
-  if (!/^\d{4}-\d{2}-\d{2}$/.test(v) || !Number.isFinite(ms) || !new Date(ms).toISOString().startsWith(v)) throw invalid('expected a date YYYY-MM-DD, e.g. 2026-01-15');
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(v) || !Number.isFinite(ms) || !new Date(ms).toISOString().startsWith(v))
+    throw invalid('expected a date YYYY-MM-DD, e.g. 2026-01-15');
   return v;
 }
 
@@ -164,7 +165,9 @@ export function registerEmulatorCommand(program: Command, deps: EmulatorCommandD
   const waitForStop = deps.waitForStop ?? (() => waitForSignal());
   program
     .command('emulator')
-    .description('run the local platform emulator: the /v1 API with sample or seeded lists, faults and simulated activity, plus an admin API under /_admin')
+    .description(
+      'run the local platform emulator: the /v1 API with sample or seeded lists, faults and simulated activity, plus an admin API under /_admin',
+    )
     .option('--port <n>', 'HTTP port (0 picks a free one)', wholeNumber(0, 65535), DEFAULT_EMULATOR_PORT)
     .option('--host <host>', 'interface to listen on', '127.0.0.1')
     .option('--seed <file>', 'JSON seed file with users and lists')
@@ -181,8 +184,16 @@ export function registerEmulatorCommand(program: Command, deps: EmulatorCommandD
     .option('--no-rate-limit', 'turn the rate limit off')
     .option('--ids-as-numbers', 'write ListDataID as a bare JSON number (tests lossless parsing)')
     .option('--activity <spec>', 'simulate another user, e.g. demo/orders:edits=5,creates=1,deletes=1,hooks=1', parseActivitySpec)
-    .option('--field-meta <shape>', `how GET .../fields names storage kind and control: ${FIELD_META_ARRANGEMENTS.join('|')} (default exported; control-only is the likeliest real shape)`, fieldMeta)
-    .option('--query-lag <ms>', 'a write shows in items/query only this many ms later (reads by ID show it at once)', wholeNumber(0, 600_000))
+    .option(
+      '--field-meta <shape>',
+      `how GET .../fields names storage kind and control: ${FIELD_META_ARRANGEMENTS.join('|')} (default exported; control-only is the likeliest real shape)`,
+      fieldMeta,
+    )
+    .option(
+      '--query-lag <ms>',
+      'a write shows in items/query only this many ms later (reads by ID show it at once)',
+      wholeNumber(0, 600_000),
+    )
     .option('--reference-date <YYYY-MM-DD>', 'day the generated data is anchored to (default today, UTC): same day, same data', calendarDay)
     .action(async (raw: RawOptions, cmd: Command) => {
       const output = cmd.configureOutput();
@@ -192,7 +203,11 @@ export function registerEmulatorCommand(program: Command, deps: EmulatorCommandD
         emu = await startEmulator(emulatorOptionsFromCli(raw));
       } catch (e) {
         const err = e as NodeJS.ErrnoException;
-        if (err.code === 'EADDRINUSE') cmd.error(`listsync emulator: port ${raw.port} is in use; pick another with --port <n> (0 = any free port)`, { exitCode: 1, code: 'listsync.emulator.portInUse' });
+        if (err.code === 'EADDRINUSE')
+          cmd.error(`listsync emulator: port ${raw.port} is in use; pick another with --port <n> (0 = any free port)`, {
+            exitCode: 1,
+            code: 'listsync.emulator.portInUse',
+          });
         const bad = e instanceof SeedError || e instanceof RangeError;
         cmd.error(`listsync emulator: ${err.message}`, { exitCode: bad ? 2 : 1, code: 'listsync.emulator.startFailed' });
         return;
@@ -206,7 +221,9 @@ export function registerEmulatorCommand(program: Command, deps: EmulatorCommandD
       out(`  API key       ${emu.apiKey}   (send it in the "apiKey" header)`);
       out(`  admin API     ${emu.url}/_admin   (health: ${emu.url}/healthz)`);
       for (const line of bannerDetails(summary)) out(line);
-      out(`  try: curl -s -X POST -H 'apiKey: ${emu.apiKey}' -H 'Content-Type: application/json' -d '{"PageSize":2}' ${emu.baseUrl}/lists/${list}/items/query`);
+      out(
+        `  try: curl -s -X POST -H 'apiKey: ${emu.apiKey}' -H 'Content-Type: application/json' -d '{"PageSize":2}' ${emu.baseUrl}/lists/${list}/items/query`,
+      );
       if (opts.sample === false && summary.lists.length === 0) out('  (no lists: the seed defines none and --sample was not given)');
       out('Press Ctrl+C to stop.');
       const signal = await waitForStop(emu);

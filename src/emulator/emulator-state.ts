@@ -71,7 +71,13 @@ export class EmulatorState {
     this.fieldMeta = { ...DEFAULT_FIELD_META_SHAPE, ...stripUndefined(init.fieldMeta ?? {}) };
     this.limiter = init.rateLimit === false ? null : new TokenBucketLimiter(init.rateLimit, init.rateLimitClock);
     this.faults = new FaultInjector(init.faults, Date.now());
-    this.activity = new ActivitySimulator({ store: () => this.store, clock: this.clock, hooks: this.hooks, lag: this.lag, itemHooks: this.itemHooks });
+    this.activity = new ActivitySimulator({
+      store: () => this.store,
+      clock: this.clock,
+      hooks: this.hooks,
+      lag: this.lag,
+      itemHooks: this.itemHooks,
+    });
   }
 
   get settings(): RuntimeSettings {

@@ -50,7 +50,16 @@ export interface FaultSettings {
  * - `missingId`: the first item of page `page` (default 1) has no ListDataID;
  * - `unknownStatus`: HTTP 200 with Status 50010 once, then the fault clears itself.
  */
-export const PAGE_FAULT_KINDS = ['shortPage', 'lowTotal', 'duplicate', 'ignorePageIndex', 'ignorePageIndexNoTotal', 'nullData', 'missingId', 'unknownStatus'] as const;
+export const PAGE_FAULT_KINDS = [
+  'shortPage',
+  'lowTotal',
+  'duplicate',
+  'ignorePageIndex',
+  'ignorePageIndexNoTotal',
+  'nullData',
+  'missingId',
+  'unknownStatus',
+] as const;
 export type PageFaultKind = (typeof PAGE_FAULT_KINDS)[number];
 export interface PageFault {
   kind: PageFaultKind;
@@ -130,7 +139,17 @@ export function mergeFaults(current: FaultSettings, patch: unknown, nowMs: numbe
   if (!parsed.success) throw new FaultSettingsError(`Invalid fault settings:\n${formatZodIssues(parsed.error, 'faults')}`);
   const next: FaultSettings = { ...current, emptyPages: [...current.emptyPages] };
   const p = parsed.data;
-  const nums = ['latencyMs', 'jitterMs', 'errorRate', 'timeoutRate', 'timeoutMs', 'dropRate', 'malformedRate', 'loseWriteAnswers', 'faultSeed'] as const;
+  const nums = [
+    'latencyMs',
+    'jitterMs',
+    'errorRate',
+    'timeoutRate',
+    'timeoutMs',
+    'dropRate',
+    'malformedRate',
+    'loseWriteAnswers',
+    'faultSeed',
+  ] as const;
   for (const k of nums) {
     const v = p[k];
     if (v === null) next[k] = DEFAULT_FAULTS[k];
@@ -145,7 +164,8 @@ export function mergeFaults(current: FaultSettings, patch: unknown, nowMs: numbe
   const storm = p.rateLimitStorm;
   if (storm === null) next.rateLimitStorm = null;
   else if (typeof storm === 'number') next.rateLimitStorm = { untilMs: nowMs + storm };
-  else if (storm !== undefined) next.rateLimitStorm = 'untilMs' in storm ? { untilMs: storm.untilMs } : { untilMs: nowMs + storm.durationMs };
+  else if (storm !== undefined)
+    next.rateLimitStorm = 'untilMs' in storm ? { untilMs: storm.untilMs } : { untilMs: nowMs + storm.durationMs };
   return next;
 }
 

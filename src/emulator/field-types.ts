@@ -50,7 +50,14 @@ export type ValueKind = 'id' | 'version' | 'timestamp' | 'number' | 'date' | 'da
 export const SYSTEM_FIELD_NAMES = ['ListDataID', 'RowVersion', 'Title', 'Created', 'Modified', 'CreatedBy', 'ModifiedBy'] as const;
 
 /** System fields a client may not write (Title is the only writable one). */
-export const READ_ONLY_FIELDS: ReadonlySet<string> = new Set(['ListDataID', 'RowVersion', 'Created', 'Modified', 'CreatedBy', 'ModifiedBy']);
+export const READ_ONLY_FIELDS: ReadonlySet<string> = new Set([
+  'ListDataID',
+  'RowVersion',
+  'Created',
+  'Modified',
+  'CreatedBy',
+  'ModifiedBy',
+]);
 
 export function isDateTimeRules(rules: Record<string, unknown>): boolean {
   const f = rules['DateFormat'];
@@ -123,8 +130,20 @@ export function userFieldMeta(appID: string, listID: string, spec: FieldSpec): F
 }
 
 /** The system fields, in output order; `title` overrides Title's display name. */
-export function systemFieldMetas(appID: string, listID: string, titleDisplayName = 'Title'): { leading: FieldMeta[]; trailing: FieldMeta[] } {
-  const sys = (FieldName: string, FieldType: string, Type: string, indexed: boolean, DisplayName: string, rules: Record<string, unknown> = {}, unique = false): FieldMeta => ({
+export function systemFieldMetas(
+  appID: string,
+  listID: string,
+  titleDisplayName = 'Title',
+): { leading: FieldMeta[]; trailing: FieldMeta[] } {
+  const sys = (
+    FieldName: string,
+    FieldType: string,
+    Type: string,
+    indexed: boolean,
+    DisplayName: string,
+    rules: Record<string, unknown> = {},
+    unique = false,
+  ): FieldMeta => ({
     FieldID: fieldIdFor(appID, listID, FieldName),
     FieldName,
     DisplayName,

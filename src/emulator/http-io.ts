@@ -30,7 +30,13 @@ export function readBody(req: IncomingMessage, limit = MAX_BODY_BYTES): Promise<
   });
 }
 
-export function sendText(res: ServerResponse, status: number, body: string, contentType = 'application/json; charset=utf-8', headers: Record<string, string> = {}): void {
+export function sendText(
+  res: ServerResponse,
+  status: number,
+  body: string,
+  contentType = 'application/json; charset=utf-8',
+  headers: Record<string, string> = {},
+): void {
   if (res.headersSent || res.destroyed) return;
   res.writeHead(status, { 'Content-Type': contentType, 'Content-Length': String(Buffer.byteLength(body)), ...headers });
   res.end(body);

@@ -119,20 +119,26 @@ export class ItemHookHub {
 
   /** Validates a delivery settings patch (null restores a default) and applies it. */
   updateSettings(input: unknown): ItemDeliverySettings {
-    if (typeof input !== 'object' || input === null || Array.isArray(input)) throw new ItemHookError('item hook delivery settings: expected an object');
+    if (typeof input !== 'object' || input === null || Array.isArray(input))
+      throw new ItemHookError('item hook delivery settings: expected an object');
     const next = { ...this.settingsNow };
     for (const [key, value] of Object.entries(input as Record<string, unknown>)) {
-      if (!(key in DEFAULT_ITEM_DELIVERY)) throw new ItemHookError(`item hook delivery settings: unknown key "${key}" (known: ${Object.keys(DEFAULT_ITEM_DELIVERY).join(', ')})`);
+      if (!(key in DEFAULT_ITEM_DELIVERY))
+        throw new ItemHookError(
+          `item hook delivery settings: unknown key "${key}" (known: ${Object.keys(DEFAULT_ITEM_DELIVERY).join(', ')})`,
+        );
       const k = key as keyof ItemDeliverySettings;
       if (value === null) {
         (next as Record<string, unknown>)[k] = DEFAULT_ITEM_DELIVERY[k];
         continue;
       }
       if (k === 'hookIdIn') {
-        if (value !== 'data' && value !== 'location' && value !== 'both') throw new ItemHookError('hookIdIn: must be "data", "location" or "both"');
+        if (value !== 'data' && value !== 'location' && value !== 'both')
+          throw new ItemHookError('hookIdIn: must be "data", "location" or "both"');
         next.hookIdIn = value;
       } else if (k === 'duplicateRate' || k === 'lossRate') {
-        if (typeof value !== 'number' || !(value >= 0 && value <= 1)) throw new ItemHookError(`${k}: must be a number from 0 to 1 (got ${JSON.stringify(value)})`);
+        if (typeof value !== 'number' || !(value >= 0 && value <= 1))
+          throw new ItemHookError(`${k}: must be a number from 0 to 1 (got ${JSON.stringify(value)})`);
         next[k] = value;
       } else {
         const max = k === 'maxAttempts' ? 20 : k === 'seed' ? Number.MAX_SAFE_INTEGER : 600_000;
@@ -150,14 +156,19 @@ export class ItemHookHub {
   /** `POST .../hooks/{eventType}?channel=C` with `{callbackUrl, columnType?}`. Throws ApiError 40000. */
   subscribe(list: ListData, eventTypeText: string, channel: string | null, input: unknown, created: string): ItemHook {
     const eventType = Number(eventTypeText);
-    if (!/^[1-4]$/.test(eventTypeText)) throw badRequest(`eventType must be 1 (created), 2 (modified), 3 (created or modified) or 4 (deleted) (got ${JSON.stringify(eventTypeText)})`);
+    if (!/^[1-4]$/.test(eventTypeText))
+      throw badRequest(
+        `eventType must be 1 (created), 2 (modified), 3 (created or modified) or 4 (deleted) (got ${JSON.stringify(eventTypeText)})`,
+      );
     if (channel === null || channel === '') throw badRequest('the channel query parameter is required (?channel=...)');
-    if (typeof input !== 'object' || input === null || Array.isArray(input)) throw badRequest('The request body must be a JSON object {callbackUrl, columnType?}');
+    if (typeof input !== 'object' || input === null || Array.isArray(input))
+      throw badRequest('The request body must be a JSON object {callbackUrl, columnType?}');
     const b = input as Record<string, unknown>;
     const url = b['callbackUrl'];
     if (typeof url !== 'string' || !isHttpUrl(url)) throw badRequest('callbackUrl must be an http(s) URL');
     const columnType = b['columnType'];
-    if (columnType !== undefined && columnType !== null && (typeof columnType !== 'number' || !Number.isInteger(columnType))) throw badRequest('columnType must be an integer');
+    if (columnType !== undefined && columnType !== null && (typeof columnType !== 'number' || !Number.isInteger(columnType)))
+      throw badRequest('columnType must be an integer');
     const hook: ItemHook = {
       Id: String(9_100_000_000_000_000_000n + BigInt(this.nextId++)),
       AppID: list.appID,

@@ -30,7 +30,9 @@ export function validateWriteData(list: ListData, data: unknown): WriteData {
     if (!list.field(name)) throw badRequest(`Data: unknown field "${name}" in list ${list.appID}/${list.listID}`);
     if (READ_ONLY_FIELDS.has(name)) throw badRequest(`Data: field "${name}" is a system field and cannot be written`);
     if (typeof value !== 'string') {
-      throw badRequest(`Data: the value of field "${name}" must be a string (got ${value === null ? 'null' : typeof value}); multi-value fields take a JSON-encoded array string`);
+      throw badRequest(
+        `Data: the value of field "${name}" must be a string (got ${value === null ? 'null' : typeof value}); multi-value fields take a JSON-encoded array string`,
+      );
     }
     out[name] = value;
   }

@@ -86,10 +86,16 @@ export function parsePaging(body: Record<string, unknown>): Paging {
 function requireIndexed(list: ListData, field: string, use: 'filter' | 'sort'): void {
   const meta = list.field(field);
   if (!meta) {
-    throw new ApiError(STATUS.notIndexed, `Field "${field}" does not exist in list ${list.appID}/${list.listID}, so it cannot be used to ${use}`);
+    throw new ApiError(
+      STATUS.notIndexed,
+      `Field "${field}" does not exist in list ${list.appID}/${list.listID}, so it cannot be used to ${use}`,
+    );
   }
   if (!meta.IsIndex) {
-    throw new ApiError(STATUS.notIndexed, `Field "${field}" is not indexed: only indexed fields can be used to ${use} (list ${list.appID}/${list.listID})`);
+    throw new ApiError(
+      STATUS.notIndexed,
+      `Field "${field}" is not indexed: only indexed fields can be used to ${use} (list ${list.appID}/${list.listID})`,
+    );
   }
 }
 
@@ -136,7 +142,8 @@ export function parseQuery(body: unknown, list: ListData): ParsedQuery {
   let fields: string[] | undefined;
   const fieldsRaw = body['Fields'];
   if (fieldsRaw !== undefined && fieldsRaw !== null) {
-    if (!Array.isArray(fieldsRaw) || !fieldsRaw.every((f) => typeof f === 'string')) throw badRequest('Fields must be an array of field names');
+    if (!Array.isArray(fieldsRaw) || !fieldsRaw.every((f) => typeof f === 'string'))
+      throw badRequest('Fields must be an array of field names');
     fields = fieldsRaw.length === 0 ? undefined : (fieldsRaw as string[]);
   }
   let filters: FilterNode[] = [];
@@ -181,7 +188,9 @@ function parseInList(node: FilterNode): string[] {
     arr = undefined;
   }
   if (!Array.isArray(arr)) {
-    throw badRequest(`Filter on "${node.field}": operator 9 (In) needs Value to be a JSON-encoded array string such as "[\\"a\\",\\"b\\"]" (got ${JSON.stringify(node.value)})`);
+    throw badRequest(
+      `Filter on "${node.field}": operator 9 (In) needs Value to be a JSON-encoded array string such as "[\\"a\\",\\"b\\"]" (got ${JSON.stringify(node.value)})`,
+    );
   }
   return arr.map((x) => (typeof x === 'string' ? x : typeof x === 'number' || typeof x === 'boolean' ? String(x) : JSON.stringify(x)));
 }
@@ -533,7 +542,11 @@ export class QueryEngine {
    * All matching slots, sorted (ties by ListDataID ascending). `view` is what
    * the query sees (default: the live items; a lagging index shows others).
    */
-  matches(list: ListData, q: Pick<ParsedQuery, 'filters' | 'sorts' | 'cacheKey'>, view: QueryView = liveView(list)): { slots: Int32Array; cached: boolean } {
+  matches(
+    list: ListData,
+    q: Pick<ParsedQuery, 'filters' | 'sorts' | 'cacheKey'>,
+    view: QueryView = liveView(list),
+  ): { slots: Int32Array; cached: boolean } {
     const key = `${list.key}\u0001${q.cacheKey}`;
     const hit = this.cache.get(key);
     if (hit && hit.list === list && hit.epoch === view.epoch) {

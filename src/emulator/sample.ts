@@ -23,8 +23,56 @@ export const GENERATED_SPAN_DAYS = 400;
 
 const DAY_MS = 86_400_000;
 
-const FIRST_NAMES = ['Anna', 'Ben', 'Chloe', 'David', 'Emma', 'Felix', 'Grace', 'Hugo', 'Ines', 'Jonas', 'Kira', 'Leon', 'Mia', 'Noah', 'Olivia', 'Paul', 'Quinn', 'Rosa', 'Sam', 'Tara', 'Uma', 'Victor', 'Wen', 'Xavier', 'Yara', 'Zoe'];
-const LAST_NAMES = ['Becker', 'Costa', 'Dubois', 'Eriksen', 'Fischer', 'Garcia', 'Hansen', 'Ito', 'Jansen', 'Kowalski', 'Larsen', 'Meyer', 'Nowak', 'Okafor', 'Petrov', 'Rossi', 'Schmidt', 'Tanaka', 'Vogel', 'Weber'];
+const FIRST_NAMES = [
+  'Anna',
+  'Ben',
+  'Chloe',
+  'David',
+  'Emma',
+  'Felix',
+  'Grace',
+  'Hugo',
+  'Ines',
+  'Jonas',
+  'Kira',
+  'Leon',
+  'Mia',
+  'Noah',
+  'Olivia',
+  'Paul',
+  'Quinn',
+  'Rosa',
+  'Sam',
+  'Tara',
+  'Uma',
+  'Victor',
+  'Wen',
+  'Xavier',
+  'Yara',
+  'Zoe',
+];
+const LAST_NAMES = [
+  'Becker',
+  'Costa',
+  'Dubois',
+  'Eriksen',
+  'Fischer',
+  'Garcia',
+  'Hansen',
+  'Ito',
+  'Jansen',
+  'Kowalski',
+  'Larsen',
+  'Meyer',
+  'Nowak',
+  'Okafor',
+  'Petrov',
+  'Rossi',
+  'Schmidt',
+  'Tanaka',
+  'Vogel',
+  'Weber',
+];
 
 /** `count` users; the first is the integration user the API key acts as. */
 export function generateUsers(count: number, seedNumber: number): User[] {
@@ -34,7 +82,14 @@ export function generateUsers(count: number, seedNumber: number): User[] {
   for (let i = 0; i < count; i++) {
     const id = userIdFor(seedNumber, i);
     if (i === 0) {
-      users.push({ UserID: id, Name: 'API Integration', Email: 'integration@example.com', Account: 'api.integration', Photo: '', LineManager: '' });
+      users.push({
+        UserID: id,
+        Name: 'API Integration',
+        Email: 'integration@example.com',
+        Account: 'api.integration',
+        Photo: '',
+        LineManager: '',
+      });
       continue;
     }
     const first = prng.pick(FIRST_NAMES);
@@ -65,12 +120,25 @@ export function sampleFieldSpecs(): FieldSpec[] {
   return [
     { FieldName: 'Text1', DisplayName: 'Order No.', FieldType: 'Text', Type: 'input', IsIndex: true, IsUnique: true },
     { FieldName: 'Text2', DisplayName: 'Customer', FieldType: 'Text', Type: 'input' },
-    { FieldName: 'Text3', DisplayName: 'Status', FieldType: 'Text', Type: 'radio', IsIndex: true, Rules: { Options: [...SAMPLE_STATUSES] } },
+    {
+      FieldName: 'Text3',
+      DisplayName: 'Status',
+      FieldType: 'Text',
+      Type: 'radio',
+      IsIndex: true,
+      Rules: { Options: [...SAMPLE_STATUSES] },
+    },
     { FieldName: 'Text4', DisplayName: 'Notes', FieldType: 'Text', Type: 'textarea' },
     { FieldName: 'Bigint1', DisplayName: 'Quantity', FieldType: 'Bigint', Type: 'input_number' },
     { FieldName: 'Decimal1', DisplayName: 'Amount', FieldType: 'Decimal', Type: 'input_number', Rules: { Precision: 2 } },
     { FieldName: 'Datetime1', DisplayName: 'Order date', FieldType: 'Datetime', Type: 'datepicker', Rules: { DateFormat: DATE_FORMAT } },
-    { FieldName: 'Datetime2', DisplayName: 'Shipped at', FieldType: 'Datetime', Type: 'datepicker', Rules: { DateFormat: DATE_TIME_FORMAT } },
+    {
+      FieldName: 'Datetime2',
+      DisplayName: 'Shipped at',
+      FieldType: 'Datetime',
+      Type: 'datepicker',
+      Rules: { DateFormat: DATE_TIME_FORMAT },
+    },
     { FieldName: 'Bit1', DisplayName: 'Paid', FieldType: 'Bit', Type: 'switch' },
     { FieldName: 'Text5', DisplayName: 'Tags', FieldType: 'Text', Type: 'checkbox', Rules: { Options: [...SAMPLE_TAGS] } },
     { FieldName: 'Text6', DisplayName: 'Owner', FieldType: 'Text', Type: 'lookup', Rules: { LookupType: 'user' } },
@@ -100,19 +168,61 @@ export const SAMPLE_FIELDS = {
 } as const;
 
 const CUSTOMERS = [
-  'Acme GmbH', 'Globex Ltd', 'Initech', 'Umbrella Trading', 'Stark Supplies', 'Wayne Logistics', 'Hooli', 'Vandelay Imports',
-  'Soylent Foods', 'Tyrell Systems', 'Cyberdyne Parts', 'Wonka Sweets', 'Oceanic Freight', 'Gringotts Finance', 'Monarch Paper',
-  'Pied Piper', 'Aperture Labs', 'Black Mesa', 'Nakatomi Trading', 'Dunder Mifflin', 'Sterling Cooper', 'Prestige Worldwide',
-  'Los Pollos', 'Bluth Company', 'Kramerica', 'Oscorp', 'Massive Dynamic', 'Veridian Dynamics', 'Rekall', 'Virtucon',
-  'Blue Sun', 'Weyland Corp', 'InGen', 'Krusty Krab', 'Planet Express', 'Buy n Large', 'Sirius Cybernetics', 'Omni Consumer',
-  'Zorg Industries', 'Yoyodyne',
+  'Acme GmbH',
+  'Globex Ltd',
+  'Initech',
+  'Umbrella Trading',
+  'Stark Supplies',
+  'Wayne Logistics',
+  'Hooli',
+  'Vandelay Imports',
+  'Soylent Foods',
+  'Tyrell Systems',
+  'Cyberdyne Parts',
+  'Wonka Sweets',
+  'Oceanic Freight',
+  'Gringotts Finance',
+  'Monarch Paper',
+  'Pied Piper',
+  'Aperture Labs',
+  'Black Mesa',
+  'Nakatomi Trading',
+  'Dunder Mifflin',
+  'Sterling Cooper',
+  'Prestige Worldwide',
+  'Los Pollos',
+  'Bluth Company',
+  'Kramerica',
+  'Oscorp',
+  'Massive Dynamic',
+  'Veridian Dynamics',
+  'Rekall',
+  'Virtucon',
+  'Blue Sun',
+  'Weyland Corp',
+  'InGen',
+  'Krusty Krab',
+  'Planet Express',
+  'Buy n Large',
+  'Sirius Cybernetics',
+  'Omni Consumer',
+  'Zorg Industries',
+  'Yoyodyne',
 ].map((name) => ({ name, website: `https://www.${name.toLowerCase().replace(/[^a-z0-9]+/g, '-')}.example.com` }));
 
 const NOTES = [
-  'Deliver to the back entrance.', 'Customer asked for a call before delivery.', 'Partial delivery accepted.',
-  'Invoice to head office.', 'Fragile: pack with extra care.', 'Rush order — ship today if possible.',
-  'Repeat of last month\'s order.', 'Needs customs paperwork.', 'Discount agreed by phone (5 %).',
-  'Contact: "Jo" at reception, ext. 42', 'Leave with the neighbour if nobody is home.', 'Ünïcödé check: Grüße, 東京, emoji 📦',
+  'Deliver to the back entrance.',
+  'Customer asked for a call before delivery.',
+  'Partial delivery accepted.',
+  'Invoice to head office.',
+  'Fragile: pack with extra care.',
+  'Rush order — ship today if possible.',
+  "Repeat of last month's order.",
+  'Needs customs paperwork.',
+  'Discount agreed by phone (5 %).',
+  'Contact: "Jo" at reception, ext. 42',
+  'Leave with the neighbour if nobody is home.',
+  'Ünïcödé check: Grüße, 東京, emoji 📦',
 ];
 
 const ATTACHMENT_NAMES = ['invoice', 'delivery-note', 'quote', 'packing-list', 'photo'];
@@ -188,7 +298,10 @@ export function generateItems(list: ListData, count: number, prng: Prng, ctx: Ge
     const createdBy = (users[prng.int(users.length)] as User).UserID;
     const modifiedBy = version === 1 ? createdBy : (users[prng.int(users.length)] as User).UserID;
     fill(firstIndex + i, createdNaive, prng, row);
-    list.appendRow({ id, version, created: createdNaive, modified: Math.max(createdNaive, zone.naiveFromMs(modifiedMs)), createdBy, modifiedBy }, row);
+    list.appendRow(
+      { id, version, created: createdNaive, modified: Math.max(createdNaive, zone.naiveFromMs(modifiedMs)), createdBy, modifiedBy },
+      row,
+    );
   }
 }
 
@@ -303,6 +416,7 @@ export function valueGenerator(meta: FieldMeta, users: readonly User[]): (index:
 export function genericRowFiller(list: ListData, users: readonly User[]): RowFiller {
   const gens = list.dataColumns.map((col) => valueGenerator(col.meta, users));
   return (i, created, prng, out) => {
-    for (let c = 0; c < gens.length; c++) out[c] = (gens[c] as (index: number, createdNaive: number, prng: Prng) => string)(i, created, prng);
+    for (let c = 0; c < gens.length; c++)
+      out[c] = (gens[c] as (index: number, createdNaive: number, prng: Prng) => string)(i, created, prng);
   };
 }

@@ -55,7 +55,14 @@ async function handleV1(state: EmulatorState, req: IncomingMessage, res: ServerR
     if (decision && !decision.allowed) {
       const s = decision.retryAfterSeconds;
       const perSecond = state.limiter?.settings.perSecond ?? 0;
-      early = errorReply(new ApiError(STATUS.rateLimited, `Rate limit exceeded: at most ${perSecond} requests per second per API key; retry after ${s} s`, 429, { 'Retry-After': String(s) }));
+      early = errorReply(
+        new ApiError(
+          STATUS.rateLimited,
+          `Rate limit exceeded: at most ${perSecond} requests per second per API key; retry after ${s} s`,
+          429,
+          { 'Retry-After': String(s) },
+        ),
+      );
     }
   }
 
@@ -93,7 +100,12 @@ async function handleV1(state: EmulatorState, req: IncomingMessage, res: ServerR
   if (faultsApply) {
     const storm = state.faults.stormRetryAfter(Date.now());
     if (storm !== null) {
-      send({ ...errorReply(new ApiError(STATUS.rateLimited, `Rate limit exceeded; retry after ${storm} s`, 429, { 'Retry-After': String(storm) })), fault: 'rateLimitStorm' });
+      send({
+        ...errorReply(
+          new ApiError(STATUS.rateLimited, `Rate limit exceeded; retry after ${storm} s`, 429, { 'Retry-After': String(storm) }),
+        ),
+        fault: 'rateLimitStorm',
+      });
       return;
     }
   }
@@ -114,8 +126,15 @@ async function handleV1(state: EmulatorState, req: IncomingMessage, res: ServerR
   }
   if (kind === 'error' && fault) {
     const status = fault.errorStatus;
-    if (fault.htmlBody) send({ httpStatus: status, body: errorPage(status), envelopeStatus: null, fault: 'error' }, 'text/html; charset=utf-8');
-    else send({ httpStatus: status, body: envelopeJson(STATUS.internal, 'null', 'Internal server error'), envelopeStatus: STATUS.internal, fault: 'error' });
+    if (fault.htmlBody)
+      send({ httpStatus: status, body: errorPage(status), envelopeStatus: null, fault: 'error' }, 'text/html; charset=utf-8');
+    else
+      send({
+        httpStatus: status,
+        body: envelopeJson(STATUS.internal, 'null', 'Internal server error'),
+        envelopeStatus: STATUS.internal,
+        fault: 'error',
+      });
     return;
   }
 
@@ -123,7 +142,11 @@ async function handleV1(state: EmulatorState, req: IncomingMessage, res: ServerR
   try {
     reply = route.handle(state, { body, faultsApply, query: url.searchParams });
   } catch (e) {
-    reply = { httpStatus: 500, body: envelopeJson(STATUS.internal, 'null', `Emulator error: ${e instanceof Error ? e.message : String(e)}`), envelopeStatus: STATUS.internal };
+    reply = {
+      httpStatus: 500,
+      body: envelopeJson(STATUS.internal, 'null', `Emulator error: ${e instanceof Error ? e.message : String(e)}`),
+      envelopeStatus: STATUS.internal,
+    };
   }
 
   if (kind === 'drop') {
@@ -161,7 +184,17 @@ export function createRequestListener(state: EmulatorState): RequestListener {
         ? handleAdmin(state, req, res, url)
         : path === '/v1' || path.startsWith('/v1/')
           ? handleV1(state, req, res, url)
-          : Promise.resolve(sendText(res, 404, envelopeJson(404, 'null', `No such endpoint: ${req.method ?? 'GET'} ${path} (the API is under /v1, the admin API under /_admin)`)));
+          : Promise.resolve(
+              sendText(
+                res,
+                404,
+                envelopeJson(
+                  404,
+                  'null',
+                  `No such endpoint: ${req.method ?? 'GET'} ${path} (the API is under /v1, the admin API under /_admin)`,
+                ),
+              ),
+            );
     task.catch((e: unknown) => {
       sendText(res, 500, envelopeJson(STATUS.internal, 'null', `Emulator error: ${e instanceof Error ? e.message : String(e)}`));
     });

@@ -97,7 +97,15 @@ export class ListData {
   mutation = 0;
   maxId = 0n;
 
-  constructor(init: { appID: string; listID: string; title: string; description?: string; createdNaive: number; createdBy: string; titleDisplayName?: string }) {
+  constructor(init: {
+    appID: string;
+    listID: string;
+    title: string;
+    description?: string;
+    createdNaive: number;
+    createdBy: string;
+    titleDisplayName?: string;
+  }) {
     this.appID = init.appID;
     this.listID = init.listID;
     this.title = init.title;

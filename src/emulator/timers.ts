@@ -9,10 +9,13 @@ export class TimerSet {
   sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
       if (this.closed) return;
-      const t = setTimeout(() => {
-        this.pending.delete(t);
-        resolve();
-      }, Math.max(0, ms));
+      const t = setTimeout(
+        () => {
+          this.pending.delete(t);
+          resolve();
+        },
+        Math.max(0, ms),
+      );
       this.pending.add(t);
     });
   }

@@ -113,7 +113,13 @@ export class WebhookHub {
     return this.deliver(d.subscriptionId, d.url, d.headers, d.body, d.index);
   }
 
-  private deliver(subscriptionId: string, url: string, headers: Record<string, string>, body: string, redeliveryOf?: number): Promise<HookDelivery> {
+  private deliver(
+    subscriptionId: string,
+    url: string,
+    headers: Record<string, string>,
+    body: string,
+    redeliveryOf?: number,
+  ): Promise<HookDelivery> {
     const d: HookDelivery = {
       index: this.deliveryCount++,
       subscriptionId,
@@ -163,7 +169,10 @@ export class WebhookHub {
   }
 
   /** A workflow-task event body: defaults for every key, `overrides` on top. */
-  taskEvent(overrides: Partial<HookEventBody>, defaults: { nowMs: number; created: string; assignee: string; listDataId?: string }): HookEventBody {
+  taskEvent(
+    overrides: Partial<HookEventBody>,
+    defaults: { nowMs: number; created: string; assignee: string; listDataId?: string },
+  ): HookEventBody {
     const taskId = snowflakeId(defaults.nowMs, this.taskCount++).toString();
     const event: HookEventBody = {
       TaskID: taskId,

@@ -80,7 +80,15 @@ const CONTROL_STORAGE: Readonly<Record<string, string>> = {
   attachment: 'File',
 };
 
-const MULTI_VALUE_CONTROLS = new Set(['checkbox', 'multiselect', 'multi-select', 'multi_select', 'multiple', 'multi-lookup', 'multilookup']);
+const MULTI_VALUE_CONTROLS = new Set([
+  'checkbox',
+  'multiselect',
+  'multi-select',
+  'multi_select',
+  'multiple',
+  'multi-lookup',
+  'multilookup',
+]);
 const FILE_CONTROLS = new Set(['file-upload', 'upload', 'fileupload', 'file_upload', 'attachment', 'attachments', 'image-upload']);
 
 /** Where a field's column type came from. */
@@ -162,7 +170,8 @@ function isLookup(control: string): boolean {
 
 function isMultiple(rules: Record<string, unknown>): boolean {
   for (const [k, v] of Object.entries(rules)) {
-    if (/^(is)?(multi|multiple|multiselect|allowmultiple|ismultiple|multiplechoice)$/i.test(k)) return v === true || v === 1 || v === '1' || v === 'true';
+    if (/^(is)?(multi|multiple|multiselect|allowmultiple|ismultiple|multiplechoice)$/i.test(k))
+      return v === true || v === 1 || v === '1' || v === 'true';
   }
   return false;
 }

@@ -142,7 +142,7 @@ export function toPlatform(kind: ColumnKind, value: unknown, zone: string): stri
   if (value === null || value === undefined) return '';
   switch (kind) {
     case 'text':
-      return typeof value === 'string' ? value : (textFrom(value).value as string | null) ?? '';
+      return typeof value === 'string' ? value : ((textFrom(value).value as string | null) ?? '');
     case 'numeric': {
       const s = scalarString(value);
       const v = s === null ? null : plainDecimal(s);
@@ -156,12 +156,25 @@ export function toPlatform(kind: ColumnKind, value: unknown, zone: string): stri
     }
     case 'date': {
       const v =
-        typeof value === 'string' ? parseDate(value, zone) : value instanceof Date ? dateOfInstant(value, zone) : DateTime.isDateTime(value) ? value.setZone(zone).toFormat(WIRE_DATE_FORMAT) : null;
+        typeof value === 'string'
+          ? parseDate(value, zone)
+          : value instanceof Date
+            ? dateOfInstant(value, zone)
+            : DateTime.isDateTime(value)
+              ? value.setZone(zone).toFormat(WIRE_DATE_FORMAT)
+              : null;
       if (v === null) throw new TypeError(`not a date: ${describe(value)}`);
       return v;
     }
     case 'timestamptz': {
-      const d = typeof value === 'string' ? parseDateTime(value, zone) : value instanceof Date ? value : DateTime.isDateTime(value) ? value.toJSDate() : null;
+      const d =
+        typeof value === 'string'
+          ? parseDateTime(value, zone)
+          : value instanceof Date
+            ? value
+            : DateTime.isDateTime(value)
+              ? value.toJSDate()
+              : null;
       if (d === null || Number.isNaN(d.getTime())) throw new TypeError(`not a date-time: ${describe(value)}`);
       return DateTime.fromJSDate(d, { zone }).toFormat(WIRE_DATETIME_FORMAT);
     }
@@ -214,7 +227,12 @@ export function scalarString(raw: unknown): string | null {
 }
 
 function isLosslessNumberLike(v: unknown): v is { isLosslessNumber: true; value: string } {
-  return typeof v === 'object' && v !== null && (v as { isLosslessNumber?: unknown }).isLosslessNumber === true && typeof (v as { value?: unknown }).value === 'string';
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    (v as { isLosslessNumber?: unknown }).isLosslessNumber === true &&
+    typeof (v as { value?: unknown }).value === 'string'
+  );
 }
 
 function textFrom(raw: unknown): Converted {
@@ -487,7 +505,15 @@ function dateOfInstant(d: Date, zone: string): string | null {
   return DateTime.fromJSDate(d, { zone }).toFormat(WIRE_DATE_FORMAT);
 }
 
-function wallObject(w: WallTime): { year: number; month: number; day: number; hour: number; minute: number; second: number; millisecond: number } {
+function wallObject(w: WallTime): {
+  year: number;
+  month: number;
+  day: number;
+  hour: number;
+  minute: number;
+  second: number;
+  millisecond: number;
+} {
   return { year: w.year, month: w.month, day: w.day, hour: w.hour, minute: w.minute, second: w.second, millisecond: w.millisecond };
 }
 

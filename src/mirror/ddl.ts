@@ -16,12 +16,31 @@ import type { Logger } from '../logger.js';
 import type { FieldMeta } from '../platform/types.js';
 import { flag } from '../platform/field-meta.js';
 import { columnKindFor, describeField, SQL_TYPE, type ColumnKind } from './column-types.js';
-import { assignColumnNames, assertIdentifier, objectName, preferredColumnName, qualifiedName, quoteIdent, quoteLiteral, type ColumnNaming } from './naming.js';
+import {
+  assignColumnNames,
+  assertIdentifier,
+  objectName,
+  preferredColumnName,
+  qualifiedName,
+  quoteIdent,
+  quoteLiteral,
+  type ColumnNaming,
+} from './naming.js';
 import { rederiveColumns, type DerivedColumn } from './rederive.js';
 import { fieldsFingerprint, readRegistry, writeRegistry, type RegistryField } from './registry.js';
 import { createTableMapping, FIXED_COLUMNS, type MappedColumn, type TableMapping } from './table-mapping.js';
 import { ensureHistoryTable, historyTableName } from './history.js';
-import { columnComments, ensureView, historyViewSpec, liveViewSpec, renameColumnIfPresent, syncComments, tableComment, viewExists, type ViewSpec } from './reporting.js';
+import {
+  columnComments,
+  ensureView,
+  historyViewSpec,
+  liveViewSpec,
+  renameColumnIfPresent,
+  syncComments,
+  tableComment,
+  viewExists,
+  type ViewSpec,
+} from './reporting.js';
 import { recordSchemaChanges } from '../store/schema-changes.js';
 import { describeSchemaChange, WARNING_KINDS, type SchemaChange } from './schema-change.js';
 import { assertCaptureFunction, attachCaptureTriggers, tableOwner } from './triggers.js';
@@ -120,15 +139,21 @@ async function ensureInTransaction(trx: Knex.Transaction, o: EnsureMirrorTableOp
   const registry = await readRegistry(trx, list.name, { forUpdate: true });
   const existing = await describeTable(trx, schema, table);
   if (existing.kind === 'other') {
-    throw new Error(`${schema}.${table} exists but is not a table (a view?); choose another table name for list "${list.name}" (lists[].table).`);
+    throw new Error(
+      `${schema}.${table} exists but is not a table (a view?); choose another table name for list "${list.name}" (lists[].table).`,
+    );
   }
   if (existing.kind === 'table') {
     const owner = await tableOwner(trx, schema, table);
     if (owner !== undefined && owner !== list.name) {
-      throw new Error(`Table ${schema}.${table} already mirrors list "${owner}"; give list "${list.name}" a table of its own (lists[].table).`);
+      throw new Error(
+        `Table ${schema}.${table} already mirrors list "${owner}"; give list "${list.name}" a table of its own (lists[].table).`,
+      );
     }
     if (!existing.columns.has(FIXED_COLUMNS.id)) {
-      throw new Error(`Table ${schema}.${table} exists but has no "id" column, so it is not a listsync mirror table; choose another table name for list "${list.name}" (lists[].table) or drop it.`);
+      throw new Error(
+        `Table ${schema}.${table} exists but has no "id" column, so it is not a listsync mirror table; choose another table name for list "${list.name}" (lists[].table) or drop it.`,
+      );
     }
   }
   if (registry && registry.table !== table) {
@@ -181,7 +206,8 @@ async function ensureInTransaction(trx: Knex.Transaction, o: EnsureMirrorTableOp
       } else if (have === 'text') {
         kind = 'text';
         if (before?.removed) changes.push({ kind: 'back', field: f.FieldName, column });
-        if (before === undefined || before.platformKind !== wanted) changes.push({ kind: 'kept-text', field: f.FieldName, column, before: 'text', after: SQL_TYPE[wanted] });
+        if (before === undefined || before.platformKind !== wanted)
+          changes.push({ kind: 'kept-text', field: f.FieldName, column, before: 'text', after: SQL_TYPE[wanted] });
       } else {
         kind = 'text';
         widen.push(column);
@@ -222,7 +248,8 @@ async function ensureInTransaction(trx: Knex.Transaction, o: EnsureMirrorTableOp
     for (const c of changes) if (c.kind === 'column-renamed') await renameShownColumn(trx, schema, table, reporting, c.before!, c.after!);
     for (const a of addColumns) await trx.raw(`alter table ${qtable} add column ${quoteIdent(a.column)} ${SQL_TYPE[a.kind]}`);
     // Postgres refuses to change the type of a column a view reads: the reporting views show it as NULL until they are rebuilt below.
-    if (widen.length > 0 && reporting !== undefined) await detachViewColumns(trx, reportingViews(reporting, schema, table, allFields), new Set(widen));
+    if (widen.length > 0 && reporting !== undefined)
+      await detachViewColumns(trx, reportingViews(reporting, schema, table, allFields), new Set(widen));
     for (const column of widen) {
       await trx.raw(`alter table ${qtable} alter column ${quoteIdent(column)} type text using ${quoteIdent(column)}::text`);
     }
@@ -247,7 +274,9 @@ async function ensureInTransaction(trx: Knex.Transaction, o: EnsureMirrorTableOp
         changes.push({
           kind: 'rederived',
           column: stale.columns.map((c) => c.column).join(', '),
-          detail: `${r.rows} row(s) from _raw (${stale.why})` + (r.failedValues ? `; ${r.failedValues} value(s) did not convert and are NULL, kept in _raw` : ''),
+          detail:
+            `${r.rows} row(s) from _raw (${stale.why})` +
+            (r.failedValues ? `; ${r.failedValues} value(s) did not convert and are NULL, kept in _raw` : ''),
         });
     }
   }
@@ -267,8 +296,21 @@ async function ensureInTransaction(trx: Knex.Transaction, o: EnsureMirrorTableOp
 
   // What readers see: history, views and comments, all kept true on every call.
   if (history) await ensureHistoryTable(trx, { schema, table, fields: allFields, widened: widen });
-  const described = { name: list.name, appID: list.appID, listID: list.listID, deletes: o.pushDeletes ? 'written back' : 'refused', ...(title !== undefined ? { title } : {}) } as const;
-  await describeForReaders(trx, { schema, table, reporting, history, fields: [...fixedEntries, ...allFields], comment: tableComment(described) });
+  const described = {
+    name: list.name,
+    appID: list.appID,
+    listID: list.listID,
+    deletes: o.pushDeletes ? 'written back' : 'refused',
+    ...(title !== undefined ? { title } : {}),
+  } as const;
+  await describeForReaders(trx, {
+    schema,
+    table,
+    reporting,
+    history,
+    fields: [...fixedEntries, ...allFields],
+    comment: tableComment(described),
+  });
 
   const ids = await recordSchemaChanges(trx, list.name, changes, o.runId);
   for (const c of changes) {
@@ -315,7 +357,8 @@ export async function ensureUsersTable(db: Knex | Knex.Transaction, schema: stri
       await trx.raw(`comment on table ${q} is ${quoteLiteral('listsync mirror of the platform users directory (POST /users/search).')}`);
       return;
     }
-    if (!existing.columns.has('user_id')) throw new Error(`${schema}.${table} exists but has no user_id column; choose another users.table or drop it.`);
+    if (!existing.columns.has('user_id'))
+      throw new Error(`${schema}.${table} exists but has no user_id column; choose another users.table or drop it.`);
     for (const [c, t] of columns) {
       if (!existing.columns.has(c)) await trx.raw(`alter table ${q} add column ${quoteIdent(c)} ${t.replace(' primary key', '')}`);
     }
@@ -359,7 +402,9 @@ async function ensureIndexes(db: Knex.Transaction, schema: string, table: string
     // Small: only soft-deleted rows. Lets the upsert find rows to undelete cheaply.
     [objectName(table, 'deleted_idx'), `(${quoteIdent(FIXED_COLUMNS.id)}) where ${quoteIdent(FIXED_COLUMNS.deletedAt)} is not null`],
   ];
-  const have = (await db.raw(`select indexname from pg_indexes where schemaname = ? and tablename = ?`, [schema, table])) as { rows: { indexname: string }[] };
+  const have = (await db.raw(`select indexname from pg_indexes where schemaname = ? and tablename = ?`, [schema, table])) as {
+    rows: { indexname: string }[];
+  };
   const names = new Set(have.rows.map((r) => r.indexname));
   for (const [name, def] of wanted) {
     if (names.has(name)) continue;
@@ -373,7 +418,14 @@ function reportingViews(reporting: string, schema: string, table: string, fields
 }
 
 /** A pinned column's new name in the history table and the reporting views too. */
-async function renameShownColumn(trx: Knex.Transaction, schema: string, table: string, reporting: string | undefined, from: string, to: string): Promise<void> {
+async function renameShownColumn(
+  trx: Knex.Transaction,
+  schema: string,
+  table: string,
+  reporting: string | undefined,
+  from: string,
+  to: string,
+): Promise<void> {
   const history = historyTableName(table);
   await renameColumnIfPresent(trx, schema, history, from, to);
   if (reporting === undefined) return;
@@ -447,7 +499,10 @@ async function renamePinnedColumns(
   for (const [field, e] of prior) {
     const to = names.get(field);
     if (to === undefined || to === e.column || !columns.has(e.column)) continue;
-    if (columns.has(to)) throw new Error(`lists[].columns pins field ${field} to column "${to}", but ${qtable} already has a column "${to}"; choose a free name.`);
+    if (columns.has(to))
+      throw new Error(
+        `lists[].columns pins field ${field} to column "${to}", but ${qtable} already has a column "${to}"; choose a free name.`,
+      );
     await trx.raw(`alter table ${qtable} rename column ${quoteIdent(e.column)} to ${quoteIdent(to)}`);
     columns.set(to, columns.get(e.column)!);
     columns.delete(e.column);
@@ -470,9 +525,15 @@ function staleColumns(s: {
   const zoneChanged = s.before !== undefined && s.now !== undefined && s.before !== s.now;
   const widened = new Set(s.widen);
   const timed = (e: RegistryField): boolean => e.kind === 'date' || e.kind === 'timestamptz';
-  const columns = [...s.fixedEntries.filter((e) => zoneChanged && e.kind === 'timestamptz'), ...s.entries.filter((e) => widened.has(e.column) || (zoneChanged && timed(e)))].map(
-    ({ field, column, kind }) => ({ field, column, kind }),
-  );
-  const why = [zoneChanged && `platform.timeZone changed from ${s.before} to ${s.now}`, widened.size > 0 && `widened to text: ${s.widen.join(', ')}`].filter(Boolean).join('; ');
+  const columns = [
+    ...s.fixedEntries.filter((e) => zoneChanged && e.kind === 'timestamptz'),
+    ...s.entries.filter((e) => widened.has(e.column) || (zoneChanged && timed(e))),
+  ].map(({ field, column, kind }) => ({ field, column, kind }));
+  const why = [
+    zoneChanged && `platform.timeZone changed from ${s.before} to ${s.now}`,
+    widened.size > 0 && `widened to text: ${s.widen.join(', ')}`,
+  ]
+    .filter(Boolean)
+    .join('; ');
   return { columns, why };
 }

@@ -38,8 +38,16 @@ export const DIRECTORY_TABLES = {
     columns: [
       { column: 'department_id', keys: idKeys('DepartmentID', 'DeptID', 'DepartmentId'), comment: "the department's ID on the platform" },
       { column: 'name', keys: ['Name', 'DepartmentName'], comment: 'department name' },
-      { column: 'parent_id', keys: ['ParentID', 'ParentId', 'ParentDepartmentID'], comment: 'the parent department (department_id); 0 or empty for a root' },
-      { column: 'manager', keys: ['Manager', 'ManagerID', 'ManagerId'], comment: "the department's manager (a user_id of the users table)" },
+      {
+        column: 'parent_id',
+        keys: ['ParentID', 'ParentId', 'ParentDepartmentID'],
+        comment: 'the parent department (department_id); 0 or empty for a root',
+      },
+      {
+        column: 'manager',
+        keys: ['Manager', 'ManagerID', 'ManagerId'],
+        comment: "the department's manager (a user_id of the users table)",
+      },
     ],
   },
   groups: {
@@ -72,7 +80,12 @@ export const DIRECTORY_TABLES = {
 } as const satisfies Record<string, DirectoryTableSpec>;
 
 /** Creates the table when missing, adds missing columns, keeps the comments. */
-export async function ensureDirectoryTable(db: Knex | Knex.Transaction, schema: string, table: string, spec: DirectoryTableSpec): Promise<void> {
+export async function ensureDirectoryTable(
+  db: Knex | Knex.Transaction,
+  schema: string,
+  table: string,
+  spec: DirectoryTableSpec,
+): Promise<void> {
   assertIdentifier(schema);
   assertIdentifier(table);
   const q = qualifiedName(schema, table);
@@ -84,10 +97,16 @@ export async function ensureDirectoryTable(db: Knex | Knex.Transaction, schema: 
       [`${quoteIdent(schema)}.${quoteIdent(table)}`],
     )) as { rows: { name: string }[] };
     const existing = new Set(have.rows.map((r) => r.name));
-    const columns: [string, string][] = [...spec.columns.map((c) => [c.column, 'text'] as [string, string]), ['_raw', 'jsonb'], ['_synced_at', 'timestamptz']];
+    const columns: [string, string][] = [
+      ...spec.columns.map((c) => [c.column, 'text'] as [string, string]),
+      ['_raw', 'jsonb'],
+      ['_synced_at', 'timestamptz'],
+    ];
     if (existing.size === 0) {
       const key = spec.columns.slice(0, spec.keyCount).map((c) => quoteIdent(c.column));
-      await trx.raw(`create table ${q} (\n  ${columns.map(([c, t]) => `${quoteIdent(c)} ${t}`).join(',\n  ')},\n  primary key (${key.join(', ')})\n)`);
+      await trx.raw(
+        `create table ${q} (\n  ${columns.map(([c, t]) => `${quoteIdent(c)} ${t}`).join(',\n  ')},\n  primary key (${key.join(', ')})\n)`,
+      );
     } else {
       for (const [c, t] of columns) if (!existing.has(c)) await trx.raw(`alter table ${q} add column ${quoteIdent(c)} ${t}`);
     }
@@ -114,7 +133,13 @@ export interface DirectorySyncResult {
  * new, rewrites those whose `_raw` changed, deletes those not listed. One
  * transaction, set-based.
  */
-export async function replaceDirectoryRows(db: Knex | Knex.Transaction, schema: string, table: string, spec: DirectoryTableSpec, entries: readonly Record<string, unknown>[]): Promise<DirectorySyncResult> {
+export async function replaceDirectoryRows(
+  db: Knex | Knex.Transaction,
+  schema: string,
+  table: string,
+  spec: DirectoryTableSpec,
+  entries: readonly Record<string, unknown>[],
+): Promise<DirectorySyncResult> {
   const q = qualifiedName(schema, table);
   const cols = spec.columns.map((c) => c.column);
   const keyCols = cols.slice(0, spec.keyCount);
@@ -150,7 +175,9 @@ up as (
 gone as (
   delete from ${q} t where not exists (select 1 from s where ${keyMatch}) returning 1)
 select (select count(*) from up where inserted)::int as inserted, (select count(*) from up where not inserted)::int as updated, (select count(*) from gone)::int as deleted`;
-  const res = (await db.raw(sql, [...values.map(arrayLiteral), arrayLiteral(raws)])) as { rows: { inserted: number; updated: number; deleted: number }[] };
+  const res = (await db.raw(sql, [...values.map(arrayLiteral), arrayLiteral(raws)])) as {
+    rows: { inserted: number; updated: number; deleted: number }[];
+  };
   const r = res.rows[0]!;
   return { inserted: r.inserted, updated: r.updated, deleted: r.deleted, unchanged: seen.size - r.inserted - r.updated, invalid };
 }

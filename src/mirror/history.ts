@@ -121,7 +121,11 @@ export async function closeDeletedVersions(trx: Knex.Transaction, mapping: Pick<
 }
 
 /** Reopens the version of rows undeleted by ids (reconcile found them again at the same version). */
-export async function reopenVersions(trx: Knex.Transaction, mapping: Pick<TableMapping, 'schema' | 'table'>, ids: readonly string[]): Promise<number> {
+export async function reopenVersions(
+  trx: Knex.Transaction,
+  mapping: Pick<TableMapping, 'schema' | 'table'>,
+  ids: readonly string[],
+): Promise<number> {
   if (ids.length === 0) return 0;
   const t = qualifiedName(mapping.schema, mapping.table);
   const h = qualifiedName(mapping.schema, historyTableName(mapping.table));

@@ -1,9 +1,51 @@
 /** The Postgres side of listsync: mirror tables, value conversion, upserts, change capture. */
-export { columnKindFor, describeField, slotPrefix, type FieldShape, type KindSource, columnSqlType, parseRules, isColumnKind, COLUMN_KINDS, SQL_TYPE, type ColumnKind } from './column-types.js';
-export { baseColumnName, preferredColumnName, type ColumnNaming, type ColumnRequest, assignColumnNames, quoteIdent, quoteLiteral, qualifiedName, assertIdentifier, objectName, RESERVED_COLUMNS, MAX_IDENTIFIER_BYTES } from './naming.js';
-export { fromPlatform, fromPlatformToSql, NOT_CONVERTED, toPlatform, plainDecimal, scalarString, WIRE_DATE_FORMAT, WIRE_DATETIME_FORMAT, type Converted } from './convert.js';
+export {
+  columnKindFor,
+  describeField,
+  slotPrefix,
+  type FieldShape,
+  type KindSource,
+  columnSqlType,
+  parseRules,
+  isColumnKind,
+  COLUMN_KINDS,
+  SQL_TYPE,
+  type ColumnKind,
+} from './column-types.js';
+export {
+  baseColumnName,
+  preferredColumnName,
+  type ColumnNaming,
+  type ColumnRequest,
+  assignColumnNames,
+  quoteIdent,
+  quoteLiteral,
+  qualifiedName,
+  assertIdentifier,
+  objectName,
+  RESERVED_COLUMNS,
+  MAX_IDENTIFIER_BYTES,
+} from './naming.js';
+export {
+  fromPlatform,
+  fromPlatformToSql,
+  NOT_CONVERTED,
+  toPlatform,
+  plainDecimal,
+  scalarString,
+  WIRE_DATE_FORMAT,
+  WIRE_DATETIME_FORMAT,
+  type Converted,
+} from './convert.js';
 export { ensureMirrorTable, ensureUsersTable, USERS_COLUMNS, type EnsureMirrorTableOptions, type MirrorListRef } from './ddl.js';
-export { createTableMapping, FIXED_COLUMNS, LOCAL_ID_PREFIX, type TableMapping, type TableMappingData, type MappedColumn } from './table-mapping.js';
+export {
+  createTableMapping,
+  FIXED_COLUMNS,
+  LOCAL_ID_PREFIX,
+  type TableMapping,
+  type TableMappingData,
+  type MappedColumn,
+} from './table-mapping.js';
 export { rederiveColumns, type DerivedColumn, type RederiveResult } from './rederive.js';
 export { readRegistry, writeRegistry, loadTableMapping, fieldsFingerprint, type RegistryEntry, type RegistryField } from './registry.js';
 export {

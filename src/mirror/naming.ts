@@ -17,7 +17,16 @@ import { createHash } from 'node:crypto';
 export const MAX_IDENTIFIER_BYTES = 63;
 
 /** Columns every mirror table has; no field may take these names. */
-export const RESERVED_COLUMNS: readonly string[] = ['id', 'row_version', 'created_at', 'modified_at', '_raw', '_synced_at', '_deleted_at', '_local'];
+export const RESERVED_COLUMNS: readonly string[] = [
+  'id',
+  'row_version',
+  'created_at',
+  'modified_at',
+  '_raw',
+  '_synced_at',
+  '_deleted_at',
+  '_local',
+];
 
 /** Postgres system columns: a user column with one of these names cannot be created. */
 const SYSTEM_COLUMNS = ['oid', 'tableoid', 'xmin', 'cmin', 'xmax', 'cmax', 'ctid'];
@@ -47,7 +56,10 @@ export function baseColumnName(name: string): string {
 export type ColumnNaming = 'display' | 'field';
 
 /** The name a field's column would take before collisions: its display name, else its field name. */
-export function preferredColumnName(field: { FieldName: string; DisplayName?: string | undefined }, naming: ColumnNaming = 'display'): string {
+export function preferredColumnName(
+  field: { FieldName: string; DisplayName?: string | undefined },
+  naming: ColumnNaming = 'display',
+): string {
   const display = typeof field.DisplayName === 'string' ? field.DisplayName.trim() : '';
   if (naming === 'display' && /[\p{L}\p{N}]/u.test(display)) return baseColumnName(display);
   return baseColumnName(field.FieldName);
@@ -87,7 +99,9 @@ export function assignColumnNames(
   for (const [field, column] of existing) {
     if (result.has(field)) continue;
     if (used.has(column) && [...pinned].some(([f, c]) => c === column && f !== field && wanted.has(f))) {
-      throw new Error(`column "${column}" is pinned (lists[].columns) for another field but holds field ${field}; pin ${field} to another name too`);
+      throw new Error(
+        `column "${column}" is pinned (lists[].columns) for another field but holds field ${field}; pin ${field} to another name too`,
+      );
     }
     result.set(field, column);
     used.add(column);
@@ -135,8 +149,11 @@ export function quoteLiteral(value: string): string {
 export function assertIdentifier(name: string): void {
   if (typeof name !== 'string' || name.length === 0) throw new TypeError('an SQL identifier cannot be empty');
   if (Buffer.byteLength(name, 'utf8') > MAX_IDENTIFIER_BYTES)
-    throw new TypeError(`SQL identifier "${name}" is longer than ${MAX_IDENTIFIER_BYTES} bytes; Postgres would truncate it. Choose a shorter name.`);
-  if (/[\0?]/.test(name)) throw new TypeError(`SQL identifier ${JSON.stringify(name)} contains a NUL or "?"; choose a name of letters, digits and _.`);
+    throw new TypeError(
+      `SQL identifier "${name}" is longer than ${MAX_IDENTIFIER_BYTES} bytes; Postgres would truncate it. Choose a shorter name.`,
+    );
+  if (/[\0?]/.test(name))
+    throw new TypeError(`SQL identifier ${JSON.stringify(name)} contains a NUL or "?"; choose a name of letters, digits and _.`);
 }
 
 /**

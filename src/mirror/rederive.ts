@@ -50,7 +50,7 @@ export async function rederiveColumns(
   const unnest = ['?::text[]', ...columns.map(() => '?::text[]')].join(', ');
   const names = ['id', ...columns.map((_, i) => `c${i}`)].join(', ');
   const update = `update ${qtable} t set ${sets} from unnest(${unnest}) as v(${names}) where t.id = v.id`;
-  for (let after = ''; ; ) {
+  for (let after = ''; ;) {
     const { rows } = (await trx.raw(select, [after, target.listName])) as { rows: { id: string; raw: string }[] };
     if (rows.length === 0) break;
     const values: (string | null)[][] = columns.map(() => []);

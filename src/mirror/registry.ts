@@ -57,10 +57,24 @@ export interface ConversionSettings {
   timeZone?: string;
 }
 
-export async function readRegistry(db: Knex | Knex.Transaction, listName: string, options: { forUpdate?: boolean } = {}): Promise<RegistryEntry | undefined> {
+export async function readRegistry(
+  db: Knex | Knex.Transaction,
+  listName: string,
+  options: { forUpdate?: boolean } = {},
+): Promise<RegistryEntry | undefined> {
   const row = await selectRegistryRow(db, listName, options);
   if (!row) return undefined;
-  return { name: row.name, appID: row.app_id, listID: row.list_id, table: row.table_name, fields: parseRegistryFields(row.fields), fingerprint: row.fingerprint, conversion: parseConversion(row.conversion), history: row.history === true, ...(row.title !== null ? { title: row.title } : {}) };
+  return {
+    name: row.name,
+    appID: row.app_id,
+    listID: row.list_id,
+    table: row.table_name,
+    fields: parseRegistryFields(row.fields),
+    fingerprint: row.fingerprint,
+    conversion: parseConversion(row.conversion),
+    history: row.history === true,
+    ...(row.title !== null ? { title: row.title } : {}),
+  };
 }
 
 export async function writeRegistry(db: Knex | Knex.Transaction, entry: RegistryEntry): Promise<void> {
@@ -147,7 +161,8 @@ function dateFormatOf(f: FieldMeta): string {
 export async function loadTableMapping(db: Knex | Knex.Transaction, schema: string, listName: string): Promise<TableMapping | undefined> {
   const entry = await readRegistry(db, listName);
   if (!entry) return undefined;
-  const fixedField = (column: string, fallback: string): string => entry.fields.find((f) => f.fixed && f.column === column)?.field ?? fallback;
+  const fixedField = (column: string, fallback: string): string =>
+    entry.fields.find((f) => f.fixed && f.column === column)?.field ?? fallback;
   const fieldEntries = entry.fields.filter((f) => !f.fixed);
   return createTableMapping({
     schema,

@@ -22,8 +22,10 @@ import { FIXED_COLUMNS } from './table-mapping.js';
 
 /** What the fixed columns of a mirror table hold. */
 export const SYSTEM_COLUMN_COMMENTS: Readonly<Record<string, string>> = {
-  [FIXED_COLUMNS.id]: "the item's ID on the platform (ListDataID); local-<uuid> for a row inserted here and not yet created on the platform",
-  [FIXED_COLUMNS.rowVersion]: "the item's version on the platform (RowVersion); write-back sends it so a concurrent edit is never overwritten",
+  [FIXED_COLUMNS.id]:
+    "the item's ID on the platform (ListDataID); local-<uuid> for a row inserted here and not yet created on the platform",
+  [FIXED_COLUMNS.rowVersion]:
+    "the item's version on the platform (RowVersion); write-back sends it so a concurrent edit is never overwritten",
   [FIXED_COLUMNS.createdAt]: 'when the item was created on the platform (Created)',
   [FIXED_COLUMNS.modifiedAt]: 'when the item was last modified on the platform (Modified)',
   [FIXED_COLUMNS.raw]: 'the item exactly as the platform last sent it (JSON); values that did not convert to their column are kept here',
@@ -47,7 +49,10 @@ export interface ListDescription {
 /** The mirror table's comment: the list's title and IDs, and what write-back does. */
 export function tableComment(l: ListDescription): string {
   const title = l.title ? `"${l.title}" ` : '';
-  const deletes = l.deletes === 'written back' ? 'deletes are written back too (lists[].pushDeletes), version-checked' : 'deleting rows is refused (delete items on the platform; reconcile marks them in _deleted_at)';
+  const deletes =
+    l.deletes === 'written back'
+      ? 'deletes are written back too (lists[].pushDeletes), version-checked'
+      : 'deleting rows is refused (delete items on the platform; reconcile marks them in _deleted_at)';
   return `listsync mirror of list ${title}(listsync list "${l.name}", app ${l.appID}, list ${l.listID}). Edits and inserts are written back to the platform; ${deletes}.`;
 }
 
@@ -70,7 +75,13 @@ export function columnComments(fields: readonly RegistryField[]): Map<string, st
  * Sets the relation's comment (when `relation` is given) and its columns'
  * comments (for columns it has), writing only those that differ.
  */
-export async function syncComments(trx: Knex.Transaction, schema: string, name: string, relation: string | undefined, columns: ReadonlyMap<string, string>): Promise<void> {
+export async function syncComments(
+  trx: Knex.Transaction,
+  schema: string,
+  name: string,
+  relation: string | undefined,
+  columns: ReadonlyMap<string, string>,
+): Promise<void> {
   const q = qualifiedName(schema, name);
   const res = (await trx.raw(
     `select a.attname as name, col_description(c.oid, a.attnum) as comment, obj_description(c.oid, 'pg_class') as rel, c.relkind
@@ -128,7 +139,14 @@ export function liveViewColumns(fields: readonly RegistryField[]): ViewColumn[] 
 
 /** The live view of a list's table. */
 export function liveViewSpec(reportingSchema: string, schema: string, table: string, fields: readonly RegistryField[]): ViewSpec {
-  return { schema: reportingSchema, name: table, baseSchema: schema, base: table, columns: liveViewColumns(fields), where: `t.${quoteIdent(FIXED_COLUMNS.deletedAt)} is null` };
+  return {
+    schema: reportingSchema,
+    name: table,
+    baseSchema: schema,
+    base: table,
+    columns: liveViewColumns(fields),
+    where: `t.${quoteIdent(FIXED_COLUMNS.deletedAt)} is null`,
+  };
 }
 
 /** The history view of a list (over `<table>_history`). */
@@ -155,7 +173,11 @@ async function relationColumns(trx: Knex.Transaction, schema: string, name: stri
   )) as { rows: { oid: number; relkind: string; name: string | null; type: string | null }[] };
   const first = res.rows[0];
   if (!first) return undefined;
-  return { oid: first.oid, kind: first.relkind, columns: res.rows.filter((r) => r.name !== null).map((r) => ({ name: r.name!, type: r.type! })) };
+  return {
+    oid: first.oid,
+    kind: first.relkind,
+    columns: res.rows.filter((r) => r.name !== null).map((r) => ({ name: r.name!, type: r.type! })),
+  };
 }
 
 /** Whether views (or rules) other than the view itself are built on it. */
@@ -180,7 +202,9 @@ export async function ensureView(trx: Knex.Transaction, spec: ViewSpec, options:
   const baseType = new Map(base.columns.map((c) => [c.name, c.type]));
   const existing = await relationColumns(trx, spec.schema, spec.name);
   if (existing && existing.kind !== 'v') {
-    throw new Error(`${spec.schema}.${spec.name} exists but is not a view; listsync keeps a reporting view there. Rename it, or set database.reportingSchema to another schema (null turns the views off).`);
+    throw new Error(
+      `${spec.schema}.${spec.name} exists but is not a view; listsync keeps a reporting view there. Rename it, or set database.reportingSchema to another schema (null turns the views off).`,
+    );
   }
   const wanted = spec.columns.filter((c) => baseType.has(c.source));
   const sourceOf = new Map(wanted.map((c) => [c.name, c.source]));
@@ -188,7 +212,11 @@ export async function ensureView(trx: Knex.Transaction, spec: ViewSpec, options:
 
   if (!existing) {
     await createSchemaIfMissing(trx, spec.schema);
-    await createView(trx, spec, wanted.map((c) => `${expr(c.source)} as ${quoteIdent(c.name)}`));
+    await createView(
+      trx,
+      spec,
+      wanted.map((c) => `${expr(c.source)} as ${quoteIdent(c.name)}`),
+    );
     return;
   }
 
@@ -216,7 +244,11 @@ export async function ensureView(trx: Knex.Transaction, spec: ViewSpec, options:
     // Nothing is built on the view: recreate it with the new types, columns in the same order.
     const order = [...existing.columns.map((c) => c.name).filter((n) => sourceOf.has(n)), ...appended.map((c) => c.name)];
     await trx.raw(`drop view ${qualifiedName(spec.schema, spec.name)}`);
-    await createView(trx, spec, order.map((n) => `${expr(sourceOf.get(n)!)} as ${quoteIdent(n)}`));
+    await createView(
+      trx,
+      spec,
+      order.map((n) => `${expr(sourceOf.get(n)!)} as ${quoteIdent(n)}`),
+    );
     return;
   }
   for (const r of retyped) {
@@ -226,7 +258,9 @@ export async function ensureView(trx: Knex.Transaction, spec: ViewSpec, options:
   for (const c of appended) select.push(`${expr(c.source)} as ${quoteIdent(c.name)}`);
   // Nothing new: leave the view alone (no lock taken).
   if (appended.length === 0 && retyped.length === 0 && !options.detached?.size && !select.some((s) => s.startsWith('null::'))) return;
-  await trx.raw(`create or replace view ${qualifiedName(spec.schema, spec.name)} as\nselect ${select.join(',\n       ')}\n  from ${qualifiedName(spec.baseSchema, spec.base)} t${spec.where ? `\n where ${spec.where}` : ''}`);
+  await trx.raw(
+    `create or replace view ${qualifiedName(spec.schema, spec.name)} as\nselect ${select.join(',\n       ')}\n  from ${qualifiedName(spec.baseSchema, spec.base)} t${spec.where ? `\n where ${spec.where}` : ''}`,
+  );
 }
 
 /** `<col>_text` is the text copy of a widened `<col>` that reports still see with its old type. */
@@ -237,7 +271,9 @@ function textCopySource(name: string, sourceOf: ReadonlyMap<string, string>, bas
 }
 
 async function createView(trx: Knex.Transaction, spec: ViewSpec, select: readonly string[]): Promise<void> {
-  await trx.raw(`create view ${qualifiedName(spec.schema, spec.name)} as\nselect ${select.join(',\n       ')}\n  from ${qualifiedName(spec.baseSchema, spec.base)} t${spec.where ? `\n where ${spec.where}` : ''}`);
+  await trx.raw(
+    `create view ${qualifiedName(spec.schema, spec.name)} as\nselect ${select.join(',\n       ')}\n  from ${qualifiedName(spec.baseSchema, spec.base)} t${spec.where ? `\n where ${spec.where}` : ''}`,
+  );
 }
 
 export async function createSchemaIfMissing(trx: Knex.Transaction, schema: string): Promise<void> {
@@ -260,5 +296,7 @@ export async function viewExists(trx: Knex.Transaction, schema: string, name: st
 export async function renameColumnIfPresent(trx: Knex.Transaction, schema: string, name: string, from: string, to: string): Promise<void> {
   const r = await relationColumns(trx, schema, name);
   if (!r || !r.columns.some((c) => c.name === from) || r.columns.some((c) => c.name === to)) return;
-  await trx.raw(`alter ${r.kind === 'v' ? 'view' : 'table'} ${qualifiedName(schema, name)} rename column ${quoteIdent(from)} to ${quoteIdent(to)}`);
+  await trx.raw(
+    `alter ${r.kind === 'v' ? 'view' : 'table'} ${qualifiedName(schema, name)} rename column ${quoteIdent(from)} to ${quoteIdent(to)}`,
+  );
 }

@@ -32,7 +32,9 @@ const NOT_LISTSYNC_WRITER = `current_setting('listsync.writer', true) is distinc
 
 /** Throws a message that says what to run when the migration is missing. */
 export async function assertCaptureFunction(db: Knex | Knex.Transaction): Promise<void> {
-  const row = (await db.raw(`select to_regprocedure('listsync.mirror_capture()') is not null as present`)) as { rows: { present: boolean }[] };
+  const row = (await db.raw(`select to_regprocedure('listsync.mirror_capture()') is not null as present`)) as {
+    rows: { present: boolean }[];
+  };
   if (!row.rows[0]?.present) {
     throw new Error('The change-capture function listsync.mirror_capture() is missing from the database. Run "listsync migrate" first.');
   }
@@ -77,17 +79,20 @@ export async function attachCaptureTriggers(db: Knex | Knex.Transaction, options
     {
       name: TRIGGER_NAMES.capture,
       args: captureArgs,
-      sql: (args) => `create trigger ${TRIGGER_NAMES.capture} after insert or update on ${table} for each row when (${NOT_LISTSYNC_WRITER}) execute function ${CAPTURE_FUNCTION}(${args})`,
+      sql: (args) =>
+        `create trigger ${TRIGGER_NAMES.capture} after insert or update on ${table} for each row when (${NOT_LISTSYNC_WRITER}) execute function ${CAPTURE_FUNCTION}(${args})`,
     },
     {
       name: TRIGGER_NAMES.noDelete,
       args: deleteArgs,
-      sql: (args) => `create trigger ${TRIGGER_NAMES.noDelete} before delete on ${table} for each row when (${NOT_LISTSYNC_WRITER}) execute function ${CAPTURE_FUNCTION}(${args})`,
+      sql: (args) =>
+        `create trigger ${TRIGGER_NAMES.noDelete} before delete on ${table} for each row when (${NOT_LISTSYNC_WRITER}) execute function ${CAPTURE_FUNCTION}(${args})`,
     },
     {
       name: TRIGGER_NAMES.noTruncate,
       args: guardArgs,
-      sql: (args) => `create trigger ${TRIGGER_NAMES.noTruncate} before truncate on ${table} for each statement execute function ${CAPTURE_FUNCTION}(${args})`,
+      sql: (args) =>
+        `create trigger ${TRIGGER_NAMES.noTruncate} before truncate on ${table} for each statement execute function ${CAPTURE_FUNCTION}(${args})`,
     },
   ];
   let changed = false;

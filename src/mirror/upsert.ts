@@ -123,7 +123,14 @@ interface StoredState {
   base_version: number | null;
 }
 
-async function upsertBatch(trx: Knex.Transaction, mapping: TableMapping, sql: Statements, items: readonly Item[], zone: string, result: UpsertResult): Promise<void> {
+async function upsertBatch(
+  trx: Knex.Transaction,
+  mapping: TableMapping,
+  sql: Statements,
+  items: readonly Item[],
+  zone: string,
+  result: UpsertResult,
+): Promise<void> {
   const fail = (f: UpsertFailure): void => {
     result.failedValues++;
     if (result.failures.length < MAX_LISTED_FAILURES) result.failures.push(f);
@@ -140,7 +147,8 @@ async function upsertBatch(trx: Knex.Transaction, mapping: TableMapping, sql: St
     }
     const rawVersion = item[mapping.versionField];
     const versionText = versionOf(rawVersion);
-    if (versionText === null && rawVersion !== undefined && rawVersion !== null && rawVersion !== '') fail({ id, field: mapping.versionField, raw: rawVersion });
+    if (versionText === null && rawVersion !== undefined && rawVersion !== null && rawVersion !== '')
+      fail({ id, field: mapping.versionField, raw: rawVersion });
     const row: BatchRow = { id, version: versionText === null ? null : Number(versionText), versionText, item };
     const prev = byId.get(id);
     if (!prev || prev.version === null || (row.version !== null && row.version >= prev.version)) byId.set(id, row);
@@ -282,8 +290,26 @@ select s.id, c.id is not null as present, c.row_version, c.deleted, p.hit is not
   left join lateral (
     ${openChangeLookup('s.id')}) p on true`;
 
-  const target = [F.id, F.rowVersion, F.createdAt, F.modifiedAt, ...mapping.columns.map((c) => c.column), F.raw, F.syncedAt, F.deletedAt].map(q);
-  const values = ['s.id', 's.row_version', 's.created_at', 's.modified_at', ...mapping.columns.map((c, i) => valueExpr(c.kind, aliases[i]!)), 's.raw::jsonb', 'now()', 'null::timestamptz'];
+  const target = [
+    F.id,
+    F.rowVersion,
+    F.createdAt,
+    F.modifiedAt,
+    ...mapping.columns.map((c) => c.column),
+    F.raw,
+    F.syncedAt,
+    F.deletedAt,
+  ].map(q);
+  const values = [
+    's.id',
+    's.row_version',
+    's.created_at',
+    's.modified_at',
+    ...mapping.columns.map((c, i) => valueExpr(c.kind, aliases[i]!)),
+    's.raw::jsonb',
+    'now()',
+    'null::timestamptz',
+  ];
   const returning = mapping.history ? `\nreturning ${q(F.id)} as id` : '';
   const insert = `
 insert into ${t} (${target.join(', ')})
@@ -364,7 +390,12 @@ const USER_FIELDS: Record<(typeof USERS_COLUMNS)[number], string> = {
 };
 
 /** Upserts users (POST /users/search results); a user is rewritten only when its `_raw` changed. */
-export async function upsertUsers(db: Db, schema: string, table: string, users: readonly (PlatformUser | Record<string, unknown>)[]): Promise<UsersUpsertResult> {
+export async function upsertUsers(
+  db: Db,
+  schema: string,
+  table: string,
+  users: readonly (PlatformUser | Record<string, unknown>)[],
+): Promise<UsersUpsertResult> {
   const result: UsersUpsertResult = { inserted: 0, updated: 0, unchanged: 0, invalid: 0 };
   if (users.length === 0) return result;
   const t = qualifiedName(schema, table);
@@ -397,7 +428,9 @@ select (select count(*) from up where inserted)::int as inserted, (select count(
         });
         raws.push(jsonbSafe(JSON.stringify(u, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))).json);
       }
-      const res = (await trx.raw(sql, [...values.map(arrayLiteral), arrayLiteral(raws)])) as { rows: { inserted: number; updated: number }[] };
+      const res = (await trx.raw(sql, [...values.map(arrayLiteral), arrayLiteral(raws)])) as {
+        rows: { inserted: number; updated: number }[];
+      };
       const r = res.rows[0]!;
       result.inserted += r.inserted;
       result.updated += r.updated;

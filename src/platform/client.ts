@@ -193,7 +193,12 @@ export class PlatformClient {
     // Every request in flight listens on this signal; many at once are expected, not a leak.
     setMaxListeners(0, this.closing.signal);
     this.secrets = [config.apiKey].filter((s) => s.length >= 4);
-    this.http = createPlatformHttp({ baseUrl: config.baseUrl, apiKey: config.apiKey, timeoutMs: config.timeoutMs, maxFreeSockets: config.maxInFlight });
+    this.http = createPlatformHttp({
+      baseUrl: config.baseUrl,
+      apiKey: config.apiKey,
+      timeoutMs: config.timeoutMs,
+      maxFreeSockets: config.maxInFlight,
+    });
     this.queue = new PQueue({ concurrency: config.maxInFlight });
     this.limiter = new RateLimiter({
       requestsPerSecond: config.requestsPerSecond,
@@ -240,7 +245,13 @@ export class PlatformClient {
   }
 
   async getList(appID: string, listID: string, signal?: AbortSignal): Promise<ListDetails> {
-    const env = await this.request({ method: 'GET', endpoint: 'lists/{appID}/{listID}', path: listPath(appID, listID), repeat: 'read', signal });
+    const env = await this.request({
+      method: 'GET',
+      endpoint: 'lists/{appID}/{listID}',
+      path: listPath(appID, listID),
+      repeat: 'read',
+      signal,
+    });
     return asObject(env.Data, 'GET', `/${listPath(appID, listID)}`) as ListDetails;
   }
 
@@ -249,14 +260,22 @@ export class PlatformClient {
     const env = await this.request({ method: 'GET', endpoint: 'lists/{appID}/{listID}/fields', path, repeat: 'read', signal });
     const fields = normalizeFields(env.Data);
     if (fields === undefined) throw unexpected('GET', `/${path}`, 'Data is not a field list');
-    if (fields.length === 0) throw unexpected('GET', `/${path}`, 'the list has no fields (an empty or nameless field list); a list always has its system fields');
+    if (fields.length === 0)
+      throw unexpected('GET', `/${path}`, 'the list has no fields (an empty or nameless field list); a list always has its system fields');
     return fields;
   }
 
   /** Creates an item; returns its ID (a string). Not retried once the request may have reached the server. */
   async createItem(appID: string, listID: string, data: Record<string, string>, signal?: AbortSignal): Promise<string> {
     const path = `${listPath(appID, listID)}/items`;
-    const env = await this.request({ method: 'POST', endpoint: 'items', path, body: { Data: stringValues(data, 'POST', `/${path}`) }, repeat: 'create', signal });
+    const env = await this.request({
+      method: 'POST',
+      endpoint: 'items',
+      path,
+      body: { Data: stringValues(data, 'POST', `/${path}`) },
+      repeat: 'create',
+      signal,
+    });
     return idOf(env.Data, 'POST', `/${path}`);
   }
 
@@ -265,10 +284,20 @@ export class PlatformClient {
    * transport errors and 5xx; a ConflictError with `maybeApplied` may be the
    * echo of our own earlier attempt.
    */
-  async updateItem(appID: string, listID: string, itemID: string, rowVersion: number, data: Record<string, string>, signal?: AbortSignal): Promise<void> {
+  async updateItem(
+    appID: string,
+    listID: string,
+    itemID: string,
+    rowVersion: number,
+    data: Record<string, string>,
+    signal?: AbortSignal,
+  ): Promise<void> {
     const path = itemPath(appID, listID, itemID);
     if (!Number.isInteger(rowVersion) || rowVersion < 0) {
-      throw new ValidationError(`PATCH /${path} refused before sending: RowVersion must be a non-negative integer (got ${String(rowVersion)})`, { method: 'PATCH', path: `/${path}` });
+      throw new ValidationError(
+        `PATCH /${path} refused before sending: RowVersion must be a non-negative integer (got ${String(rowVersion)})`,
+        { method: 'PATCH', path: `/${path}` },
+      );
     }
     await this.request({
       method: 'PATCH',
@@ -301,7 +330,12 @@ export class PlatformClient {
     return discoveryRecords(env.Data, 'GET', `/${path}`).map((o) => {
       const listID = stringField(o, LIST_ID_KEYS);
       if (listID === undefined) throw unexpected('GET', `/${path}`, `a list has no ID (looked for ${LIST_ID_KEYS.join(', ')})`);
-      return { appID: stringField(o, LIST_APP_KEYS) ?? appId, listID, title: stringField(o, TITLE_KEYS) ?? listID, description: stringField(o, ['Description']) ?? '' };
+      return {
+        appID: stringField(o, LIST_APP_KEYS) ?? appId,
+        listID,
+        title: stringField(o, TITLE_KEYS) ?? listID,
+        description: stringField(o, ['Description']) ?? '',
+      };
     });
   }
 
@@ -341,9 +375,19 @@ export class PlatformClient {
   }
 
   /** One page of groups (`GET /groups?keywords=&pageIndex=&pageSize=`). */
-  async getGroups(pageIndex: number, pageSize: number, signal?: AbortSignal): Promise<{ items: Record<string, unknown>[]; totalCount: number | undefined }> {
+  async getGroups(
+    pageIndex: number,
+    pageSize: number,
+    signal?: AbortSignal,
+  ): Promise<{ items: Record<string, unknown>[]; totalCount: number | undefined }> {
     assertPageSize(pageSize, { method: 'GET', path: '/groups' });
-    const env = await this.request({ method: 'GET', endpoint: 'groups', path: `groups?keywords=&pageIndex=${pageIndex}&pageSize=${pageSize}`, repeat: 'read', signal });
+    const env = await this.request({
+      method: 'GET',
+      endpoint: 'groups',
+      path: `groups?keywords=&pageIndex=${pageIndex}&pageSize=${pageSize}`,
+      repeat: 'read',
+      signal,
+    });
     return { items: directoryRows(env.Data, 'GET', '/groups'), totalCount: countOf(env.TotalCount) };
   }
 
@@ -378,9 +422,23 @@ export class PlatformClient {
    * ID is read from Data (a string, a number or an object with an ID) or else
    * from the last segment of a Location header.
    */
-  async subscribeItemHook(appID: string, listID: string, eventType: number, channel: string, callbackUrl: string, signal?: AbortSignal): Promise<{ id: string }> {
+  async subscribeItemHook(
+    appID: string,
+    listID: string,
+    eventType: number,
+    channel: string,
+    callbackUrl: string,
+    signal?: AbortSignal,
+  ): Promise<{ id: string }> {
     const path = `${listPath(appID, listID)}/hooks/${eventType}?channel=${encodeURIComponent(channel)}`;
-    const env = await this.request({ method: 'POST', endpoint: 'lists/{appID}/{listID}/hooks/{eventType}', path, body: { callbackUrl, columnType: 0 }, repeat: 'create', signal });
+    const env = await this.request({
+      method: 'POST',
+      endpoint: 'lists/{appID}/{listID}/hooks/{eventType}',
+      path,
+      body: { callbackUrl, columnType: 0 },
+      repeat: 'create',
+      signal,
+    });
     const fromLocation = this.locations.get(env)?.split('?')[0]?.replace(/\/+$/, '').split('/').pop();
     if (env.Data === null || env.Data === undefined || env.Data === '') {
       if (fromLocation) return { id: decodeURIComponent(fromLocation) };
@@ -404,18 +462,21 @@ export class PlatformClient {
     const path = `/${listPath(appID, listID)}/items/query`;
     const pageSize = options.pageSize ?? query.PageSize ?? MAX_PAGE_SIZE;
     assertPageSize(pageSize, { method: 'POST', path });
-    return paginate<Item>((pageIndex, size, signal) => this.queryPage(appID, listID, { ...query, PageIndex: pageIndex, PageSize: size }, signal), {
-      startPage: options.startPage ?? query.PageIndex,
-      pageSize,
-      window: options.window ?? this.config.maxInFlight,
-      signal: options.signal,
-      onEmptyPageRetry: () => this.counters.retries++,
-      describe: { method: 'POST', path },
-      verify: options.verify,
-      isLast: options.isLast,
-      maxPages: options.maxPages,
-      confirmEnd: options.confirmEnd,
-    });
+    return paginate<Item>(
+      (pageIndex, size, signal) => this.queryPage(appID, listID, { ...query, PageIndex: pageIndex, PageSize: size }, signal),
+      {
+        startPage: options.startPage ?? query.PageIndex,
+        pageSize,
+        window: options.window ?? this.config.maxInFlight,
+        signal: options.signal,
+        onEmptyPageRetry: () => this.counters.retries++,
+        describe: { method: 'POST', path },
+        verify: options.verify,
+        isLast: options.isLast,
+        maxPages: options.maxPages,
+        confirmEnd: options.confirmEnd,
+      },
+    );
   }
 
   /** Pages of users/search, in order. */
@@ -436,9 +497,20 @@ export class PlatformClient {
    * Any other endpoint: sends one request through the same queue, limiter and
    * retry loop and returns the envelope. `repeat` says how it may be retried.
    */
-  async call(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, options: { body?: unknown; repeat: Repeat; endpoint?: string; signal?: AbortSignal }): Promise<Envelope> {
+  async call(
+    method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+    path: string,
+    options: { body?: unknown; repeat: Repeat; endpoint?: string; signal?: AbortSignal },
+  ): Promise<Envelope> {
     const clean = path.replace(/^\/+/, '').split('?')[0]!;
-    return this.request({ method, path: clean, endpoint: options.endpoint ?? clean, body: options.body, repeat: options.repeat, signal: options.signal });
+    return this.request({
+      method,
+      path: clean,
+      endpoint: options.endpoint ?? clean,
+      body: options.body,
+      repeat: options.repeat,
+      signal: options.signal,
+    });
   }
 
   // ---- internals ----------------------------------------------------------
@@ -451,7 +523,12 @@ export class PlatformClient {
     return { items: asArray(env.Data, 'POST', `/${path}`) as Item[], totalCount: countOf(env.TotalCount) };
   }
 
-  private async userPage(searchKey: string | undefined, pageIndex: number, pageSize: number, signal?: AbortSignal): Promise<PageResult<PlatformUser>> {
+  private async userPage(
+    searchKey: string | undefined,
+    pageIndex: number,
+    pageSize: number,
+    signal?: AbortSignal,
+  ): Promise<PageResult<PlatformUser>> {
     assertPageSize(pageSize, { method: 'POST', path: '/users/search' });
     const body: Record<string, unknown> = { PageIndex: Math.max(1, pageIndex), PageSize: pageSize };
     if (searchKey !== undefined) body.SearchKey = searchKey;
@@ -466,10 +543,10 @@ export class PlatformClient {
     let maybeApplied = false;
     for (let attempt = 0; ; attempt++) {
       if (signal.aborted) throw abortReason(signal);
-      const result = await this.queue.add(
-        async () => this.send(call, await this.limiter.acquire(signal), signal),
-        { priority: attempt > 0 ? 1 : 0, signal },
-      );
+      const result = await this.queue.add(async () => this.send(call, await this.limiter.acquire(signal), signal), {
+        priority: attempt > 0 ? 1 : 0,
+        signal,
+      });
       this.counters.requests++;
       if (attempt > 0) this.counters.retries++;
 
@@ -483,10 +560,19 @@ export class PlatformClient {
       const errorClass = result.kind === 'answer' ? classifyFailure(result.httpStatus, result.status, result.message) : TransportError;
       const rateLimited = errorClass === RateLimitError;
       if (rateLimited) this.counters.rateLimited++;
-      const retryable = this.isRetryable(call.repeat, result, rateLimited) || (call.repeat === 'read' && result.kind === 'answer' && errorClass === PlatformError);
+      const retryable =
+        this.isRetryable(call.repeat, result, rateLimited) ||
+        (call.repeat === 'read' && result.kind === 'answer' && errorClass === PlatformError);
       if (call.repeat !== 'read' && this.mayHaveReachedServer(result, rateLimited)) maybeApplied = true;
       const final = !retryable || attempt >= this.config.retries;
-      this.report(call, attempt, rateLimited ? 'rate_limited' : final ? 'error' : 'retry', result.httpStatus, result.status, result.durationMs);
+      this.report(
+        call,
+        attempt,
+        rateLimited ? 'rate_limited' : final ? 'error' : 'retry',
+        result.httpStatus,
+        result.status,
+        result.durationMs,
+      );
 
       let retryAfterMs = result.retryAfterMs;
       if (retryAfterMs !== undefined) retryAfterMs = Math.min(retryAfterMs, this.config.maxRetryAfterSeconds * 1000);
@@ -515,7 +601,16 @@ export class PlatformClient {
 
       const delay = rateLimited ? 0 : (retryAfterMs ?? backoffDelay(attempt, { random: this.random }));
       this.logger?.debug(
-        { method: call.method, endpoint: call.endpoint, attempt, httpStatus: result.httpStatus, status: result.status, code: result.code, delayMs: delay, pauseMs },
+        {
+          method: call.method,
+          endpoint: call.endpoint,
+          attempt,
+          httpStatus: result.httpStatus,
+          status: result.status,
+          code: result.code,
+          delayMs: delay,
+          pauseMs,
+        },
         'platform request failed; retrying',
       );
       if (delay > 0) await this.clock.sleep(delay, signal);
@@ -525,7 +620,9 @@ export class PlatformClient {
   private isRetryable(repeat: Repeat, r: Extract<Attempt, { ok: false }>, rateLimited: boolean): boolean {
     if (rateLimited) return true; // refused, so nothing was applied
     const transient =
-      r.kind === 'transport' || r.kind === 'malformed' || (r.kind === 'answer' && r.httpStatus !== undefined && (r.httpStatus >= 500 || r.httpStatus === 408));
+      r.kind === 'transport' ||
+      r.kind === 'malformed' ||
+      (r.kind === 'answer' && r.httpStatus !== undefined && (r.httpStatus >= 500 || r.httpStatus === 408));
     if (!transient) return false;
     if (repeat === 'create') return r.kind === 'transport' && surelyNotSent(r.code);
     return true;
@@ -572,15 +669,33 @@ export class PlatformClient {
     try {
       parsed = parseJson(text);
     } catch (err) {
-      if (is2xx) return { ok: false, kind: 'malformed', httpStatus: statusCode, code: 'EMALFORMED', message: 'response body is not valid JSON', cause: err, durationMs };
+      if (is2xx)
+        return {
+          ok: false,
+          kind: 'malformed',
+          httpStatus: statusCode,
+          code: 'EMALFORMED',
+          message: 'response body is not valid JSON',
+          cause: err,
+          durationMs,
+        };
       return { ok: false, kind: 'answer', httpStatus: statusCode, message: undefined, retryAfterMs, durationMs };
     }
     const envelope = toEnvelope(parsed);
     if (!envelope) {
-      if (is2xx) return { ok: false, kind: 'malformed', httpStatus: statusCode, code: 'EMALFORMED', message: 'response body is not the {Status, Data, Message} envelope', durationMs };
+      if (is2xx)
+        return {
+          ok: false,
+          kind: 'malformed',
+          httpStatus: statusCode,
+          code: 'EMALFORMED',
+          message: 'response body is not the {Status, Data, Message} envelope',
+          durationMs,
+        };
       return { ok: false, kind: 'answer', httpStatus: statusCode, retryAfterMs, durationMs };
     }
-    if (is2xx && envelope.Status === 0) return { ok: true, envelope, httpStatus: statusCode, durationMs, ...(location ? { location } : {}) };
+    if (is2xx && envelope.Status === 0)
+      return { ok: true, envelope, httpStatus: statusCode, durationMs, ...(location ? { location } : {}) };
     return {
       ok: false,
       kind: 'answer',
@@ -592,8 +707,18 @@ export class PlatformClient {
     };
   }
 
-  private report(call: Call, attempt: number, outcome: RequestOutcome, httpStatus: number | undefined, status: number | undefined, durationMs: number): void {
-    this.logger?.debug({ method: call.method, endpoint: call.endpoint, path: `/${call.path}`, attempt, outcome, httpStatus, status, durationMs }, 'platform request');
+  private report(
+    call: Call,
+    attempt: number,
+    outcome: RequestOutcome,
+    httpStatus: number | undefined,
+    status: number | undefined,
+    durationMs: number,
+  ): void {
+    this.logger?.debug(
+      { method: call.method, endpoint: call.endpoint, path: `/${call.path}`, attempt, outcome, httpStatus, status, durationMs },
+      'platform request',
+    );
     if (!this.onRequest) return;
     const event: RequestEvent = { method: call.method, endpoint: call.endpoint, outcome, durationMs, attempt };
     if (httpStatus !== undefined) event.httpStatus = httpStatus;
@@ -617,7 +742,8 @@ function itemPath(appID: string, listID: string, itemID: string): string {
 function toEnvelope(value: unknown): Envelope | undefined {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined;
   const v = value as Record<string, unknown>;
-  const status = typeof v.Status === 'number' ? v.Status : typeof v.Status === 'string' && /^-?\d+$/.test(v.Status) ? Number(v.Status) : undefined;
+  const status =
+    typeof v.Status === 'number' ? v.Status : typeof v.Status === 'string' && /^-?\d+$/.test(v.Status) ? Number(v.Status) : undefined;
   if (status === undefined) return undefined;
   const message = typeof v.Message === 'string' ? v.Message : v.Message === undefined || v.Message === null ? '' : String(v.Message);
   return { ...v, Status: status, Data: v.Data, Message: message };
@@ -630,7 +756,13 @@ function countOf(value: unknown): number | undefined {
 }
 
 function unexpected(method: string, path: string, what: string): PlatformError {
-  return new PlatformError(`${method} ${path} failed: HTTP 200, Status 0 but ${what}`, { method, path, httpStatus: 200, status: 0, platformMessage: what });
+  return new PlatformError(`${method} ${path} failed: HTTP 200, Status 0 but ${what}`, {
+    method,
+    path,
+    httpStatus: 200,
+    status: 0,
+    platformMessage: what,
+  });
 }
 
 function asArray(data: unknown, method: string, path: string): unknown[] {
@@ -673,7 +805,9 @@ function discoveryRecords(data: unknown, method: string, path: string): Record<s
     records = ['Items', 'List', 'Data'].map((k) => o[k]).find(Array.isArray);
     if (records === undefined) throw unexpected(method, path, 'Data is neither an array nor holds one in Items, List or Data');
   }
-  return asArray(records, method, path).filter((r): r is Record<string, unknown> => r !== null && typeof r === 'object' && !Array.isArray(r));
+  return asArray(records, method, path).filter(
+    (r): r is Record<string, unknown> => r !== null && typeof r === 'object' && !Array.isArray(r),
+  );
 }
 
 /** The first of `keys` that holds a non-empty string or a number, as a string. */
@@ -689,7 +823,10 @@ function stringField(o: Record<string, unknown>, keys: readonly string[]): strin
 function stringValues(data: Record<string, string>, method: string, path: string): Record<string, string> {
   for (const [k, v] of Object.entries(data)) {
     if (typeof v !== 'string') {
-      throw new ValidationError(`${method} ${path} refused before sending: Data.${k} must be a string (the platform takes every value as a string; JSON-encode multi-value fields)`, { method, path });
+      throw new ValidationError(
+        `${method} ${path} refused before sending: Data.${k} must be a string (the platform takes every value as a string; JSON-encode multi-value fields)`,
+        { method, path },
+      );
     }
   }
   return data;

@@ -8,7 +8,8 @@ import { DateTime, IANAZone } from 'luxon';
 export type Instant = Date | DateTime;
 
 function zoneOf(zone: string): string {
-  if (!IANAZone.isValidZone(zone) && zone !== 'UTC') throw new RangeError(`Unknown time zone "${zone}" (use an IANA name such as "Asia/Shanghai" or "UTC")`);
+  if (!IANAZone.isValidZone(zone) && zone !== 'UTC')
+    throw new RangeError(`Unknown time zone "${zone}" (use an IANA name such as "Asia/Shanghai" or "UTC")`);
   return zone;
 }
 
@@ -38,7 +39,10 @@ export function parsePlatformDateTime(text: string, zone: string): DateTime {
   const s = text.trim();
   let dt = DateTime.fromSQL(s, { zone: z });
   if (!dt.isValid) dt = DateTime.fromISO(s, { zone: z });
-  if (!dt.isValid) throw new RangeError(`Not a platform date or date-time: ${JSON.stringify(text)} (expected YYYY-MM-DD HH:mm:ss, YYYY-MM-DD or ISO 8601)`);
+  if (!dt.isValid)
+    throw new RangeError(
+      `Not a platform date or date-time: ${JSON.stringify(text)} (expected YYYY-MM-DD HH:mm:ss, YYYY-MM-DD or ISO 8601)`,
+    );
   return dt.setZone(z);
 }
 

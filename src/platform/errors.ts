@@ -103,19 +103,18 @@ export class TransportError extends PlatformError {
 }
 
 export type PlatformErrorClass =
-  | typeof PlatformError
-  | typeof AuthError
-  | typeof RateLimitError
-  | typeof NotFoundError
-  | typeof ValidationError
-  | typeof ConflictError;
+  typeof PlatformError | typeof AuthError | typeof RateLimitError | typeof NotFoundError | typeof ValidationError | typeof ConflictError;
 
 const RATE_LIMIT_MESSAGE = /rate[ -]?limit|too many requests|throttl/i;
 const VALIDATION_MESSAGE = /page ?size|not indexed|is not an indexed|invalid (filter|sort|field)/i;
 const CONFLICT_MESSAGE = /row ?version|version mismatch/i;
 
 /** Which error class a non-success answer belongs to. Rate limiting is checked first. */
-export function classifyFailure(httpStatus: number | undefined, status: number | undefined, message: string | undefined): PlatformErrorClass {
+export function classifyFailure(
+  httpStatus: number | undefined,
+  status: number | undefined,
+  message: string | undefined,
+): PlatformErrorClass {
   const msg = message ?? '';
   if (httpStatus === 429 || status === 42900 || RATE_LIMIT_MESSAGE.test(msg)) return RateLimitError;
   if (httpStatus === 401 || httpStatus === 403 || status === 40100 || status === 40300) return AuthError;
@@ -128,7 +127,11 @@ export function classifyFailure(httpStatus: number | undefined, status: number |
 }
 
 /** `POST /lists/x/y/items/query failed: HTTP 200, Status 40001 "Field Notes is not indexed"`. */
-export function failureMessage(method: string, path: string, parts: { httpStatus?: number; status?: number; platformMessage?: string; retries?: number }): string {
+export function failureMessage(
+  method: string,
+  path: string,
+  parts: { httpStatus?: number; status?: number; platformMessage?: string; retries?: number },
+): string {
   const bits: string[] = [];
   if (parts.httpStatus !== undefined) bits.push(`HTTP ${parts.httpStatus}`);
   if (parts.status !== undefined) bits.push(`Status ${parts.status}`);

@@ -57,14 +57,17 @@ export class IncompleteReadError extends PlatformError {
     readonly page: number,
     describe: { method: string; path: string },
   ) {
-    super(`${describe.method} ${describe.path} failed a completeness check on page ${page} (asked twice): ${check}; stopping rather than believing an incomplete read`, {
-      method: describe.method,
-      path: describe.path,
-      httpStatus: 200,
-      status: 0,
-      retries: 1,
-      platformMessage: check,
-    });
+    super(
+      `${describe.method} ${describe.path} failed a completeness check on page ${page} (asked twice): ${check}; stopping rather than believing an incomplete read`,
+      {
+        method: describe.method,
+        path: describe.path,
+        httpStatus: 200,
+        status: 0,
+        retries: 1,
+        platformMessage: check,
+      },
+    );
     this.name = 'IncompleteReadError';
   }
 }
@@ -132,7 +135,14 @@ export async function* paginate<T>(fetchPage: PageFetcher<T>, options: PaginateO
       if (extra >= emptyRetries) {
         throw new PlatformError(
           `${describe.method} ${describe.path} failed: page ${index} came back empty ${extra + 1} times although TotalCount is ${String(result.totalCount)}; stopping rather than skipping items`,
-          { method: describe.method, path: describe.path, httpStatus: 200, status: 0, retries: extra, platformMessage: 'empty page inside TotalCount' },
+          {
+            method: describe.method,
+            path: describe.path,
+            httpStatus: 200,
+            status: 0,
+            retries: extra,
+            platformMessage: 'empty page inside TotalCount',
+          },
         );
       }
       options.onEmptyPageRetry?.(index);
@@ -146,14 +156,22 @@ export async function* paginate<T>(fetchPage: PageFetcher<T>, options: PaginateO
       const next = await take(index + 1);
       if (next.items.length === 0) return;
     }
-    throw new IncompleteReadError(`TotalCount is lower than the items served (page ${index + 1}, past the end TotalCount implies, holds items)`, index + 1, describe);
+    throw new IncompleteReadError(
+      `TotalCount is lower than the items served (page ${index + 1}, past the end TotalCount implies, holds items)`,
+      index + 1,
+      describe,
+    );
   };
 
   try {
     let index = startPage;
     for (;;) {
       if (options.maxPages !== undefined && index > options.maxPages) {
-        throw new IncompleteReadError(`page ceiling reached (${options.maxPages} pages): the platform keeps answering pages past what TotalCount allows`, index, describe);
+        throw new IncompleteReadError(
+          `page ceiling reached (${options.maxPages} pages): the platform keeps answering pages past what TotalCount allows`,
+          index,
+          describe,
+        );
       }
       const result = await takeVerified(index);
       const last = options.isLast?.(result, index) ?? false;

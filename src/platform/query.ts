@@ -56,7 +56,10 @@ export function filterValue(value: FilterValue, zone?: string): string {
   if (value instanceof DateTime) return platformDate(value, zone ?? value.zoneName ?? 'UTC');
   if (value instanceof Date) {
     if (!zone) {
-      throw new ValidationError('A Date filter value needs the platform time zone: use where(field, { zone }) or query({ zone }), or pass a luxon DateTime or a YYYY-MM-DD string', { ...where0 });
+      throw new ValidationError(
+        'A Date filter value needs the platform time zone: use where(field, { zone }) or query({ zone }), or pass a luxon DateTime or a YYYY-MM-DD string',
+        { ...where0 },
+      );
     }
     return platformDate(value, zone);
   }
@@ -180,7 +183,8 @@ export class QueryBuilder {
 
   /** 1-based page index. */
   page(index: number): this {
-    if (!Number.isInteger(index) || index < 1) throw new ValidationError(`PageIndex must be an integer >= 1 (got ${String(index)})`, { ...where0 });
+    if (!Number.isInteger(index) || index < 1)
+      throw new ValidationError(`PageIndex must be an integer >= 1 (got ${String(index)})`, { ...where0 });
     this.index = index;
     return this;
   }
@@ -205,5 +209,3 @@ export class QueryBuilder {
 export function query(options: { zone?: string } = {}): QueryBuilder {
   return new QueryBuilder(options);
 }
-
-

@@ -216,7 +216,10 @@ export class RateLimiter {
     this.recoveryStartsAt = Math.max(this.recoveryStartsAt, this.pausedUntil);
     // Reserved slots inside the pause are no good any more.
     this.reserved = this.reserved.filter((t) => t >= this.pausedUntil);
-    this.logger?.warn({ pauseMs: Math.round(pauseMs), rateFactor: Number(this.factorAtThrottle.toFixed(3)) }, 'platform rate limit hit: pausing requests');
+    this.logger?.warn(
+      { pauseMs: Math.round(pauseMs), rateFactor: Number(this.factorAtThrottle.toFixed(3)) },
+      'platform rate limit hit: pausing requests',
+    );
     if (this.source) {
       this.source.pause(this.pausedUntil).catch((err: unknown) => {
         this.logger?.warn({ err }, 'could not record the pause in the shared request budget');

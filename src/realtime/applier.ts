@@ -30,7 +30,17 @@ import type { Config, ListConfig } from '../config.js';
 import type { Knex } from '../db.js';
 import { coerceError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { FIXED_COLUMNS, LOCAL_ID_PREFIX, loadTableMapping, markListsyncWriter, qualifiedName, quoteIdent, scalarString, upsertItems, type TableMapping } from '../mirror/index.js';
+import {
+  FIXED_COLUMNS,
+  LOCAL_ID_PREFIX,
+  loadTableMapping,
+  markListsyncWriter,
+  qualifiedName,
+  quoteIdent,
+  scalarString,
+  upsertItems,
+  type TableMapping,
+} from '../mirror/index.js';
 import { arrayLiteral } from '../mirror/pg-text.js';
 import type { PlatformClient } from '../platform/client.js';
 import { NotFoundError } from '../platform/errors.js';
@@ -250,7 +260,11 @@ export class RealtimeApplier {
 
   /** Which claims need the API, and which the stored row or a trusted body settle. */
   private async plan(mapping: TableMapping, claims: Claim[], trustBody: boolean): Promise<Plan> {
-    const stored = await storedRows(this.opts.db, mapping, claims.map((c) => c.id));
+    const stored = await storedRows(
+      this.opts.db,
+      mapping,
+      claims.map((c) => c.id),
+    );
     const plan: Plan = { reread: [], recheckById: new Set(), fromBody: [], settled: [], stored };
     for (const c of claims) {
       const row = stored.get(c.id);
@@ -263,7 +277,13 @@ export class RealtimeApplier {
         plan.reread.push(c);
       } else if (row && c.announced !== null && row.version !== null && row.version >= c.announced) {
         plan.settled.push(c); // a duplicate or a late copy: the mirror already has this version
-      } else if (trustBody && c.body && c.announced !== null && (!row || row.version === null || c.announced > row.version) && !row?.deleted) {
+      } else if (
+        trustBody &&
+        c.body &&
+        c.announced !== null &&
+        (!row || row.version === null || c.announced > row.version) &&
+        !row?.deleted
+      ) {
         plan.fromBody.push(c);
       } else {
         plan.reread.push(c);
@@ -295,8 +315,10 @@ export class RealtimeApplier {
     const byId: Claim[] = claims.filter((c) => byIdOnly.has(c.id));
     for (const c of queried) {
       const item = out.items.get(c.id);
-      if (!item && c.deleteClaimed) out.gone.add(c.id); // the delete is confirmed: the platform no longer has it
-      else if (!item) byId.push(c); // deleted since, or created too recently for the query to show it
+      if (!item && c.deleteClaimed)
+        out.gone.add(c.id); // the delete is confirmed: the platform no longer has it
+      else if (!item)
+        byId.push(c); // deleted since, or created too recently for the query to show it
       else if (c.deleteClaimed) byId.push(c); // the query may lag behind the delete
     }
     for (const c of byId) {
@@ -322,7 +344,14 @@ export class RealtimeApplier {
   }
 
   /** One transaction: upserts, deletes, processed events, counters. */
-  private async write(list: ListConfig, mapping: TableMapping, claims: Map<string, Claim>, plan: Plan, read: ReadResult, rows: ItemEventRow[]): Promise<FlushResult> {
+  private async write(
+    list: ListConfig,
+    mapping: TableMapping,
+    claims: Map<string, Claim>,
+    plan: Plan,
+    read: ReadResult,
+    rows: ItemEventRow[],
+  ): Promise<FlushResult> {
     const { db, config } = this.opts;
     const zone = config.platform.timeZone;
     const recheckIds = new Set(read.recheck.map((c) => c.id));
@@ -339,7 +368,16 @@ export class RealtimeApplier {
     const done = [...claims.values()].filter((c) => !recheckIds.has(c.id)).flatMap((c) => c.inboxIds);
     const newest = rows.reduce<Date | null>((m, r) => (m === null || r.received_at > m ? r.received_at : m), null);
 
-    const result: FlushResult = { list: list.name, events: rows.length, applied: 0, reread: read.reread, requests: read.requests, fromBody: plan.fromBody.length, deleted: 0, recheck: recheckIds.size };
+    const result: FlushResult = {
+      list: list.name,
+      events: rows.length,
+      applied: 0,
+      reread: read.reread,
+      requests: read.requests,
+      fromBody: plan.fromBody.length,
+      deleted: 0,
+      recheck: recheckIds.size,
+    };
     await db.transaction(async (trx) => {
       await markListsyncWriter(trx);
       if (items.length) {
@@ -349,7 +387,14 @@ export class RealtimeApplier {
       }
       if (gone.length) result.deleted = await markDeleted(trx, mapping, gone);
       if (done.length) await markUnprocessedDone(trx, done);
-      await addFlush(trx, list.name, { applied: done.length, reread: read.reread, requests: read.requests, fromBody: plan.fromBody.length, deleted: result.deleted, newestReceivedAt: newest });
+      await addFlush(trx, list.name, {
+        applied: done.length,
+        reread: read.reread,
+        requests: read.requests,
+        fromBody: plan.fromBody.length,
+        deleted: result.deleted,
+        newestReceivedAt: newest,
+      });
     });
     return result;
   }
@@ -389,7 +434,12 @@ function itemOf(body: unknown, idField: string): Item | null {
 }
 
 /** Events merged per item: one claim each, carrying every event's inbox ID. */
-function mergeClaims(rows: readonly ItemEventRow[], carried: readonly Claim[], mapping: TableMapping, list: ListConfig): Map<string, Claim> {
+function mergeClaims(
+  rows: readonly ItemEventRow[],
+  carried: readonly Claim[],
+  mapping: TableMapping,
+  list: ListConfig,
+): Map<string, Claim> {
   const claims = new Map<string, Claim>(carried.map((c) => [c.id, { ...c }]));
   const orphan: number[] = [];
   for (const r of rows) {
@@ -406,7 +456,15 @@ function mergeClaims(rows: readonly ItemEventRow[], carried: readonly Claim[], m
       orphan.push(Number(r.id));
       continue;
     }
-    const c = claims.get(id) ?? { id, inboxIds: [], deleteClaimed: false, announced: null, body: null, receivedAt: r.received_at, rechecks: 0 };
+    const c = claims.get(id) ?? {
+      id,
+      inboxIds: [],
+      deleteClaimed: false,
+      announced: null,
+      body: null,
+      receivedAt: r.received_at,
+      rechecks: 0,
+    };
     c.inboxIds.push(Number(r.id));
     if (r.received_at < c.receivedAt) c.receivedAt = r.received_at;
     if (r.type === ITEM_EVENT.deleted) c.deleteClaimed = true;
@@ -420,7 +478,16 @@ function mergeClaims(rows: readonly ItemEventRow[], carried: readonly Claim[], m
     claims.set(id, c);
   }
   // Events naming no item still get marked processed, through a claim of their own that reads nothing.
-  if (orphan.length) claims.set('\u0000orphans', { id: '\u0000orphans', inboxIds: orphan, deleteClaimed: false, announced: 0, body: null, receivedAt: new Date(), rechecks: 0 });
+  if (orphan.length)
+    claims.set('\u0000orphans', {
+      id: '\u0000orphans',
+      inboxIds: orphan,
+      deleteClaimed: false,
+      announced: 0,
+      body: null,
+      receivedAt: new Date(),
+      rechecks: 0,
+    });
   return claims;
 }
 
@@ -441,7 +508,9 @@ async function storedRows(db: Knex, mapping: TableMapping, ids: readonly string[
 async function markDeleted(trx: Knex.Transaction, mapping: TableMapping, ids: readonly string[]): Promise<number> {
   const t = qualifiedName(mapping.schema, mapping.table);
   const del = quoteIdent(FIXED_COLUMNS.deletedAt);
-  const r = (await trx.raw(`update ${t} set ${del} = now() where ${quoteIdent(FIXED_COLUMNS.id)} = any(?::text[]) and ${del} is null`, [arrayLiteral(ids)])) as { rowCount: number | null };
+  const r = (await trx.raw(`update ${t} set ${del} = now() where ${quoteIdent(FIXED_COLUMNS.id)} = any(?::text[]) and ${del} is null`, [
+    arrayLiteral(ids),
+  ])) as { rowCount: number | null };
   return r.rowCount ?? 0;
 }
 

@@ -14,7 +14,16 @@ import { RealtimeApplier, type ApplierOptions } from './applier.js';
 import { ensureItemSubscriptions, listsMissingSubscriptions } from './subscriptions.js';
 
 export { RealtimeApplier, REREAD_BATCH, type ApplierOptions, type FlushResult } from './applier.js';
-export { ensureItemSubscriptions, listsMissingSubscriptions, removeSubscription, itemResource, ITEM_EVENT, REALTIME_CHANNEL, REALTIME_EVENT_TYPES, type ItemSubscription } from './subscriptions.js';
+export {
+  ensureItemSubscriptions,
+  listsMissingSubscriptions,
+  removeSubscription,
+  itemResource,
+  ITEM_EVENT,
+  REALTIME_CHANNEL,
+  REALTIME_EVENT_TYPES,
+  type ItemSubscription,
+} from './subscriptions.js';
 export { realtimeStatuses, type RealtimeStatus } from './stats.js';
 
 export interface Realtime {
@@ -45,11 +54,21 @@ export async function startRealtime(opts: RealtimeOptions): Promise<Realtime> {
   const applier = new RealtimeApplier(opts);
   for (const list of config.lists.filter((l) => l.realtime)) {
     try {
-      const subs = await ensureItemSubscriptions({ db, client, config }, list, opts.callbackBase === undefined ? {} : { callbackUrl: opts.callbackBase });
-      log.info({ list: list.name, subscriptions: subs.map((s) => ({ id: s.id, type: s.type, outcome: s.outcome })) }, 'item event subscriptions in place');
+      const subs = await ensureItemSubscriptions(
+        { db, client, config },
+        list,
+        opts.callbackBase === undefined ? {} : { callbackUrl: opts.callbackBase },
+      );
+      log.info(
+        { list: list.name, subscriptions: subs.map((s) => ({ id: s.id, type: s.type, outcome: s.outcome })) },
+        'item event subscriptions in place',
+      );
     } catch (err) {
       // serve still runs (the scheduled pull keeps the mirror fresh); /healthz reports it degraded.
-      log.error({ list: list.name, err: coerceError(err) }, 'could not subscribe the list\'s item events; realtime is off for it until the next start');
+      log.error(
+        { list: list.name, err: coerceError(err) },
+        "could not subscribe the list's item events; realtime is off for it until the next start",
+      );
     }
   }
   const replayed = await applier.replay();

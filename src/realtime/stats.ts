@@ -26,7 +26,8 @@ export interface RealtimeStatus {
 
 export async function realtimeStatuses(db: Knex, config: Config): Promise<RealtimeStatus[]> {
   const names = config.lists.filter((l) => l.realtime).map((l) => l.name);
-  for (const name of await listsWithItemSubscriptions(db)) if (!names.includes(name) && config.lists.some((l) => l.name === name)) names.push(name);
+  for (const name of await listsWithItemSubscriptions(db))
+    if (!names.includes(name) && config.lists.some((l) => l.name === name)) names.push(name);
   if (names.length === 0) return [];
   const counts = await itemEventCounts(db, names);
   const stats = await readRealtimeStats(db, names);

@@ -14,7 +14,15 @@ import type { Knex } from '../db.js';
 import { NotFoundError } from '../platform/errors.js';
 import type { PlatformClient } from '../platform/client.js';
 import { UsageError } from '../errors.js';
-import { deleteSubscription, insertItemSubscription, itemSubscriptionOf, setPlatformId, subscribedItemTypes, subscriptionById, type StoredSubscription } from '../store/webhook-subscriptions.js';
+import {
+  deleteSubscription,
+  insertItemSubscription,
+  itemSubscriptionOf,
+  setPlatformId,
+  subscribedItemTypes,
+  subscriptionById,
+  type StoredSubscription,
+} from '../store/webhook-subscriptions.js';
 import { callbackUrlFor, newToken } from '../webhooks/subscribe.js';
 
 /** Event types the platform defines for list item hooks. */
@@ -45,7 +53,11 @@ export function itemResource(list: Pick<ListConfig, 'appID' | 'listID'>): string
 }
 
 /** Makes sure the list has one created-or-modified and one deleted subscription; reuses what is stored. */
-export async function ensureItemSubscriptions(deps: Deps, list: ListConfig, options: { callbackUrl?: string } = {}): Promise<ItemSubscription[]> {
+export async function ensureItemSubscriptions(
+  deps: Deps,
+  list: ListConfig,
+  options: { callbackUrl?: string } = {},
+): Promise<ItemSubscription[]> {
   const out: ItemSubscription[] = [];
   for (const type of REALTIME_EVENT_TYPES) out.push(await ensureOne(deps, list, type, options.callbackUrl));
   return out;
@@ -55,8 +67,20 @@ async function ensureOne(deps: Deps, list: ListConfig, type: number, base: strin
   const { db } = deps;
   const existing = await itemSubscriptionOf(db, list.name, type);
   const wantedBase = callbackUrlFor(deps.config, '', base);
-  if (existing && existing.platform_id !== null && existing.callback_url.startsWith(wantedBase) && existing.resource === itemResource(list)) {
-    return { id: Number(existing.id), listName: list.name, type, platformId: existing.platform_id, callbackUrl: existing.callback_url, outcome: 'reused' };
+  if (
+    existing &&
+    existing.platform_id !== null &&
+    existing.callback_url.startsWith(wantedBase) &&
+    existing.resource === itemResource(list)
+  ) {
+    return {
+      id: Number(existing.id),
+      listName: list.name,
+      type,
+      platformId: existing.platform_id,
+      callbackUrl: existing.callback_url,
+      outcome: 'reused',
+    };
   }
   let outcome: ItemSubscription['outcome'] = 'created';
   if (existing) {
@@ -69,11 +93,25 @@ async function ensureOne(deps: Deps, list: ListConfig, type: number, base: strin
   }
   const token = newToken();
   const callbackUrl = callbackUrlFor(deps.config, token, base);
-  const id = await insertItemSubscription(db, { resource: itemResource(list), channel: REALTIME_CHANNEL, type, token, callbackUrl, listName: list.name });
+  const id = await insertItemSubscription(db, {
+    resource: itemResource(list),
+    channel: REALTIME_CHANNEL,
+    type,
+    token,
+    callbackUrl,
+    listName: list.name,
+  });
   if (id === undefined) {
     // Another process subscribed this list at the same moment: use its subscription.
     const other = (await itemSubscriptionOf(db, list.name, type))!;
-    return { id: Number(other.id), listName: list.name, type, platformId: other.platform_id, callbackUrl: other.callback_url, outcome: 'reused' };
+    return {
+      id: Number(other.id),
+      listName: list.name,
+      type,
+      platformId: other.platform_id,
+      callbackUrl: other.callback_url,
+      outcome: 'reused',
+    };
   }
   let platformId: string;
   try {
@@ -94,7 +132,9 @@ export async function listsMissingSubscriptions(db: Knex, config: Config): Promi
     db,
     lists.map((l) => l.name),
   );
-  return lists.filter((l) => !REALTIME_EVENT_TYPES.every((t) => rows.some((r) => r.list_name === l.name && r.type === t))).map((l) => l.name);
+  return lists
+    .filter((l) => !REALTIME_EVENT_TYPES.every((t) => rows.some((r) => r.list_name === l.name && r.type === t)))
+    .map((l) => l.name);
 }
 
 export interface RemovedSubscription {
@@ -131,5 +171,3 @@ async function unsubscribeOnPlatform(deps: Deps, row: StoredSubscription): Promi
     if (!(err instanceof NotFoundError)) throw err; // already gone there
   }
 }
-
-

@@ -79,7 +79,9 @@ export async function getConflict(db: Db, id: number): Promise<ConflictRow | und
 }
 
 export async function countOpenConflicts(db: Db, listName: string): Promise<number> {
-  const rows = (await db(CONFLICTS_TABLE).where({ list_name: listName, status: 'open' }).count<{ count: string }[]>('* as count')) as { count: string | number }[];
+  const rows = (await db(CONFLICTS_TABLE).where({ list_name: listName, status: 'open' }).count<{ count: string }[]>('* as count')) as {
+    count: string | number;
+  }[];
   return Number(rows[0]?.count ?? 0);
 }
 

@@ -146,12 +146,17 @@ export async function unsentChanges(db: Db, listName: string): Promise<OutboxRow
 
 /** The pending edit of an item, if any (what a pull can find in conflict with the platform). */
 export async function pendingUpdateOf(db: Db, listName: string, itemId: string): Promise<OutboxRow | undefined> {
-  return (await db(OUTBOX_TABLE).where({ list_name: listName, item_id: itemId, status: 'pending', op: 'update' }).first()) as OutboxRow | undefined;
+  return (await db(OUTBOX_TABLE).where({ list_name: listName, item_id: itemId, status: 'pending', op: 'update' }).first()) as
+    OutboxRow | undefined;
 }
 
 /** A list's changes counted by status. */
 export async function countByStatus(db: Db, listName: string): Promise<Partial<Record<OutboxStatus, number>>> {
-  const rows = (await db(OUTBOX_TABLE).where({ list_name: listName }).select('status').count<{ status: string; count: string }[]>('* as count').groupBy('status')) as {
+  const rows = (await db(OUTBOX_TABLE)
+    .where({ list_name: listName })
+    .select('status')
+    .count<{ status: string; count: string }[]>('* as count')
+    .groupBy('status')) as {
     status: OutboxStatus;
     count: string | number;
   }[];
@@ -160,11 +165,20 @@ export async function countByStatus(db: Db, listName: string): Promise<Partial<R
 
 /** Applied changes of the batch are done (the run's counters keep the tally): removed. */
 export async function deleteApplied(db: Db, listName: string, ids: readonly number[]): Promise<void> {
-  await db(OUTBOX_TABLE).where({ list_name: listName, status: 'applied' }).whereIn('id', [...ids]).delete();
+  await db(OUTBOX_TABLE)
+    .where({ list_name: listName, status: 'applied' })
+    .whereIn('id', [...ids])
+    .delete();
 }
 
 /** Marks the change as being sent with what is sent; a create also counts the send and keeps its first attempt's time (`now`). */
-export async function markSending(db: Db, id: number, sent: Record<string, unknown>, now: Date, options: { create?: boolean } = {}): Promise<void> {
+export async function markSending(
+  db: Db,
+  id: number,
+  sent: Record<string, unknown>,
+  now: Date,
+  options: { create?: boolean } = {},
+): Promise<void> {
   await db(OUTBOX_TABLE)
     .where({ id })
     .update({
@@ -182,7 +196,9 @@ export async function supersede(db: Db, id: number, reason: string): Promise<voi
 
 /** A delete went through. */
 export async function markApplied(db: Db, id: number): Promise<void> {
-  await db(OUTBOX_TABLE).where({ id }).update({ status: 'applied', applied_at: db.fn.now(), last_error: null, sent_changes: null, updated_at: db.fn.now() });
+  await db(OUTBOX_TABLE)
+    .where({ id })
+    .update({ status: 'applied', applied_at: db.fn.now(), last_error: null, sent_changes: null, updated_at: db.fn.now() });
 }
 
 /** The outbox row's changes that differ from what was sent (bound: the sent changes as JSON): edits made meanwhile. */
@@ -232,7 +248,11 @@ export async function lockWithdrawn(trx: Knex.Transaction, id: number): Promise<
 }
 
 /** An error: `failed` for good, or `pending` again after `retryInSeconds`. */
-export async function recordFailure(db: Db, id: number, outcome: { attempts: number; failed: boolean; error: string; retryInSeconds: number }): Promise<void> {
+export async function recordFailure(
+  db: Db,
+  id: number,
+  outcome: { attempts: number; failed: boolean; error: string; retryInSeconds: number },
+): Promise<void> {
   await db(OUTBOX_TABLE)
     .where({ id })
     .update({
@@ -267,12 +287,19 @@ export async function forceOverwrite(db: Db, id: number): Promise<void> {
 
 /** A conflict settled for the local side: pending again against the platform's version, sent at the next push. */
 export async function requeueAgainst(db: Db, id: number | null, baseVersion: number | null): Promise<void> {
-  await db(OUTBOX_TABLE)
-    .where({ id })
-    .update({ status: 'pending', base_version: baseVersion, attempts: 0, last_error: null, next_attempt_at: db.fn.now(), updated_at: db.fn.now() });
+  await db(OUTBOX_TABLE).where({ id }).update({
+    status: 'pending',
+    base_version: baseVersion,
+    attempts: 0,
+    last_error: null,
+    next_attempt_at: db.fn.now(),
+    updated_at: db.fn.now(),
+  });
 }
 
 /** `push --retry-failed`: a list's failed changes are pending again with their attempts reset; returns how many. */
 export async function requeueFailed(db: Db, listName: string): Promise<number> {
-  return db(OUTBOX_TABLE).where({ list_name: listName, status: 'failed' }).update({ status: 'pending', attempts: 0, next_attempt_at: db.fn.now(), updated_at: db.fn.now() });
+  return db(OUTBOX_TABLE)
+    .where({ list_name: listName, status: 'failed' })
+    .update({ status: 'pending', attempts: 0, next_attempt_at: db.fn.now(), updated_at: db.fn.now() });
 }

@@ -13,7 +13,12 @@ export const RATE_BUDGET_TABLE = 'listsync.rate_budget';
  * now, after any earlier reservation and any pause; returns where the
  * reservation ends.
  */
-export async function reserveSlots(db: Knex, account: string, leadSeconds: number, spanSeconds: number): Promise<{ next_ms: number; now_ms: number } | undefined> {
+export async function reserveSlots(
+  db: Knex,
+  account: string,
+  leadSeconds: number,
+  spanSeconds: number,
+): Promise<{ next_ms: number; now_ms: number } | undefined> {
   const result = await db.raw<{ rows: { next_ms: number; now_ms: number }[] }>(
     `insert into ${RATE_BUDGET_TABLE} as b (account, next_slot, updated_at)
        values (?, clock_timestamp() + make_interval(secs => ?) + make_interval(secs => ?), clock_timestamp())

@@ -49,5 +49,7 @@ export async function addFlush(trx: Knex | Knex.Transaction, listName: string, t
 }
 
 export async function readRealtimeStats(db: Knex, names: readonly string[]): Promise<RealtimeStatsRow[]> {
-  return (await db(REALTIME_STATS_TABLE).whereIn('list_name', [...names]).select()) as RealtimeStatsRow[];
+  return (await db(REALTIME_STATS_TABLE)
+    .whereIn('list_name', [...names])
+    .select()) as RealtimeStatsRow[];
 }

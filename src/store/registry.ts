@@ -23,12 +23,17 @@ export interface RegistryRow {
 }
 
 export async function selectRegistryRow(db: Db, listName: string, options: { forUpdate?: boolean } = {}): Promise<RegistryRow | undefined> {
-  const q = db(REGISTRY_TABLE).where({ name: listName }).first('name', 'app_id', 'list_id', 'table_name', 'fields', 'fingerprint', 'conversion', 'history', 'title');
+  const q = db(REGISTRY_TABLE)
+    .where({ name: listName })
+    .first('name', 'app_id', 'list_id', 'table_name', 'fields', 'fingerprint', 'conversion', 'history', 'title');
   return (await (options.forUpdate ? q.forUpdate() : q)) as RegistryRow | undefined;
 }
 
 /** Inserts or replaces a list's row (`fields` and `conversion` as JSON text). */
-export async function upsertRegistryRow(db: Db, row: Omit<RegistryRow, 'fields' | 'conversion' | 'history'> & { fields: string; conversion: string; history: boolean }): Promise<void> {
+export async function upsertRegistryRow(
+  db: Db,
+  row: Omit<RegistryRow, 'fields' | 'conversion' | 'history'> & { fields: string; conversion: string; history: boolean },
+): Promise<void> {
   await db(REGISTRY_TABLE)
     .insert({ ...row, updated_at: db.fn.now() })
     .onConflict('name')

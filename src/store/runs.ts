@@ -44,7 +44,12 @@ export const zeroCounters = (): RunCounters => ({
 
 export const HOLDER = `${hostname()}:${process.pid}`;
 
-export async function startRun(db: Knex, listName: string, job: Job, extra: { windowFrom?: string | null; windowTo?: string | null; resumed?: boolean; details?: object } = {}): Promise<number> {
+export async function startRun(
+  db: Knex,
+  listName: string,
+  job: Job,
+  extra: { windowFrom?: string | null; windowTo?: string | null; resumed?: boolean; details?: object } = {},
+): Promise<number> {
   const [row] = (await db(RUNS_TABLE)
     .insert({
       list_name: listName,
@@ -61,10 +66,19 @@ export async function startRun(db: Knex, listName: string, job: Job, extra: { wi
 }
 
 /** Sets what a run found out after it opened: its window, whether it resumed, details. */
-export async function describeRun(db: Knex, runId: number, extra: { windowFrom?: string | null; windowTo?: string | null; resumed?: boolean; details?: object }): Promise<void> {
+export async function describeRun(
+  db: Knex,
+  runId: number,
+  extra: { windowFrom?: string | null; windowTo?: string | null; resumed?: boolean; details?: object },
+): Promise<void> {
   await db(RUNS_TABLE)
     .where({ id: runId })
-    .update({ window_from: extra.windowFrom ?? null, window_to: extra.windowTo ?? null, resumed: extra.resumed ?? false, details: JSON.stringify(extra.details ?? {}) });
+    .update({
+      window_from: extra.windowFrom ?? null,
+      window_to: extra.windowTo ?? null,
+      resumed: extra.resumed ?? false,
+      details: JSON.stringify(extra.details ?? {}),
+    });
 }
 
 /** True while the run has no outcome recorded. */
@@ -81,7 +95,12 @@ export async function addToRun(db: Knex, runId: number, delta: Partial<RunCounte
   await db(RUNS_TABLE).where({ id: runId }).update(update);
 }
 
-export async function finishRun(db: Knex, runId: number, status: Exclude<RunStatus, 'running'>, extra: { error?: string; details?: object; counters?: Partial<RunCounters> } = {}): Promise<void> {
+export async function finishRun(
+  db: Knex,
+  runId: number,
+  status: Exclude<RunStatus, 'running'>,
+  extra: { error?: string; details?: object; counters?: Partial<RunCounters> } = {},
+): Promise<void> {
   const update: Record<string, unknown> = { status, finished_at: db.fn.now(), error: extra.error ?? null };
   if (extra.details) update.details = db.raw(`details || ?::jsonb`, [JSON.stringify(extra.details)]);
   for (const [k, v] of Object.entries(extra.counters ?? {})) update[k] = v;
@@ -93,13 +112,19 @@ export async function closeAbandonedRuns(db: Knex, listName: string, jobs: reado
   return db(RUNS_TABLE)
     .where({ list_name: listName, status: 'running' })
     .whereIn('job', [...jobs])
-    .update({ status: 'failed', finished_at: db.fn.now(), error: 'abandoned: the process running it stopped before it finished (its checkpoint is kept)' });
+    .update({
+      status: 'failed',
+      finished_at: db.fn.now(),
+      error: 'abandoned: the process running it stopped before it finished (its checkpoint is kept)',
+    });
 }
 
 export async function describeRunning(db: Knex, listName: string, jobs: readonly Job[]): Promise<string | undefined> {
-  const row = (await db(RUNS_TABLE).where({ list_name: listName, status: 'running' }).whereIn('job', [...jobs]).orderBy('id', 'desc').first()) as
-    | { id: number; job: string; holder: string; started_at: Date }
-    | undefined;
+  const row = (await db(RUNS_TABLE)
+    .where({ list_name: listName, status: 'running' })
+    .whereIn('job', [...jobs])
+    .orderBy('id', 'desc')
+    .first()) as { id: number; job: string; holder: string; started_at: Date } | undefined;
   return row ? `${row.job} run ${row.id} by ${row.holder} since ${row.started_at.toISOString()}` : undefined;
 }
 
@@ -117,7 +142,11 @@ export interface RunRow extends RunCounters {
 }
 
 /** A list's newest run, optionally of some jobs or with one status. */
-export async function latestRun(db: Knex, listName: string, filter: { jobs?: readonly Job[]; status?: RunStatus } = {}): Promise<RunRow | undefined> {
+export async function latestRun(
+  db: Knex,
+  listName: string,
+  filter: { jobs?: readonly Job[]; status?: RunStatus } = {},
+): Promise<RunRow | undefined> {
   const q = db(RUNS_TABLE).where({ list_name: listName });
   if (filter.status) void q.where({ status: filter.status });
   if (filter.jobs) void q.whereIn('job', [...filter.jobs]);
@@ -137,7 +166,9 @@ export const COUNT_RUNS_SQL = `select count(*) from ${RUNS_TABLE}`;
 const CHANGED_ROWS = 'rows_inserted + rows_updated + rows_deleted + rows_undeleted';
 
 /** Per list and job, the newest successful run: its pages, requests and rows changed. */
-export async function lastSucceededRuns(db: Knex): Promise<{ list_name: string; job: string; pages: number; requests: number; changed: string | number }[]> {
+export async function lastSucceededRuns(
+  db: Knex,
+): Promise<{ list_name: string; job: string; pages: number; requests: number; changed: string | number }[]> {
   const last = (await db.raw(
     `select distinct on (list_name, job) list_name, job, pages, requests, ${CHANGED_ROWS} as changed
        from ${RUNS_TABLE} where status = 'succeeded'
@@ -169,12 +200,16 @@ export async function lastChangingPulls(db: Knex): Promise<{ list_name: string; 
 /** Per list, the rows reconcile healed by kind: marked deleted, brought back, missing, behind. */
 export async function reconcileHeals(
   db: Knex,
-): Promise<{ list_name: string; deleted: string | number; undeleted: string | number; missing: string | number; behind: string | number }[]> {
+): Promise<
+  { list_name: string; deleted: string | number; undeleted: string | number; missing: string | number; behind: string | number }[]
+> {
   const heals = (await db.raw(
     `select list_name, sum(rows_deleted)::bigint as deleted, sum(rows_undeleted)::bigint as undeleted,
             coalesce(sum((details->'healed'->>'missing')::bigint), 0) as missing, coalesce(sum((details->'healed'->>'behind')::bigint), 0) as behind
        from ${RUNS_TABLE} where job = 'reconcile' group by 1`,
-  )) as { rows: { list_name: string; deleted: string | number; undeleted: string | number; missing: string | number; behind: string | number }[] };
+  )) as {
+    rows: { list_name: string; deleted: string | number; undeleted: string | number; missing: string | number; behind: string | number }[];
+  };
   return heals.rows;
 }
 
@@ -207,13 +242,22 @@ export async function runCounts(db: Knex): Promise<{ list_name: string; job: str
 }
 
 /** Runs that finished after `cursor` (Postgres text form of a timestamptz), oldest first: their duration and their own cursor. */
-export async function runsFinishedAfter(db: Knex, cursor: string, limit: number): Promise<{ job: string; status: string; seconds: number; cursor: string }[]> {
+export async function runsFinishedAfter(
+  db: Knex,
+  cursor: string,
+  limit: number,
+): Promise<{ job: string; status: string; seconds: number; cursor: string }[]> {
   return (await db(RUNS_TABLE)
     .whereNotNull('finished_at')
     .where('finished_at', '>', db.raw('?::timestamptz', [cursor]))
     .orderBy('finished_at')
     .limit(limit)
-    .select('job', 'status', db.raw('extract(epoch from finished_at - started_at)::float8 as seconds'), db.raw('finished_at::text as cursor'))) as {
+    .select(
+      'job',
+      'status',
+      db.raw('extract(epoch from finished_at - started_at)::float8 as seconds'),
+      db.raw('finished_at::text as cursor'),
+    )) as {
     job: string;
     status: string;
     seconds: number;

@@ -12,7 +12,12 @@ export const SCHEMA_CHANGES_TABLE = 'listsync.schema_changes';
  * Writes the changes of one list to `listsync.schema_changes`; returns their
  * ids. Call inside the DDL's transaction.
  */
-export async function recordSchemaChanges(trx: Knex.Transaction, listName: string, changes: readonly SchemaChange[], runId?: number | null): Promise<number[]> {
+export async function recordSchemaChanges(
+  trx: Knex.Transaction,
+  listName: string,
+  changes: readonly SchemaChange[],
+  runId?: number | null,
+): Promise<number[]> {
   if (changes.length === 0) return [];
   const rows = (await trx(SCHEMA_CHANGES_TABLE)
     .insert(
@@ -45,7 +50,9 @@ export interface RecordedSchemaChange {
 
 /** The latest changes, newest first (for `status`). */
 export async function recentSchemaChanges(db: Knex, options: { list?: string; limit?: number } = {}): Promise<RecordedSchemaChange[]> {
-  const q = db(SCHEMA_CHANGES_TABLE).orderBy('id', 'desc').limit(options.limit ?? 10);
+  const q = db(SCHEMA_CHANGES_TABLE)
+    .orderBy('id', 'desc')
+    .limit(options.limit ?? 10);
   if (options.list !== undefined) void q.where({ list_name: options.list });
   const rows = (await q.select('list_name', 'kind', 'field', 'column_name', 'before', 'after', 'message', 'run_id', 'seen_at')) as {
     list_name: string;

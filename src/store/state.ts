@@ -16,16 +16,25 @@ export interface SyncState<C = Record<string, unknown>> {
 
 export async function readState<C>(db: Knex, listName: string, job: string): Promise<SyncState<C>> {
   const row = (await db(STATE_TABLE).where({ list_name: listName, job }).first()) as
-    | { watermark: string | null; high_water?: string | null; checkpoint: C | null; last_success_at: Date | null }
-    | undefined;
-  return { watermark: row?.watermark ?? null, highWater: row?.high_water ?? null, checkpoint: row?.checkpoint ?? null, lastSuccessAt: row?.last_success_at ?? null };
+    { watermark: string | null; high_water?: string | null; checkpoint: C | null; last_success_at: Date | null } | undefined;
+  return {
+    watermark: row?.watermark ?? null,
+    highWater: row?.high_water ?? null,
+    checkpoint: row?.checkpoint ?? null,
+    lastSuccessAt: row?.last_success_at ?? null,
+  };
 }
 
 /**
  * Records the in-flight checkpoint. A checkpoint with a `nextPage` never moves an
  * existing one of the same run backwards (pages commit out of order when written in parallel).
  */
-export async function writeCheckpoint(db: Knex, listName: string, job: string, checkpoint: { runId?: number; nextPage?: number; [key: string]: unknown } | null): Promise<void> {
+export async function writeCheckpoint(
+  db: Knex,
+  listName: string,
+  job: string,
+  checkpoint: { runId?: number; nextPage?: number; [key: string]: unknown } | null,
+): Promise<void> {
   await db.raw(
     `insert into ${STATE_TABLE} (list_name, job, checkpoint, updated_at) values (?, ?, ?::jsonb, now())
      on conflict (list_name, job) do update set checkpoint = excluded.checkpoint, updated_at = now()
@@ -37,8 +46,20 @@ export async function writeCheckpoint(db: Knex, listName: string, job: string, c
 }
 
 /** Ends a run successfully: the watermark and high-water mark move (unless null = keep), the checkpoint is cleared. */
-export async function completeState(db: Knex, listName: string, job: string, watermark: string | null, highWater: string | null = null): Promise<void> {
-  const row: Record<string, unknown> = { list_name: listName, job, checkpoint: null, last_success_at: db.fn.now(), updated_at: db.fn.now() };
+export async function completeState(
+  db: Knex,
+  listName: string,
+  job: string,
+  watermark: string | null,
+  highWater: string | null = null,
+): Promise<void> {
+  const row: Record<string, unknown> = {
+    list_name: listName,
+    job,
+    checkpoint: null,
+    last_success_at: db.fn.now(),
+    updated_at: db.fn.now(),
+  };
   const merge = ['checkpoint', 'last_success_at', 'updated_at'];
   if (watermark !== null) {
     row.watermark = watermark;

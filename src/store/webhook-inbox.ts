@@ -10,7 +10,8 @@ import { SUBSCRIPTIONS_TABLE } from './webhook-subscriptions.js';
 export const INBOX_TABLE = 'listsync.webhook_inbox';
 
 /** The item ID of a stored body: the item itself, or an item wrapped in `Data`. */
-const BODY_ITEM_ID = (col: string): string => `coalesce(nullif(${col} ->> 'ListDataID', ''), nullif(${col} -> 'Data' ->> 'ListDataID', ''))`;
+const BODY_ITEM_ID = (col: string): string =>
+  `coalesce(nullif(${col} ->> 'ListDataID', ''), nullif(${col} -> 'Data' ->> 'ListDataID', ''))`;
 
 export interface StoredEvent {
   id: number;
@@ -48,7 +49,8 @@ export async function storeEvent(
       .where({ dedup_key: key, subscription_id: subscriptionId })
       .where('received_at', '>', trx.raw('now() - make_interval(mins => ?)', [windowMinutes]))
       .orderBy('id')
-      .first('id', trx.raw(`${BODY_ITEM_ID('body')} as list_data_id`), trx.raw("body ->> 'Event' as event"))) as { id: number; list_data_id: string | null; event: string | null } | undefined;
+      .first('id', trx.raw(`${BODY_ITEM_ID('body')} as list_data_id`), trx.raw("body ->> 'Event' as event"))) as
+      { id: number; list_data_id: string | null; event: string | null } | undefined;
     if (existing) return { id: Number(existing.id), duplicate: true, listDataId: existing.list_data_id, event: existing.event };
     const inserted = (await trx.raw(
       `insert into ${INBOX_TABLE} (subscription_id, dedup_key, channel, type, headers, body, processed_at)
@@ -63,7 +65,9 @@ export async function storeEvent(
 }
 
 export async function markProcessed(db: Knex, ids: readonly number[]): Promise<void> {
-  await db(INBOX_TABLE).whereIn('id', [...ids]).update({ processed_at: db.fn.now() });
+  await db(INBOX_TABLE)
+    .whereIn('id', [...ids])
+    .update({ processed_at: db.fn.now() });
 }
 
 /** Events not acted on yet, of subscriptions that are no list's own (the realtime applier replays those). */
@@ -115,10 +119,16 @@ export async function unappliedItemEvents(db: Knex): Promise<{ id: number; list_
 
 /** The events among `ids` not processed yet. */
 export async function unprocessedEvents(db: Knex, ids: readonly number[]): Promise<ItemEventRow[]> {
-  return (await db(INBOX_TABLE).whereIn('id', [...ids]).whereNull('processed_at').select('id', 'type', db.raw('body::text as body'), 'received_at')) as ItemEventRow[];
+  return (await db(INBOX_TABLE)
+    .whereIn('id', [...ids])
+    .whereNull('processed_at')
+    .select('id', 'type', db.raw('body::text as body'), 'received_at')) as ItemEventRow[];
 }
 
 /** Marks the events among `ids` processed that are not yet (in the applier's transaction). */
 export async function markUnprocessedDone(db: Knex | Knex.Transaction, ids: readonly number[]): Promise<void> {
-  await db(INBOX_TABLE).whereIn('id', [...ids]).whereNull('processed_at').update({ processed_at: db.fn.now() });
+  await db(INBOX_TABLE)
+    .whereIn('id', [...ids])
+    .whereNull('processed_at')
+    .update({ processed_at: db.fn.now() });
 }

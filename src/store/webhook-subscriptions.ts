@@ -32,7 +32,10 @@ export interface SubscriptionWithActivity {
 }
 
 /** Inserts a subscription before the platform knows it (its platform id comes later). */
-export async function insertSubscription(db: Knex, s: { resource: string; channel: string; type: number; token: string; callbackUrl: string }): Promise<{ id: number; created_at: Date }> {
+export async function insertSubscription(
+  db: Knex,
+  s: { resource: string; channel: string; type: number; token: string; callbackUrl: string },
+): Promise<{ id: number; created_at: Date }> {
   const [row] = (await db(SUBSCRIPTIONS_TABLE)
     .insert({ resource: s.resource, channel: s.channel, type: s.type, token: s.token, callback_url: s.callbackUrl })
     .returning(['id', 'created_at'])) as { id: number; created_at: Date }[];
@@ -48,7 +51,8 @@ export async function setPlatformId(db: Knex, id: number, platformId: string): P
 }
 
 export async function subscriptionByToken(db: Knex, token: string): Promise<SubscriptionRow | undefined> {
-  return (await db(SUBSCRIPTIONS_TABLE).where({ token }).first('id', 'resource', 'channel', 'type', 'list_name')) as SubscriptionRow | undefined;
+  return (await db(SUBSCRIPTIONS_TABLE).where({ token }).first('id', 'resource', 'channel', 'type', 'list_name')) as
+    SubscriptionRow | undefined;
 }
 
 /** Every subscription with the events received for it and the last one's time, oldest first. */
@@ -67,12 +71,19 @@ export async function listsWithItemSubscriptions(db: Knex): Promise<string[]> {
 }
 
 /** Per list among `names`: item events received for its subscriptions, and those not applied yet. */
-export async function itemEventCounts(db: Knex, names: readonly string[]): Promise<{ list_name: string; received: string; queued: string }[]> {
+export async function itemEventCounts(
+  db: Knex,
+  names: readonly string[],
+): Promise<{ list_name: string; received: string; queued: string }[]> {
   return (await db(`${SUBSCRIPTIONS_TABLE} as s`)
     .leftJoin(`${INBOX_TABLE} as i`, 'i.subscription_id', 's.id')
     .whereIn('s.list_name', [...names])
     .groupBy('s.list_name')
-    .select('s.list_name', db.raw('count(i.id)::bigint as received'), db.raw('count(i.id) filter (where i.processed_at is null)::bigint as queued'))) as {
+    .select(
+      's.list_name',
+      db.raw('count(i.id)::bigint as received'),
+      db.raw('count(i.id) filter (where i.processed_at is null)::bigint as queued'),
+    )) as {
     list_name: string;
     received: string;
     queued: string;

@@ -21,7 +21,12 @@ export async function recordConflict(
   mapping: TableMapping,
 ): Promise<void> {
   // The values the change was made on: the mirror row's _raw, before anything overwrites it.
-  const base = row.item_id ? ((await trx.withSchema(mapping.schema).from(mapping.table).where({ id: row.item_id }).first('_raw')) as { _raw: Item | null } | undefined)?._raw : undefined;
+  const base = row.item_id
+    ? (
+        (await trx.withSchema(mapping.schema).from(mapping.table).where({ id: row.item_id }).first('_raw')) as
+          { _raw: Item | null } | undefined
+      )?._raw
+    : undefined;
   await insertConflict(trx, {
     base,
     outboxId: row.id,
@@ -61,14 +66,17 @@ export function pendingConflictHandler(config: Config, list: ListConfig) {
         await forceOverwrite(trx, row.id);
       } else {
         await recordConflict(trx, list, row, row.changes, s.item, s.remoteVersion, 'open', null, mapping);
-        await holdAsConflict(trx, row.id, `conflict: the platform is at version ${s.remoteVersion}, the change was made on ${row.base_version}; settle it with "listsync conflicts resolve"`);
+        await holdAsConflict(
+          trx,
+          row.id,
+          `conflict: the platform is at version ${s.remoteVersion}, the change was made on ${row.base_version}; settle it with "listsync conflicts resolve"`,
+        );
       }
     }
     if (superseded.length) await upsertItems(trx, mapping, superseded, config.platform.timeZone);
     return { conflicts };
   };
 }
-
 
 export interface ConflictField {
   field: string;
@@ -93,12 +101,19 @@ export function conflictFields(mapping: TableMapping, c: ConflictRow): ConflictF
  * new conflict). `remote`: the change is dropped and the mirror row takes the
  * platform's values.
  */
-export async function resolveConflict(db: Knex, mapping: TableMapping, config: Config, c: ConflictRow, keep: 'local' | 'remote', remoteNow?: Item): Promise<void> {
+export async function resolveConflict(
+  db: Knex,
+  mapping: TableMapping,
+  config: Config,
+  c: ConflictRow,
+  keep: 'local' | 'remote',
+  remoteNow?: Item,
+): Promise<void> {
   await db.transaction(async (trx) => {
     if (keep === 'local') {
       await requeueAgainst(trx, c.outbox_id, c.remote_version);
     } else {
-      if (c.outbox_id !== null) await supersede(trx, c.outbox_id, 'conflict resolved: kept the platform\'s version');
+      if (c.outbox_id !== null) await supersede(trx, c.outbox_id, "conflict resolved: kept the platform's version");
       const remote = remoteNow ?? c.remote;
       if (remote) await upsertItems(trx, mapping, [remote], config.platform.timeZone);
     }

@@ -13,7 +13,13 @@ import type { Knex } from '../db.js';
 import type { Logger } from '../logger.js';
 import type { PlatformClient } from '../platform/client.js';
 import { AuthError, PlatformError, RateLimitError, TransportError } from '../platform/errors.js';
-import { DIRECTORY_TABLES, ensureDirectoryTable, replaceDirectoryRows, type DirectorySyncResult, type DirectoryTableSpec } from '../mirror/directory.js';
+import {
+  DIRECTORY_TABLES,
+  ensureDirectoryTable,
+  replaceDirectoryRows,
+  type DirectorySyncResult,
+  type DirectoryTableSpec,
+} from '../mirror/directory.js';
 import { runJob } from './run-job.js';
 import { finishRun, zeroCounters, type RunCounters } from '../store/runs.js';
 import { completeState, readState, writeCheckpoint } from '../store/state.js';
@@ -48,7 +54,14 @@ interface DirectoryState {
 
 export async function pullDirectory(deps: Deps): Promise<DirectoryResult> {
   const { db, client, config } = deps;
-  const spec = { list: DIRECTORY_JOB_LIST, job: 'directory', lockName: DIRECTORY_LOCK, waitMs: deps.waitMs ?? 0, holderJobs: ['directory'], recordSkipped: false } as const;
+  const spec = {
+    list: DIRECTORY_JOB_LIST,
+    job: 'directory',
+    lockName: DIRECTORY_LOCK,
+    waitMs: deps.waitMs ?? 0,
+    holderJobs: ['directory'],
+    recordSkipped: false,
+  } as const;
   return runJob(deps, spec, async ({ runId, log, requests }) => {
     const knownMissing = (await readState<DirectoryState>(db, DIRECTORY_JOB_LIST, 'directory')).checkpoint?.missing ?? {};
     const result: DirectoryResult = { runId, counters: zeroCounters(), tables: {}, skipped: {} };
@@ -74,11 +87,17 @@ export async function pullDirectory(deps: Deps): Promise<DirectoryResult> {
         const why = missingEndpoint(err);
         if (why === undefined) throw err;
         result.skipped[name] = why;
-        if (knownMissing[name] === undefined) log.warn({ part: name, reason: why }, `the platform has no ${name} directory (${why}); skipped, and not reported again while it stays so`);
+        if (knownMissing[name] === undefined)
+          log.warn(
+            { part: name, reason: why },
+            `the platform has no ${name} directory (${why}); skipped, and not reported again while it stays so`,
+          );
         else log.debug({ part: name, reason: why }, `${name} still missing on the platform; skipped`);
       }
     };
-    await part('departments', async () => write(d.departmentsTable, DIRECTORY_TABLES.departments, await client.getDepartments(deps.signal)));
+    await part('departments', async () =>
+      write(d.departmentsTable, DIRECTORY_TABLES.departments, await client.getDepartments(deps.signal)),
+    );
     await part('groups', async () => {
       const groups = await readAllGroups(client, deps.signal);
       const members: Record<string, unknown>[] = [];

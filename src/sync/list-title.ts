@@ -8,12 +8,20 @@ import type { Logger } from '../logger.js';
 import type { PlatformClient } from '../platform/client.js';
 import { coerceError } from '../errors.js';
 
-export async function listTitle(client: PlatformClient, list: ListConfig, logger: Logger, signal?: AbortSignal): Promise<string | undefined> {
+export async function listTitle(
+  client: PlatformClient,
+  list: ListConfig,
+  logger: Logger,
+  signal?: AbortSignal,
+): Promise<string | undefined> {
   try {
     const details = await client.getList(list.appID, list.listID, signal);
     return typeof details?.Title === 'string' && details.Title.trim() !== '' ? details.Title.trim() : undefined;
   } catch (err) {
-    logger.debug({ list: list.name, err: coerceError(err).message }, 'could not read the list title; the table comment keeps the one it has');
+    logger.debug(
+      { list: list.name, err: coerceError(err).message },
+      'could not read the list title; the table comment keeps the one it has',
+    );
     return undefined;
   }
 }

@@ -17,7 +17,11 @@ interface PgConnection {
 }
 
 /** Tries to take `name`; waits up to `waitMs` (0 = fail at once with LockedError). */
-export async function acquireLock(db: Knex, name: string, options: { waitMs?: number; describeHolder?: () => Promise<string | undefined> } = {}): Promise<HeldLock> {
+export async function acquireLock(
+  db: Knex,
+  name: string,
+  options: { waitMs?: number; describeHolder?: () => Promise<string | undefined> } = {},
+): Promise<HeldLock> {
   const conn = (await db.client.acquireConnection()) as PgConnection;
   const key = `listsync:${name}`;
   const deadline = Date.now() + (options.waitMs ?? 0);
@@ -27,7 +31,11 @@ export async function acquireLock(db: Knex, name: string, options: { waitMs?: nu
       if (rows[0]?.ok === true) break;
       if (Date.now() >= deadline) {
         const holder = options.describeHolder ? await options.describeHolder() : undefined;
-        throw new LockedError(`${name} is already running (${holder ?? 'in another process'}); wait for it to finish, or pass --wait.`, name, holder);
+        throw new LockedError(
+          `${name} is already running (${holder ?? 'in another process'}); wait for it to finish, or pass --wait.`,
+          name,
+          holder,
+        );
       }
       await new Promise((r) => setTimeout(r, Math.min(500, Math.max(50, deadline - Date.now()))));
     }

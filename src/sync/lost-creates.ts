@@ -27,12 +27,23 @@ export interface LostCreateLookup {
 }
 
 /** The item IDs the platform holds that carry `data` and were created since `since`. */
-export async function findCreated(deps: LostCreateLookup, list: ListConfig, mapping: TableMapping, data: Record<string, string>, since: Date): Promise<LostCreateSearch> {
+export async function findCreated(
+  deps: LostCreateLookup,
+  list: ListConfig,
+  mapping: TableMapping,
+  data: Record<string, string>,
+  since: Date,
+): Promise<LostCreateSearch> {
   const filters = await narrowingFilters(deps, list, mapping, data, since);
   const matches: string[] = [];
   for (let page = 1; page <= MAX_PAGES; page++) {
-    const { items, totalCount } = await deps.client.queryItems(list.appID, list.listID, { Filters: filters, PageIndex: page, PageSize: 1000 });
-    for (const item of items) if (createdSince(item, mapping.createdField, since, deps.zone) && carries(item, data)) matches.push(String(item[list.idField]));
+    const { items, totalCount } = await deps.client.queryItems(list.appID, list.listID, {
+      Filters: filters,
+      PageIndex: page,
+      PageSize: 1000,
+    });
+    for (const item of items)
+      if (createdSince(item, mapping.createdField, since, deps.zone) && carries(item, data)) matches.push(String(item[list.idField]));
     if (items.length < 1000 || page * 1000 >= totalCount) break;
   }
   const ids = [...new Set(matches)];
@@ -42,7 +53,13 @@ export async function findCreated(deps: LostCreateLookup, list: ListConfig, mapp
 }
 
 /** `Created` on or after the attempt's platform date, and equality on the indexed text fields sent. */
-async function narrowingFilters(deps: LostCreateLookup, list: ListConfig, mapping: TableMapping, data: Record<string, string>, since: Date): Promise<Filter[]> {
+async function narrowingFilters(
+  deps: LostCreateLookup,
+  list: ListConfig,
+  mapping: TableMapping,
+  data: Record<string, string>,
+  since: Date,
+): Promise<Filter[]> {
   const filters: Filter[] = [{ Field: mapping.createdField, Type: Operator.GreaterOrEqual, Value: platformDate(since, deps.zone) }];
   const registry = await readRegistry(deps.db, list.name);
   const indexed = new Set((registry?.fields ?? []).filter((f) => f.indexed && !f.removed && !f.fixed).map((f) => f.field));

@@ -140,7 +140,11 @@ class FallbackNeeded extends Error {}
 
 export async function pullList(deps: PullDeps, list: ListConfig, mode: PullMode = { kind: 'incremental' }): Promise<PullResult> {
   const job = mode.kind === 'incremental' ? 'pull' : 'backfill';
-  return runJob(deps, { list: list.name, job, lockName: listLockName(list.name), waitMs: deps.waitMs ?? 0, holderJobs: LIST_JOBS, recordSkipped: true }, (run) => pullLocked(deps, list, mode, job, run));
+  return runJob(
+    deps,
+    { list: list.name, job, lockName: listLockName(list.name), waitMs: deps.waitMs ?? 0, holderJobs: LIST_JOBS, recordSkipped: true },
+    (run) => pullLocked(deps, list, mode, job, run),
+  );
 }
 
 interface RunContext {
@@ -177,28 +181,65 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
   let { cp, resumed } = startOrResume(state, mode, planInput, platformDate(now(), zone));
   if (refill) run.log.warn({ changes: schemaChanges }, 'new field(s) on the platform: re-reading the whole list once to fill them');
 
-  const ctx: RunContext = { deps, list, job, run, mapping, zone, takeRequests: requestDelta(deps.client, run), counters: zeroCounters(), itemsSoFar: 0 };
-  await describeRun(db, run.runId, { windowFrom: cp.plan.windowFrom, windowTo: cp.plan.windowTo, resumed, details: runDetails(cp, resumed) });
+  const ctx: RunContext = {
+    deps,
+    list,
+    job,
+    run,
+    mapping,
+    zone,
+    takeRequests: requestDelta(deps.client, run),
+    counters: zeroCounters(),
+    itemsSoFar: 0,
+  };
+  await describeRun(db, run.runId, {
+    windowFrom: cp.plan.windowFrom,
+    windowTo: cp.plan.windowTo,
+    resumed,
+    details: runDetails(cp, resumed),
+  });
   cp.runId = run.runId;
-  run.log.info({ order: cp.plan.order, windowFrom: cp.plan.windowFrom, windowTo: cp.plan.windowTo, stopBefore: cp.plan.stopBefore, resumed, fromPage: cp.nextPage }, `${job} started`);
-  if (cp.plan.fallback) run.log.warn({ fallback: cp.plan.fallback }, 'reading the date window by the immutable sort field instead of newest first');
+  run.log.info(
+    {
+      order: cp.plan.order,
+      windowFrom: cp.plan.windowFrom,
+      windowTo: cp.plan.windowTo,
+      stopBefore: cp.plan.stopBefore,
+      resumed,
+      fromPage: cp.nextPage,
+    },
+    `${job} started`,
+  );
+  if (cp.plan.fallback)
+    run.log.warn({ fallback: cp.plan.fallback }, 'reading the date window by the immutable sort field instead of newest first');
 
   let read: ReadOutcome;
   try {
     read = await readWindow(ctx, cp).catch(async (err: unknown) => {
       if (!(err instanceof FallbackNeeded)) throw err;
-      run.log.warn({ fallback: err.message }, 'newest-first read cannot go on; reading the date window by the immutable sort field instead');
+      run.log.warn(
+        { fallback: err.message },
+        'newest-first read cannot go on; reading the date window by the immutable sort field instead',
+      );
       cp = freshCheckpoint(mode, fallbackPlan(planInput, err.message), cp.startDate, run.runId);
       resumed = false;
       await writeCheckpoint(db, list.name, job, null);
-      await describeRun(db, run.runId, { windowFrom: cp.plan.windowFrom, windowTo: cp.plan.windowTo, resumed, details: runDetails(cp, resumed) });
+      await describeRun(db, run.runId, {
+        windowFrom: cp.plan.windowFrom,
+        windowTo: cp.plan.windowTo,
+        resumed,
+        details: runDetails(cp, resumed),
+      });
       return readWindow(ctx, cp);
     });
   } catch (err) {
     return failed(ctx, err);
   }
 
-  const result = (status: PullResult['status'], marks: { watermark: string | null; highWater: string | null; held: string | null }): PullResult => ({
+  const result = (
+    status: PullResult['status'],
+    marks: { watermark: string | null; highWater: string | null; held: string | null },
+  ): PullResult => ({
     runId: run.runId,
     list: list.name,
     status,
@@ -222,7 +263,14 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
 
   const incomplete = readIncomplete(cp, read);
   if (incomplete) return failed(ctx, new Error(incomplete));
-  const marks = decideWatermark({ job, order: cp.plan.order, startDate: cp.startDate, previous: state, watch: read.watch, highWaterAtStart: read.highWaterAtStart });
+  const marks = decideWatermark({
+    job,
+    order: cp.plan.order,
+    startDate: cp.startDate,
+    previous: state,
+    watch: read.watch,
+    highWaterAtStart: read.highWaterAtStart,
+  });
   await recordSuccess(ctx, cp, read, marks, schemaChanges);
   return result('succeeded', marks);
 }
@@ -233,7 +281,10 @@ async function prepareTable(deps: PullDeps, list: ListConfig, run: ActiveRun): P
   const known = await readRegistry(deps.db, list.name);
   // The list's title is for the table's comment: asked for while the mirror has none, not on every
   // pull (each request is the account's budget).
-  const [fields, title] = await Promise.all([deps.client.getFields(list.appID, list.listID), known?.title ? undefined : listTitle(deps.client, list, deps.logger)]);
+  const [fields, title] = await Promise.all([
+    deps.client.getFields(list.appID, list.listID),
+    known?.title ? undefined : listTitle(deps.client, list, deps.logger),
+  ]);
   const mapping = await ensureMirrorTable(deps.db, {
     schema: deps.config.database.schema,
     list: { name: list.name, appID: list.appID, listID: list.listID, table: list.table ?? list.name },
@@ -277,18 +328,34 @@ function isResumable(prev: PullCheckpoint | null, mode: PullMode): prev is PullC
   return mode.kind === 'incremental' || (prev.plan.windowFrom === mode.from && prev.plan.windowTo === (mode.to ?? null));
 }
 
-function startOrResume(state: SyncState<PullCheckpoint>, mode: PullMode, planInput: PlanInput, startDate: string): { cp: PullCheckpoint; resumed: boolean } {
+function startOrResume(
+  state: SyncState<PullCheckpoint>,
+  mode: PullMode,
+  planInput: PlanInput,
+  startDate: string,
+): { cp: PullCheckpoint; resumed: boolean } {
   if (isResumable(state.checkpoint, mode)) return { cp: state.checkpoint, resumed: true };
   return { cp: freshCheckpoint(mode, planWindow(planInput), startDate, 0), resumed: false };
 }
 
 function freshCheckpoint(mode: PullMode, plan: PullPlan, startDate: string, runId: number): PullCheckpoint {
-  return { version: CHECKPOINT_VERSION, runId, mode: mode.kind, startDate, plan, nextPage: 1, watch: newWatch(), received: 0, highWaterAtStart: null };
+  return {
+    version: CHECKPOINT_VERSION,
+    runId,
+    mode: mode.kind,
+    startDate,
+    plan,
+    nextPage: 1,
+    watch: newWatch(),
+    received: 0,
+    highWaterAtStart: null,
+  };
 }
 
 function cursorUnsortable(fields: readonly FieldMeta[], cursorField: string): string | null {
   const meta = fields.find((f) => f.FieldName === cursorField);
-  if (meta && meta.IsSort === false && meta.IsIndex === false) return `the cursor field ${cursorField} is neither sortable nor indexed on the platform`;
+  if (meta && meta.IsSort === false && meta.IsIndex === false)
+    return `the cursor field ${cursorField} is neither sortable nor indexed on the platform`;
   return null;
 }
 
@@ -326,12 +393,23 @@ async function readWindow(ctx: RunContext, cp: PullCheckpoint): Promise<ReadOutc
   let stopped = false;
   let previousCursor: number | undefined;
   try {
-    for await (const page of readPages(deps.client, list, query, { order: cp.plan.order, startPage: cp.nextPage, zone: ctx.zone, stopBeforeMs }, checks)) {
+    for await (const page of readPages(
+      deps.client,
+      list,
+      query,
+      { order: cp.plan.order, startPage: cp.nextPage, zone: ctx.zone, stopBeforeMs },
+      checks,
+    )) {
       if (cp.plan.order === 'newest-first') {
         previousCursor = checkNewestFirst(page, list.cursorField, ctx.zone, previousCursor);
-        if (page.index === 1 && cp.highWaterAtStart === null && page.items[0]) cp.highWaterAtStart = cursorText(String(page.items[0][list.cursorField]), ctx.zone);
+        if (page.index === 1 && cp.highWaterAtStart === null && page.items[0])
+          cp.highWaterAtStart = cursorText(String(page.items[0][list.cursorField]), ctx.zone);
       }
-      cp.watch = observePage(cp.watch, { totalCount: page.totalCount, keys: page.items.map((it) => sortKey(it, list)), repeats: page.repeats });
+      cp.watch = observePage(cp.watch, {
+        totalCount: page.totalCount,
+        keys: page.items.map((it) => sortKey(it, list)),
+        repeats: page.repeats,
+      });
       cp.received += page.ids.length - page.repeats;
       // The shutdown signal is checked between pages, not passed down: the page in flight is finished and written.
       await writer.write(page, { ...cp });
@@ -373,7 +451,13 @@ async function probeStart(ctx: RunContext, cp: PullCheckpoint, query: ItemQuery)
     PageSize: 1,
   });
   const lastItem = last.items[0];
-  cp.watch = { ...cp.watch, lastKeyAtStart: lastItem ? sortKey(lastItem, list) : null, firstTotal: last.totalCount, lastTotal: last.totalCount, minTotal: last.totalCount };
+  cp.watch = {
+    ...cp.watch,
+    lastKeyAtStart: lastItem ? sortKey(lastItem, list) : null,
+    firstTotal: last.totalCount,
+    lastTotal: last.totalCount,
+    minTotal: last.totalCount,
+  };
   cp.highWaterAtStart = await newestModification(ctx);
   await writeCheckpoint(deps.db, list.name, ctx.job, { ...cp, runId: ctx.run.runId });
 }
@@ -404,7 +488,10 @@ function checkNewestFirst(page: CheckedPage, cursorField: string, zone: string, 
   let prev = before;
   for (const item of page.items) {
     const ms = cursorMillis(item[cursorField], zone);
-    if (ms === undefined) throw new FallbackNeeded(`the cursor field ${cursorField} holds ${JSON.stringify(item[cursorField])}, not a date-time (page ${page.index})`);
+    if (ms === undefined)
+      throw new FallbackNeeded(
+        `the cursor field ${cursorField} holds ${JSON.stringify(item[cursorField])}, not a date-time (page ${page.index})`,
+      );
     if (prev !== undefined && ms > prev) throw new FallbackNeeded(`page ${page.index} is not in newest-first order of ${cursorField}`);
     prev = ms;
   }
@@ -423,12 +510,24 @@ function readIncomplete(cp: PullCheckpoint, read: ReadOutcome): string | null {
   return null;
 }
 
-async function recordSuccess(ctx: RunContext, cp: PullCheckpoint, read: ReadOutcome, marks: { watermark: string | null; highWater: string | null; held: string | null }, schemaChanges: readonly string[]): Promise<void> {
+async function recordSuccess(
+  ctx: RunContext,
+  cp: PullCheckpoint,
+  read: ReadOutcome,
+  marks: { watermark: string | null; highWater: string | null; held: string | null },
+  schemaChanges: readonly string[],
+): Promise<void> {
   const { deps, list, job, run, mapping } = ctx;
   Object.assign(ctx.counters, { ...ctx.counters, ...sumRequests(ctx) });
   const fullRead = cp.plan.windowFrom === null && cp.plan.order === 'by-created';
   await deps.db.transaction(async (trx) => {
-    await completeState(trx, list.name, job, marks.held ? null : job === 'pull' ? marks.watermark : null, marks.held ? null : marks.highWater);
+    await completeState(
+      trx,
+      list.name,
+      job,
+      marks.held ? null : job === 'pull' ? marks.watermark : null,
+      marks.held ? null : marks.highWater,
+    );
     if (fullRead && job === 'pull' && !marks.held) {
       // A full read rewrote every row the platform still has: rows left marked for a refill are gone there (reconcile marks them).
       await markListsyncWriter(trx);
@@ -492,10 +591,27 @@ function addCounters(into: RunCounters, from: RunCounters): void {
   for (const k of Object.keys(from) as (keyof RunCounters)[]) from[k] = 0;
 }
 
-function reportPage(ctx: RunContext, page: CheckedPage | { index: number; pageCount: number; totalCount: number; items: unknown[] }, result: UpsertResult): void {
+function reportPage(
+  ctx: RunContext,
+  page: CheckedPage | { index: number; pageCount: number; totalCount: number; items: unknown[] },
+  result: UpsertResult,
+): void {
   ctx.itemsSoFar += page.items.length;
-  if (result.failures.length) ctx.run.log.warn({ page: page.index, failures: result.failures.slice(0, 5) }, `${result.failedValues} value(s) did not convert; kept raw in _raw`);
-  ctx.deps.onPage?.({ list: ctx.list.name, runId: ctx.run.runId, page: page.index, pageCount: page.pageCount, totalCount: page.totalCount, items: page.items.length, itemsSoFar: ctx.itemsSoFar, result });
+  if (result.failures.length)
+    ctx.run.log.warn(
+      { page: page.index, failures: result.failures.slice(0, 5) },
+      `${result.failedValues} value(s) did not convert; kept raw in _raw`,
+    );
+  ctx.deps.onPage?.({
+    list: ctx.list.name,
+    runId: ctx.run.runId,
+    page: page.index,
+    pageCount: page.pageCount,
+    totalCount: page.totalCount,
+    items: page.items.length,
+    itemsSoFar: ctx.itemsSoFar,
+    result,
+  });
 }
 
 function runDetails(cp: PullCheckpoint, resumed: boolean): Record<string, unknown> {

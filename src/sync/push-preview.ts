@@ -58,22 +58,47 @@ export async function previewPush(deps: { db: Knex; client: PlatformClient; conf
   return { list: list.name, policy: list.conflictPolicy, entries, counts };
 }
 
-function judge(row: OutboxRow, list: ListConfig, mapping: TableMapping, zone: string, platform: ReadonlyMap<string, Item>, base: ReadonlyMap<string, Item>): PreviewEntry {
+function judge(
+  row: OutboxRow,
+  list: ListConfig,
+  mapping: TableMapping,
+  zone: string,
+  platform: ReadonlyMap<string, Item>,
+  base: ReadonlyMap<string, Item>,
+): PreviewEntry {
   const remote = row.item_id === null ? undefined : platform.get(row.item_id);
   const fields = fieldDiffs(row, mapping, zone, base.get(row.item_id ?? ''), remote);
-  const entry = (request: string, verdict: Verdict, reason: string): PreviewEntry => ({ outboxId: Number(row.id), op: row.op, target: row.item_id ?? row.local_id ?? '', request, verdict, reason, fields });
+  const entry = (request: string, verdict: Verdict, reason: string): PreviewEntry => ({
+    outboxId: Number(row.id),
+    op: row.op,
+    target: row.item_id ?? row.local_id ?? '',
+    request,
+    verdict,
+    reason,
+    fields,
+  });
   const unconvertible = fields.find((f) => f.local.startsWith('(cannot convert'));
 
   if (row.op === 'create') {
-    if (row.withdrawn_at) return entry('withdrawal', 'apply', 'the local row was deleted: the create is withdrawn (an item an earlier attempt created is looked for and deleted)');
+    if (row.withdrawn_at)
+      return entry(
+        'withdrawal',
+        'apply',
+        'the local row was deleted: the create is withdrawn (an item an earlier attempt created is looked for and deleted)',
+      );
     if (unconvertible) return entry('POST', 'fail', `column ${unconvertible.column} cannot be converted for the platform`);
-    return entry('POST', 'apply', row.sends > 0 ? 'would be looked for on the platform first (an earlier attempt got no answer), then created' : 'would be created');
+    return entry(
+      'POST',
+      'apply',
+      row.sends > 0 ? 'would be looked for on the platform first (an earlier attempt got no answer), then created' : 'would be created',
+    );
   }
   const baseVersion = Number(row.base_version ?? 0);
   const remoteVersion = remote === undefined ? undefined : Number(remote[list.versionField]);
   if (row.op === 'delete') {
     if (remoteVersion === undefined) return entry('DELETE', 'apply', 'already gone from the platform');
-    if (baseVersion === 0 || remoteVersion === baseVersion) return entry('DELETE', 'apply', `platform at version ${remoteVersion}, as when the row was deleted`);
+    if (baseVersion === 0 || remoteVersion === baseVersion)
+      return entry('DELETE', 'apply', `platform at version ${remoteVersion}, as when the row was deleted`);
     return entry('DELETE', 'conflict', `platform at version ${remoteVersion}, the row was deleted on ${baseVersion}`);
   }
   if (unconvertible) return entry('PATCH', 'fail', `column ${unconvertible.column} cannot be converted for the platform`);
@@ -95,7 +120,8 @@ function fieldDiffs(row: OutboxRow, mapping: TableMapping, zone: string, base: I
     } catch (err) {
       local = `(cannot convert: ${coerceError(err).message})`;
     }
-    const show = (item: Item | undefined): string | null => (item === undefined || item[field] === undefined || item[field] === null ? null : String(item[field]));
+    const show = (item: Item | undefined): string | null =>
+      item === undefined || item[field] === undefined || item[field] === null ? null : String(item[field]);
     return { field, column, base: show(base), local, platform: show(remote) };
   });
 }
@@ -104,7 +130,11 @@ async function currentItems(client: PlatformClient, list: ListConfig, ids: reado
   const out = new Map<string, Item>();
   for (let i = 0; i < ids.length; i += 1000) {
     const chunk = ids.slice(i, i + 1000);
-    const { items } = await client.queryItems(list.appID, list.listID, { Filters: [{ Field: list.idField, Type: Operator.In, Value: JSON.stringify(chunk) }], PageIndex: 1, PageSize: 1000 });
+    const { items } = await client.queryItems(list.appID, list.listID, {
+      Filters: [{ Field: list.idField, Type: Operator.In, Value: JSON.stringify(chunk) }],
+      PageIndex: 1,
+      PageSize: 1000,
+    });
     for (const item of items) out.set(String(item[list.idField]), item);
   }
   return out;
@@ -113,7 +143,11 @@ async function currentItems(client: PlatformClient, list: ListConfig, ids: reado
 async function mirrorRaw(db: Knex, mapping: TableMapping, ids: readonly string[]): Promise<Map<string, Item>> {
   const out = new Map<string, Item>();
   for (let i = 0; i < ids.length; i += 1000) {
-    const rows = (await db.withSchema(mapping.schema).from(mapping.table).whereIn('id', ids.slice(i, i + 1000)).select('id', '_raw')) as { id: string; _raw: Item | null }[];
+    const rows = (await db
+      .withSchema(mapping.schema)
+      .from(mapping.table)
+      .whereIn('id', ids.slice(i, i + 1000))
+      .select('id', '_raw')) as { id: string; _raw: Item | null }[];
     for (const r of rows) if (r._raw) out.set(r.id, r._raw);
   }
   return out;

@@ -32,7 +32,15 @@ import type { Config, ListConfig } from '../config.js';
 import type { Knex } from '../db.js';
 import { UsageError, coerceError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { attachCaptureTriggers, loadTableMapping, markListsyncWriter, toPlatform, upsertItems, type TableMapping, type UpsertResult } from '../mirror/index.js';
+import {
+  attachCaptureTriggers,
+  loadTableMapping,
+  markListsyncWriter,
+  toPlatform,
+  upsertItems,
+  type TableMapping,
+  type UpsertResult,
+} from '../mirror/index.js';
 import type { PlatformClient } from '../platform/client.js';
 import { AuthError, NotFoundError, PlatformError } from '../platform/errors.js';
 import { Operator, type Item } from '../platform/types.js';
@@ -92,7 +100,18 @@ const DEFAULT_REREAD_DELAYS_MS = [250, 1000, 2000] as const;
 const MAX_GET_REREADS = 200;
 
 export async function pushList(deps: PushDeps, list: ListConfig): Promise<PushResult> {
-  return runJob(deps, { list: list.name, job: 'push', lockName: listLockName(list.name), waitMs: deps.waitMs ?? 0, holderJobs: LIST_JOBS, recordSkipped: true }, (run) => pushLocked(deps, list, run));
+  return runJob(
+    deps,
+    {
+      list: list.name,
+      job: 'push',
+      lockName: listLockName(list.name),
+      waitMs: deps.waitMs ?? 0,
+      holderJobs: LIST_JOBS,
+      recordSkipped: true,
+    },
+    (run) => pushLocked(deps, list, run),
+  );
 }
 
 export async function loadMappingOrExplain(db: Knex, config: Config, list: ListConfig): Promise<TableMapping> {
@@ -103,7 +122,15 @@ export async function loadMappingOrExplain(db: Knex, config: Config, list: ListC
 
 /** The delete trigger follows `lists[].pushDeletes` (a pull sets it too; this covers a config changed since). */
 export async function syncDeleteCapture(db: Knex, mapping: TableMapping, list: ListConfig): Promise<void> {
-  await db.transaction((trx) => attachCaptureTriggers(trx, { schema: mapping.schema, table: mapping.table, listName: list.name, columns: mapping.columns, pushDeletes: list.pushDeletes }));
+  await db.transaction((trx) =>
+    attachCaptureTriggers(trx, {
+      schema: mapping.schema,
+      table: mapping.table,
+      listName: list.name,
+      columns: mapping.columns,
+      pushDeletes: list.pushDeletes,
+    }),
+  );
 }
 
 async function pushLocked(deps: PushDeps, list: ListConfig, run: ActiveRun): Promise<PushResult> {
@@ -112,7 +139,20 @@ async function pushLocked(deps: PushDeps, list: ListConfig, run: ActiveRun): Pro
   const mapping = await loadMappingOrExplain(db, deps.config, list);
   await syncDeleteCapture(db, mapping, list);
   const before = run.statsAtStart;
-  const result: PushResult = { runId, list: list.name, applied: 0, created: 0, deleted: 0, withdrawn: 0, conflicts: 0, failed: 0, retrying: 0, behind: 0, stopped: false, counters: zeroCounters() };
+  const result: PushResult = {
+    runId,
+    list: list.name,
+    applied: 0,
+    created: 0,
+    deleted: 0,
+    withdrawn: 0,
+    conflicts: 0,
+    failed: 0,
+    retrying: 0,
+    behind: 0,
+    stopped: false,
+    counters: zeroCounters(),
+  };
   const now = deps.clock?.() ?? new Date();
   const counters = (): Partial<RunCounters> => {
     const after = client.stats();
@@ -133,17 +173,47 @@ async function pushLocked(deps: PushDeps, list: ListConfig, run: ActiveRun): Pro
     let handled = 0;
     for (let i = 0; i < rows.length && !stopping(); i += BATCH) {
       const batch = rows.slice(i, i + BATCH);
-      const outcomes = await mapConcurrent(batch, Math.max(2, deps.config.platform.maxInFlight * 2), (row) => pushOne(deps, list, mapping, row), stopping);
+      const outcomes = await mapConcurrent(
+        batch,
+        Math.max(2, deps.config.platform.maxInFlight * 2),
+        (row) => pushOne(deps, list, mapping, row),
+        stopping,
+      );
       handled += outcomes.length;
       const written = tally(result, outcomes);
       result.behind += (await rereadWritten(deps, list, mapping, written)).length;
       // Applied changes are done (the run's counters keep the tally); the outbox holds only what is open or needs a look.
-      await outbox.deleteApplied(db, list.name, batch.map((r) => r.id));
+      await outbox.deleteApplied(
+        db,
+        list.name,
+        batch.map((r) => r.id),
+      );
     }
     result.counters = { ...result.counters, ...counters() };
     if (handled < rows.length) return await stopped(db, result, log);
-    await finishRun(db, runId, 'succeeded', { counters: result.counters, details: { created: result.created, deleted: result.deleted, withdrawn: result.withdrawn, retrying: result.retrying, behind: result.behind } });
-    log.info({ applied: result.applied, created: result.created, deleted: result.deleted, withdrawn: result.withdrawn, conflicts: result.conflicts, failed: result.failed, retrying: result.retrying, behind: result.behind }, 'push finished');
+    await finishRun(db, runId, 'succeeded', {
+      counters: result.counters,
+      details: {
+        created: result.created,
+        deleted: result.deleted,
+        withdrawn: result.withdrawn,
+        retrying: result.retrying,
+        behind: result.behind,
+      },
+    });
+    log.info(
+      {
+        applied: result.applied,
+        created: result.created,
+        deleted: result.deleted,
+        withdrawn: result.withdrawn,
+        conflicts: result.conflicts,
+        failed: result.failed,
+        retrying: result.retrying,
+        behind: result.behind,
+      },
+      'push finished',
+    );
     return result;
   } catch (err) {
     await finishRun(db, runId, 'failed', { error: coerceError(err).message, counters: counters() }).catch(() => undefined); // a database that is gone: runJob reports the original error
@@ -155,8 +225,21 @@ async function pushLocked(deps: PushDeps, list: ListConfig, run: ActiveRun): Pro
 /** A push stopped by shutdown: what was sent is settled, the rest stays pending; the run is closed as stopped. */
 async function stopped(db: Knex, result: PushResult, log: Logger): Promise<PushResult> {
   result.stopped = true;
-  await finishRun(db, result.runId, 'failed', { error: 'stopped by shutdown; unsent changes stay pending', counters: result.counters, details: { created: result.created, deleted: result.deleted, withdrawn: result.withdrawn, retrying: result.retrying, behind: result.behind } });
-  log.warn({ applied: result.applied, created: result.created, deleted: result.deleted, conflicts: result.conflicts, failed: result.failed }, 'push stopped by shutdown after the changes in flight; unsent changes stay pending');
+  await finishRun(db, result.runId, 'failed', {
+    error: 'stopped by shutdown; unsent changes stay pending',
+    counters: result.counters,
+    details: {
+      created: result.created,
+      deleted: result.deleted,
+      withdrawn: result.withdrawn,
+      retrying: result.retrying,
+      behind: result.behind,
+    },
+  });
+  log.warn(
+    { applied: result.applied, created: result.created, deleted: result.deleted, conflicts: result.conflicts, failed: result.failed },
+    'push stopped by shutdown after the changes in flight; unsent changes stay pending',
+  );
   return result;
 }
 
@@ -213,7 +296,8 @@ export function toWire(mapping: TableMapping, changes: Record<string, unknown>, 
 /** One change. Whatever interrupts it (a refused key, a lost database) puts it back to pending with the error, its attempt counted. */
 async function pushOne(deps: PushDeps, list: ListConfig, mapping: TableMapping, row: OutboxRow): Promise<Outcome> {
   try {
-    if (row.op === 'create') return row.withdrawn_at ? await withdrawCreate(deps, list, mapping, row) : await pushCreate(deps, list, mapping, row);
+    if (row.op === 'create')
+      return row.withdrawn_at ? await withdrawCreate(deps, list, mapping, row) : await pushCreate(deps, list, mapping, row);
     if (row.op === 'delete') return await pushDelete(deps, list, mapping, row);
     return await pushUpdate(deps, list, mapping, row);
   } catch (err) {
@@ -241,11 +325,23 @@ async function pushUpdate(deps: PushDeps, list: ListConfig, mapping: TableMappin
     if (!(err instanceof PlatformError) && !recovering) return fail(db, row, coerceError(err).message, false, list.maxPushAttempts);
     // Any rejection: look at the item's current version before deciding.
     const remote = await readItem(deps, list, itemId);
-    if (remote.kind === 'error') return fail(db, row, `${coerceError(err).message}; and the item could not be re-read: ${remote.error}`, false, list.maxPushAttempts);
-    if (remote.kind === 'gone') return fail(db, row, `item ${itemId} no longer exists on the platform (deleted there?); the change cannot be applied`, true, list.maxPushAttempts);
+    if (remote.kind === 'error')
+      return fail(db, row, `${coerceError(err).message}; and the item could not be re-read: ${remote.error}`, false, list.maxPushAttempts);
+    if (remote.kind === 'gone')
+      return fail(
+        db,
+        row,
+        `item ${itemId} no longer exists on the platform (deleted there?); the change cannot be applied`,
+        true,
+        list.maxPushAttempts,
+      );
     const remoteVersion = Number(remote.item[list.versionField]);
     if (base === 0 || remoteVersion === base) return fail(db, row, coerceError(err).message, false, list.maxPushAttempts);
-    if ((recovering || (err instanceof PlatformError && err.maybeApplied)) && remoteVersion === base + 1 && carries(remote.item, data.value)) {
+    if (
+      (recovering || (err instanceof PlatformError && err.maybeApplied)) &&
+      remoteVersion === base + 1 &&
+      carries(remote.item, data.value)
+    ) {
       // Our own earlier attempt was applied; the retry saw its echo.
       await settleApplied(db, row, sent, remoteVersion);
       return { kind: 'applied', id: itemId, version: remoteVersion };
@@ -260,7 +356,8 @@ async function pushDelete(deps: PushDeps, list: ListConfig, mapping: TableMappin
   const base = Number(row.base_version ?? 0);
   await markSending(db, row, row.changes);
   const remote = await readItem(deps, list, itemId);
-  if (remote.kind === 'error') return fail(db, row, `the item could not be read before deleting it: ${remote.error}`, false, list.maxPushAttempts);
+  if (remote.kind === 'error')
+    return fail(db, row, `the item could not be read before deleting it: ${remote.error}`, false, list.maxPushAttempts);
   if (remote.kind === 'gone') {
     await settleApplied(db, row, row.changes, null);
     return { kind: 'deleted' };
@@ -281,7 +378,14 @@ async function deleteOnPlatform(deps: PushDeps, list: ListConfig, itemId: string
   }
 }
 
-async function deleteConflict(deps: PushDeps, list: ListConfig, mapping: TableMapping, row: OutboxRow, remote: Item, remoteVersion: number): Promise<Outcome> {
+async function deleteConflict(
+  deps: PushDeps,
+  list: ListConfig,
+  mapping: TableMapping,
+  row: OutboxRow,
+  remote: Item,
+  remoteVersion: number,
+): Promise<Outcome> {
   const { db } = deps;
   const itemId = row.item_id!;
   if (list.conflictPolicy === 'local-wins') {
@@ -296,7 +400,11 @@ async function deleteConflict(deps: PushDeps, list: ListConfig, mapping: TableMa
     // The platform's newer version wins: the row comes back as it is there; the deleted content stays with the conflict.
     await db.transaction(async (trx) => {
       await recordConflict(trx, list, row, row.changes, remote, remoteVersion, 'resolved', 'remote-wins', mapping);
-      await outbox.supersede(trx, row.id, "conflict: the item changed on the platform since the row was deleted; the platform's version was kept (remote-wins)");
+      await outbox.supersede(
+        trx,
+        row.id,
+        "conflict: the item changed on the platform since the row was deleted; the platform's version was kept (remote-wins)",
+      );
       await upsertItems(trx, mapping, [remote], deps.config.platform.timeZone);
     });
     return { kind: 'conflict', id: itemId, reread: false, version: null };
@@ -331,7 +439,13 @@ async function pushCreate(deps: PushDeps, list: ListConfig, mapping: TableMappin
       const settled = await settleSearch(deps, list, mapping, row, sent, search, `a create whose answer was lost (${err.message})`);
       if (settled) return settled;
       if (resends-- <= 0) {
-        return fail(db, row, `the create's answer was lost again (${err.message}) and the item is not found on the platform; not sent a third time. Check the platform, then "listsync push --retry-failed".`, true, list.maxPushAttempts);
+        return fail(
+          db,
+          row,
+          `the create's answer was lost again (${err.message}) and the item is not found on the platform; not sent a third time. Check the platform, then "listsync push --retry-failed".`,
+          true,
+          list.maxPushAttempts,
+        );
       }
       row = { ...row, attempted_at: row.attempted_at ?? attemptedAt, sends: row.sends + 1 };
     }
@@ -339,19 +453,42 @@ async function pushCreate(deps: PushDeps, list: ListConfig, mapping: TableMappin
 }
 
 /** A lost create found (adopted), ambiguous (failed) or not found (undefined: the caller sends it). */
-async function settleSearch(deps: PushDeps, list: ListConfig, mapping: TableMapping, row: OutboxRow, sent: Record<string, unknown>, search: LostCreateSearch, what: string): Promise<Outcome | undefined> {
+async function settleSearch(
+  deps: PushDeps,
+  list: ListConfig,
+  mapping: TableMapping,
+  row: OutboxRow,
+  sent: Record<string, unknown>,
+  search: LostCreateSearch,
+  what: string,
+): Promise<Outcome | undefined> {
   if (search.kind === 'found') {
-    deps.logger.info({ list: list.name, outbox: row.id, item: search.id }, 'a create whose answer was lost was found on the platform; the local row takes its ID');
+    deps.logger.info(
+      { list: list.name, outbox: row.id, item: search.id },
+      'a create whose answer was lost was found on the platform; the local row takes its ID',
+    );
     return settleCreated(deps, list, mapping, row, sent, search.id);
   }
   if (search.kind === 'ambiguous') {
-    return fail(deps.db, row, `${what} may have created the item: ${search.ids.length} items created since carry the values sent (${search.ids.join(', ')}); not sent again. Keep the right one: delete the local row ${row.local_id ?? ''} and let the next pull bring it, or delete the extra items on the platform and "listsync push --retry-failed".`, true, list.maxPushAttempts);
+    return fail(
+      deps.db,
+      row,
+      `${what} may have created the item: ${search.ids.length} items created since carry the values sent (${search.ids.join(', ')}); not sent again. Keep the right one: delete the local row ${row.local_id ?? ''} and let the next pull bring it, or delete the extra items on the platform and "listsync push --retry-failed".`,
+      true,
+      list.maxPushAttempts,
+    );
   }
   return undefined;
 }
 
 /** The lost create's search, repeated with backoff while nothing is found (the platform's queries may lag). */
-async function searchLostCreate(deps: PushDeps, list: ListConfig, mapping: TableMapping, data: Record<string, string>, since: Date): Promise<LostCreateSearch> {
+async function searchLostCreate(
+  deps: PushDeps,
+  list: ListConfig,
+  mapping: TableMapping,
+  data: Record<string, string>,
+  since: Date,
+): Promise<LostCreateSearch> {
   const lookup = { db: deps.db, client: deps.client, zone: deps.config.platform.timeZone };
   let search = await findCreated(lookup, list, mapping, data, since);
   for (const delay of deps.rereadDelaysMs ?? DEFAULT_REREAD_DELAYS_MS) {
@@ -371,7 +508,13 @@ async function withdrawCreate(deps: PushDeps, list: ListConfig, mapping: TableMa
   if (row.sends > 0 && row.attempted_at && data.ok) {
     const search = await searchLostCreate(deps, list, mapping, data.value, row.attempted_at);
     if (search.kind === 'ambiguous') {
-      return fail(db, row, `withdrawn, but ${search.ids.length} items created since carry the values sent (${search.ids.join(', ')}); none was deleted. Delete the one this row created on the platform.`, true, list.maxPushAttempts);
+      return fail(
+        db,
+        row,
+        `withdrawn, but ${search.ids.length} items created since carry the values sent (${search.ids.join(', ')}); none was deleted. Delete the one this row created on the platform.`,
+        true,
+        list.maxPushAttempts,
+      );
     }
     if (search.kind === 'found') {
       await deleteOnPlatform(deps, list, search.id);
@@ -395,7 +538,11 @@ async function readItem(deps: PushDeps, list: ListConfig, id: string): Promise<R
   }
 }
 
-function wireOrFail(deps: PushDeps, mapping: TableMapping, changes: Record<string, unknown>): { ok: true; value: Record<string, string> } | { ok: false; error: string } {
+function wireOrFail(
+  deps: PushDeps,
+  mapping: TableMapping,
+  changes: Record<string, unknown>,
+): { ok: true; value: Record<string, string> } | { ok: false; error: string } {
   try {
     return { ok: true, value: toWire(mapping, changes, deps.config.platform.timeZone) };
   } catch (err) {
@@ -414,7 +561,12 @@ async function markSending(db: Knex, row: OutboxRow, sent: Record<string, unknow
  * The sent part is applied. Edits made while it was in flight (the remainder)
  * stay pending against the new version.
  */
-async function settleApplied(db: Knex | Knex.Transaction, row: OutboxRow, sent: Record<string, unknown>, newVersion: number | null): Promise<void> {
+async function settleApplied(
+  db: Knex | Knex.Transaction,
+  row: OutboxRow,
+  sent: Record<string, unknown>,
+  newVersion: number | null,
+): Promise<void> {
   if (row.op === 'delete') await outbox.markApplied(db, row.id);
   else await outbox.settleSentEdit(db, row.id, sent, newVersion);
 }
@@ -424,7 +576,14 @@ async function settleApplied(db: Knex | Knex.Transaction, row: OutboxRow, sent: 
  * a pull already brought the item in, gives way to it). A create withdrawn
  * meanwhile (its row deleted while the create was in flight) deletes the item.
  */
-async function settleCreated(deps: PushDeps, list: ListConfig, mapping: TableMapping, row: OutboxRow, sent: Record<string, unknown>, id: string): Promise<Outcome> {
+async function settleCreated(
+  deps: PushDeps,
+  list: ListConfig,
+  mapping: TableMapping,
+  row: OutboxRow,
+  sent: Record<string, unknown>,
+  id: string,
+): Promise<Outcome> {
   const withdrawn = await deps.db.transaction(async (trx) => {
     if (await outbox.lockWithdrawn(trx, row.id)) return true;
     await markListsyncWriter(trx);
@@ -438,7 +597,11 @@ async function settleCreated(deps: PushDeps, list: ListConfig, mapping: TableMap
   });
   if (!withdrawn) return { kind: 'created', id };
   await deleteOnPlatform(deps, list, id);
-  await outbox.supersede(deps.db, row.id, `withdrawn: the local row was deleted while it was being created; item ${id} was deleted on the platform`);
+  await outbox.supersede(
+    deps.db,
+    row.id,
+    `withdrawn: the local row was deleted while it was being created; item ${id} was deleted on the platform`,
+  );
   return { kind: 'withdrawn' };
 }
 
@@ -492,11 +655,24 @@ async function conflict(
 }
 
 /** conflictPolicy manual: the change waits for `listsync conflicts resolve`. */
-async function holdConflict(db: Knex, list: ListConfig, mapping: TableMapping, row: OutboxRow, local: Record<string, unknown>, remote: Item, remoteVersion: number): Promise<void> {
+async function holdConflict(
+  db: Knex,
+  list: ListConfig,
+  mapping: TableMapping,
+  row: OutboxRow,
+  local: Record<string, unknown>,
+  remote: Item,
+  remoteVersion: number,
+): Promise<void> {
   await db.transaction(async (trx) => {
     await recordConflict(trx, list, row, local, remote, remoteVersion, 'open', null, mapping);
     const what = row.op === 'delete' ? 'the row was deleted on' : 'the change was made on';
-    await outbox.holdAsConflict(trx, row.id, `conflict: the platform is at version ${remoteVersion}, ${what} ${row.base_version}; settle it with "listsync conflicts resolve"`, { clearSent: true });
+    await outbox.holdAsConflict(
+      trx,
+      row.id,
+      `conflict: the platform is at version ${remoteVersion}, ${what} ${row.base_version}; settle it with "listsync conflicts resolve"`,
+      { clearSent: true },
+    );
   });
 }
 
@@ -516,7 +692,12 @@ async function queryByIds(client: PlatformClient, list: ListConfig, ids: readonl
 }
 
 /** Re-reads items by ID (In, 1000 per request) and writes them to the mirror. */
-export async function rereadItems(deps: Pick<PushDeps, 'db' | 'client' | 'config'>, list: ListConfig, mapping: TableMapping, ids: readonly string[]): Promise<UpsertResult[]> {
+export async function rereadItems(
+  deps: Pick<PushDeps, 'db' | 'client' | 'config'>,
+  list: ListConfig,
+  mapping: TableMapping,
+  ids: readonly string[],
+): Promise<UpsertResult[]> {
   const out: UpsertResult[] = [];
   for (let i = 0; i < ids.length; i += 1000) {
     const items = await queryByIds(deps.client, list, ids.slice(i, i + 1000));
@@ -530,7 +711,12 @@ export async function rereadItems(deps: Pick<PushDeps, 'db' | 'client' | 'config
  * not yet show at the version written are asked again with backoff, then read
  * one by one; returns the IDs still behind.
  */
-async function rereadWritten(deps: PushDeps, list: ListConfig, mapping: TableMapping, written: ReadonlyMap<string, number | null>): Promise<string[]> {
+async function rereadWritten(
+  deps: PushDeps,
+  list: ListConfig,
+  mapping: TableMapping,
+  written: ReadonlyMap<string, number | null>,
+): Promise<string[]> {
   const zone = deps.config.platform.timeZone;
   const upToDate = (item: Item | undefined, id: string): boolean => {
     if (!item) return false;
@@ -554,7 +740,11 @@ async function rereadWritten(deps: PushDeps, list: ListConfig, mapping: TableMap
     if (remote.kind === 'found') await store([remote.item]);
     if (remote.kind !== 'found' || !upToDate(remote.item, id)) stillBehind.push(id);
   }
-  if (stillBehind.length) deps.logger.warn({ list: list.name, behind: stillBehind.length }, "the platform's queries did not show the versions written yet; the next pull brings them");
+  if (stillBehind.length)
+    deps.logger.warn(
+      { list: list.name, behind: stillBehind.length },
+      "the platform's queries did not show the versions written yet; the next pull brings them",
+    );
   return stillBehind;
 }
 
@@ -562,7 +752,12 @@ async function rereadWritten(deps: PushDeps, list: ListConfig, mapping: TableMap
  * Runs `fn` over the items, `limit` at a time. The first error stops new work; the calls under way finish before it is thrown.
  * Once `stop()` says so no new item starts; the results of the items that ran are returned.
  */
-async function mapConcurrent<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>, stop: () => boolean = () => false): Promise<R[]> {
+async function mapConcurrent<T, R>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T) => Promise<R>,
+  stop: () => boolean = () => false,
+): Promise<R[]> {
   const out = new Array<R>(items.length);
   let next = 0;
   let failure: { error: unknown } | undefined;

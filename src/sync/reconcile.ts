@@ -99,8 +99,17 @@ interface PgConnection {
 }
 
 export async function reconcileList(deps: ReconcileDeps, list: ListConfig): Promise<ReconcileResult> {
-  return runJob(deps, { list: list.name, job: 'reconcile', lockName: listLockName(list.name), waitMs: deps.waitMs ?? 0, holderJobs: LIST_JOBS, recordSkipped: false }, (run) =>
-    reconcileLocked(deps, list, run),
+  return runJob(
+    deps,
+    {
+      list: list.name,
+      job: 'reconcile',
+      lockName: listLockName(list.name),
+      waitMs: deps.waitMs ?? 0,
+      holderJobs: LIST_JOBS,
+      recordSkipped: false,
+    },
+    (run) => reconcileLocked(deps, list, run),
   );
 }
 
@@ -120,7 +129,20 @@ async function reconcileLocked(deps: ReconcileDeps, list: ListConfig, run: Activ
   };
   const timingsMs = { sweep: 0, candidates: 0, confirm: 0, heal: 0, mark: 0 };
   const healed = { missing: 0, behind: 0, keptLocal: 0 };
-  const base = { runId, list: list.name, seen: 0, live: 0, totalCount: 0, pages: 0, confirmedPresent: 0, deleted: 0, undeleted: 0, healed, counters, timingsMs };
+  const base = {
+    runId,
+    list: list.name,
+    seen: 0,
+    live: 0,
+    totalCount: 0,
+    pages: 0,
+    confirmedPresent: 0,
+    deleted: 0,
+    undeleted: 0,
+    healed,
+    counters,
+    timingsMs,
+  };
   let phaseStart = performance.now();
   const phaseEnd = (): number => {
     const now = performance.now();
@@ -129,7 +151,9 @@ async function reconcileLocked(deps: ReconcileDeps, list: ListConfig, run: Activ
     return ms;
   };
 
-  const exists = mapping ? ((await db.raw('select to_regclass(?) as t', [mapping.qualifiedTable])) as { rows: { t: string | null }[] }).rows[0]?.t : null;
+  const exists = mapping
+    ? ((await db.raw('select to_regclass(?) as t', [mapping.qualifiedTable])) as { rows: { t: string | null }[] }).rows[0]?.t
+    : null;
   if (!mapping || !exists) {
     const message = `no mirror table ${schema}.${tableName} for list ${list.name} yet: run listsync pull first (reconcile compares the mirror with the platform)`;
     await finishRun(db, runId, 'failed', { error: message, counters });
@@ -208,8 +232,23 @@ async function reconcileLocked(deps: ReconcileDeps, list: ListConfig, run: Activ
     Object.assign(base, { seen, live, totalCount: total, pages: counters.pages });
 
     // ---- guards ---------------------------------------------------------
-    const refusal = guard({ seen, live, ratio: list.reconcileMinSeenRatio, anomalies, minTotal: Number.isFinite(minTotal) ? minTotal : 0, maxTotal });
-    const details = { seen, received, live, candidates: work.missing, totalCount: total, minTotal: Number.isFinite(minTotal) ? minTotal : 0, maxTotal };
+    const refusal = guard({
+      seen,
+      live,
+      ratio: list.reconcileMinSeenRatio,
+      anomalies,
+      minTotal: Number.isFinite(minTotal) ? minTotal : 0,
+      maxTotal,
+    });
+    const details = {
+      seen,
+      received,
+      live,
+      candidates: work.missing,
+      totalCount: total,
+      minTotal: Number.isFinite(minTotal) ? minTotal : 0,
+      maxTotal,
+    };
     if (refusal) {
       await finishRun(db, runId, 'failed', { error: refusal, counters, details });
       log.error(details, refusal);
@@ -243,7 +282,9 @@ async function reconcileLocked(deps: ReconcileDeps, list: ListConfig, run: Activ
     const anyHealed = healed.missing + healed.behind + deleted + undeleted;
     (anyHealed ? log.warn.bind(log) : log.info.bind(log))(
       { ...details, confirmedPresent, deleted, undeleted, healed, requests: counters.requests, retries: counters.retries, timingsMs },
-      anyHealed ? 'reconcile finished and healed rows the pulls had not brought in line: worth a look (cursor field, clock skew, back-dated edits)' : 'reconcile finished',
+      anyHealed
+        ? 'reconcile finished and healed rows the pulls had not brought in line: worth a look (cursor field, clock skew, back-dated edits)'
+        : 'reconcile finished',
     );
     return { ...base, status: 'succeeded', message: null, confirmedPresent, deleted, undeleted };
   } finally {
@@ -296,7 +337,10 @@ class SweepTables {
   ) {}
 
   private raw(sql: string, bindings: readonly unknown[] = []): Promise<{ rows: Record<string, unknown>[]; rowCount: number | null }> {
-    return this.db.raw(sql, bindings as Knex.RawBinding[]).connection(this.conn) as unknown as Promise<{ rows: Record<string, unknown>[]; rowCount: number | null }>;
+    return this.db.raw(sql, bindings as Knex.RawBinding[]).connection(this.conn) as unknown as Promise<{
+      rows: Record<string, unknown>[];
+      rowCount: number | null;
+    }>;
   }
 
   async create(): Promise<void> {
@@ -312,7 +356,9 @@ class SweepTables {
   }
 
   async drop(): Promise<void> {
-    await this.raw('drop table if exists pg_temp.reconcile_seen, pg_temp.reconcile_missing, pg_temp.reconcile_was_deleted, pg_temp.reconcile_undelete, pg_temp.reconcile_heal');
+    await this.raw(
+      'drop table if exists pg_temp.reconcile_seen, pg_temp.reconcile_missing, pg_temp.reconcile_was_deleted, pg_temp.reconcile_undelete, pg_temp.reconcile_heal',
+    );
   }
 
   /**
@@ -439,7 +485,12 @@ async function confirmCandidates(deps: ReconcileDeps, list: ListConfig, work: Sw
       const { items } = await deps.client.queryItems(
         list.appID,
         list.listID,
-        { Fields: [list.idField], Filters: [{ Field: list.idField, Type: Operator.In, Value: JSON.stringify(lookup) }], PageIndex: 1, PageSize: RECONCILE_PAGE_SIZE },
+        {
+          Fields: [list.idField],
+          Filters: [{ Field: list.idField, Type: Operator.In, Value: JSON.stringify(lookup) }],
+          PageIndex: 1,
+          PageSize: RECONCILE_PAGE_SIZE,
+        },
         deps.signal,
       );
       const present = items.map((it) => idOf(it, list.idField)).filter((x): x is string => x !== undefined);
@@ -457,11 +508,17 @@ async function confirmCandidates(deps: ReconcileDeps, list: ListConfig, work: Sw
  * pull would, in one transaction per request: rows with open local changes are left to
  * write-back (the pull's conflict handling). Returns what it healed.
  */
-async function healRows(deps: ReconcileDeps, list: ListConfig, mapping: TableMapping, work: SweepTables, counters: RunCounters): Promise<{ missing: number; behind: number; keptLocal: number }> {
+async function healRows(
+  deps: ReconcileDeps,
+  list: ListConfig,
+  mapping: TableMapping,
+  work: SweepTables,
+  counters: RunCounters,
+): Promise<{ missing: number; behind: number; keptLocal: number }> {
   const healed = { missing: 0, behind: 0, keptLocal: 0 };
   const onPending = pendingConflictHandler(deps.config, list);
   const zone = deps.config.platform.timeZone;
-  for (let after = ''; ; ) {
+  for (let after = ''; ;) {
     if (deps.signal?.aborted) return healed;
     const ids = await work.toHeal(after);
     if (ids.length === 0) return healed;
@@ -471,7 +528,11 @@ async function healRows(deps: ReconcileDeps, list: ListConfig, mapping: TableMap
       const { items } = await deps.client.queryItems(
         list.appID,
         list.listID,
-        { Filters: [{ Field: list.idField, Type: Operator.In, Value: JSON.stringify(lookup) }], PageIndex: 1, PageSize: RECONCILE_PAGE_SIZE },
+        {
+          Filters: [{ Field: list.idField, Type: Operator.In, Value: JSON.stringify(lookup) }],
+          PageIndex: 1,
+          PageSize: RECONCILE_PAGE_SIZE,
+        },
         deps.signal,
       );
       await deps.db.transaction(async (trx) => {
@@ -492,7 +553,14 @@ async function healRows(deps: ReconcileDeps, list: ListConfig, mapping: TableMap
 }
 
 /** The reason to refuse marking, or null when the sweep can be trusted. */
-export function guard(s: { seen: number; live: number; ratio: number; anomalies: readonly string[]; minTotal: number; maxTotal: number }): string | null {
+export function guard(s: {
+  seen: number;
+  live: number;
+  ratio: number;
+  anomalies: readonly string[];
+  minTotal: number;
+  maxTotal: number;
+}): string | null {
   const why = 'refusing to mark deletes; a broken or filtered response must not wipe the mirror';
   if (s.anomalies.length) {
     const shown = s.anomalies.slice(0, 3).join('; ') + (s.anomalies.length > 3 ? `; and ${s.anomalies.length - 3} more` : '');
@@ -529,5 +597,9 @@ function idOf(item: Item, idField: string): string | undefined {
 async function recordMarksInHistory(trx: Knex.Transaction, mapping: { schema: string; table: string }): Promise<void> {
   await closeDeletedVersions(trx, mapping);
   const back = (await trx.raw('select id from pg_temp.reconcile_undelete')) as { rows: { id: string }[] };
-  await reopenVersions(trx, mapping, back.rows.map((x) => x.id));
+  await reopenVersions(
+    trx,
+    mapping,
+    back.rows.map((x) => x.id),
+  );
 }

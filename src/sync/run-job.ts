@@ -64,14 +64,19 @@ export async function runJob<T>(deps: RunJobDeps, spec: RunJobSpec, body: (run: 
     outcome = { ok: false, error: explainDatabaseError(err, deps.config.database.url) };
   }
   // A connection that died with the run cannot unlock; the lock went with it. Never hide the run's own outcome.
-  await lock.release().catch((err: unknown) => deps.logger.debug({ err, lock: spec.lockName }, 'releasing the lock failed; it ended with its connection'));
+  await lock
+    .release()
+    .catch((err: unknown) => deps.logger.debug({ err, lock: spec.lockName }, 'releasing the lock failed; it ended with its connection'));
   if (!outcome.ok) throw outcome.error;
   return outcome.value;
 }
 
 async function takeLock(deps: RunJobDeps, spec: RunJobSpec) {
   try {
-    return await acquireLock(deps.db, spec.lockName, { waitMs: spec.waitMs, describeHolder: () => describeRunning(deps.db, spec.list, spec.holderJobs) });
+    return await acquireLock(deps.db, spec.lockName, {
+      waitMs: spec.waitMs,
+      describeHolder: () => describeRunning(deps.db, spec.list, spec.holderJobs),
+    });
   } catch (err) {
     if (err instanceof LockedError && spec.recordSkipped) {
       const runId = await startRun(deps.db, spec.list, spec.job);
@@ -100,7 +105,13 @@ async function runRecorded<T>(deps: RunJobDeps, spec: RunJobSpec, body: (run: Ac
 }
 
 /** Marks the run failed unless the body already recorded its outcome; a database that is gone is logged, not thrown. */
-async function recordFailure(deps: RunJobDeps, runId: number, err: unknown, counters: Pick<RunCounters, 'requests' | 'retries'>, log: Logger): Promise<void> {
+async function recordFailure(
+  deps: RunJobDeps,
+  runId: number,
+  err: unknown,
+  counters: Pick<RunCounters, 'requests' | 'retries'>,
+  log: Logger,
+): Promise<void> {
   const message = scrubSecrets(coerceError(err).message, secretsOf(deps.config));
   try {
     if (await isRunOpen(deps.db, runId)) await finishRun(deps.db, runId, 'failed', { error: message, counters });

@@ -23,7 +23,14 @@ export interface UsersDeps {
 
 export async function pullUsers(deps: UsersDeps): Promise<{ runId: number; counters: RunCounters; stopped: boolean }> {
   const { db, client, config } = deps;
-  const spec = { list: USERS_JOB_LIST, job: 'users', lockName: USERS_LOCK, waitMs: deps.waitMs ?? 0, holderJobs: ['users'], recordSkipped: false } as const;
+  const spec = {
+    list: USERS_JOB_LIST,
+    job: 'users',
+    lockName: USERS_LOCK,
+    waitMs: deps.waitMs ?? 0,
+    holderJobs: ['users'],
+    recordSkipped: false,
+  } as const;
   return runJob(deps, spec, async (run) => {
     const { runId, log } = run;
     await ensureUsersTable(db, config.database.schema, config.users.table);
@@ -50,7 +57,10 @@ export async function pullUsers(deps: UsersDeps): Promise<{ runId: number; count
     counters.requests = after.requests - before.requests;
     counters.retries = after.retries - before.retries;
     if (stopped) {
-      await finishRun(db, runId, 'failed', { error: 'stopped by shutdown; the next run reads the users again', counters: { requests: counters.requests, retries: counters.retries } });
+      await finishRun(db, runId, 'failed', {
+        error: 'stopped by shutdown; the next run reads the users again',
+        counters: { requests: counters.requests, retries: counters.retries },
+      });
       log.warn(counters, 'users stopped by shutdown after a complete page');
       return { runId, counters, stopped: true };
     }
@@ -62,4 +72,3 @@ export async function pullUsers(deps: UsersDeps): Promise<{ runId: number; count
     return { runId, counters, stopped: false };
   });
 }
-

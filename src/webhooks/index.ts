@@ -1,5 +1,13 @@
 /** Webhooks: subscriptions (`listsync hooks`) and the receiver `serve` mounts at `/hooks/`. */
-export { createHookReceiver, isJsonContentType, type HookHandler, type ItemEvent, type ReceiveOutcome, type ReceiverOptions, type RejectReason } from './receiver.js';
+export {
+  createHookReceiver,
+  isJsonContentType,
+  type HookHandler,
+  type ItemEvent,
+  type ReceiveOutcome,
+  type ReceiverOptions,
+  type RejectReason,
+} from './receiver.js';
 export {
   subscribe,
   listSubscriptions,

@@ -50,7 +50,10 @@ import { subscriptionByToken, type SubscriptionRow } from '../store/webhook-subs
 import { HOOKS_PATH } from './subscribe.js';
 
 export type RejectReason = 'method' | 'unknown_token' | 'channel' | 'type' | 'content_type' | 'too_large' | 'bad_body';
-export type ReceiveOutcome = { result: 'accepted'; duplicate: boolean } | { result: 'rejected'; reason: RejectReason; status: number } | { result: 'error'; status: number };
+export type ReceiveOutcome =
+  | { result: 'accepted'; duplicate: boolean }
+  | { result: 'rejected'; reason: RejectReason; status: number }
+  | { result: 'error'; status: number };
 
 export interface ItemEvent {
   inboxId: number;
@@ -101,7 +104,8 @@ export function jsonDepth(text: string): number {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
-      if (c === 0x5c) i++; // backslash: skip the escaped character
+      if (c === 0x5c)
+        i++; // backslash: skip the escaped character
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
     else if (c === 0x5b || c === 0x7b) max = Math.max(max, ++depth);
@@ -128,7 +132,15 @@ export function createHookReceiver(options: ReceiverOptions): HookHandler {
     }
   };
 
-  const reject = (req: IncomingMessage, res: ServerResponse, status: number, reason: RejectReason, message: string, sub?: SubscriptionRow, extraHeaders: Record<string, string> = {}): void => {
+  const reject = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    status: number,
+    reason: RejectReason,
+    message: string,
+    sub?: SubscriptionRow,
+    extraHeaders: Record<string, string> = {},
+  ): void => {
     log.warn({ status, reason, subscription: sub?.id, remote: req.socket.remoteAddress }, `webhook rejected: ${message}`);
     send(res, status, { ok: false, error: message }, { connection: 'close', ...extraHeaders });
     discardRest(req);
@@ -141,24 +153,25 @@ export function createHookReceiver(options: ReceiverOptions): HookHandler {
       if (req.method !== 'POST') return reject(req, res, 405, 'method', 'only POST is accepted here', undefined, { allow: 'POST' });
 
       const token = url.pathname.startsWith(HOOKS_PATH) ? url.pathname.slice(HOOKS_PATH.length) : '';
-      const sub = /^[A-Za-z0-9_-]{8,128}$/.test(token)
-        ? await subscriptionByToken(db, token)
-        : undefined;
+      const sub = /^[A-Za-z0-9_-]{8,128}$/.test(token) ? await subscriptionByToken(db, token) : undefined;
       if (!sub) return reject(req, res, 404, 'unknown_token', 'no subscription has this callback path');
 
       const itemEvents = sub.list_name !== null;
       const channel = header(req, 'channel') ?? (itemEvents ? sub.channel : undefined);
       if (channel === undefined) return reject(req, res, 403, 'channel', 'the Channel header is missing', sub);
-      if (channel !== sub.channel) return reject(req, res, 403, 'channel', "the Channel header does not match the subscription's channel", sub);
+      if (channel !== sub.channel)
+        return reject(req, res, 403, 'channel', "the Channel header does not match the subscription's channel", sub);
 
       const typeText = header(req, 'type') ?? (itemEvents ? String(sub.type) : undefined);
       if (typeText === undefined) return reject(req, res, 400, 'type', 'the Type header is missing', sub);
       if (!/^\s*-?\d{1,9}\s*$/.test(typeText)) return reject(req, res, 400, 'type', 'the Type header is not an integer', sub);
       const covered = itemEvents ? (ITEM_TYPES_COVERED[sub.type] ?? [sub.type]) : [sub.type];
-      if (!covered.includes(Number(typeText))) return reject(req, res, 400, 'type', "the Type header does not match the subscription's type", sub);
+      if (!covered.includes(Number(typeText)))
+        return reject(req, res, 400, 'type', "the Type header does not match the subscription's type", sub);
 
       // Item callbacks' content type is not documented: their body must still be one JSON object.
-      if (!itemEvents && !isJsonContentType(header(req, 'content-type'))) return reject(req, res, 415, 'content_type', 'Content-Type must be application/json', sub);
+      if (!itemEvents && !isJsonContentType(header(req, 'content-type')))
+        return reject(req, res, 415, 'content_type', 'Content-Type must be application/json', sub);
 
       const declared = header(req, 'content-length');
       if (declared !== undefined && (!/^\d+$/.test(declared) || Number(declared) > limit)) {
@@ -169,31 +182,50 @@ export function createHookReceiver(options: ReceiverOptions): HookHandler {
 
       const text = decodeUtf8(body);
       if (text === undefined) return reject(req, res, 400, 'bad_body', 'the body is not UTF-8 text', sub);
-      if (jsonDepth(text) > MAX_JSON_DEPTH) return reject(req, res, 400, 'bad_body', `the body nests deeper than ${MAX_JSON_DEPTH} levels`, sub);
+      if (jsonDepth(text) > MAX_JSON_DEPTH)
+        return reject(req, res, 400, 'bad_body', `the body nests deeper than ${MAX_JSON_DEPTH} levels`, sub);
       let parsed: unknown;
       try {
         parsed = JSON.parse(text);
       } catch {
         return reject(req, res, 400, 'bad_body', 'the body is not valid JSON', sub);
       }
-      if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return reject(req, res, 400, 'bad_body', 'the body must be a JSON object', sub);
+      if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+        return reject(req, res, 400, 'bad_body', 'the body must be a JSON object', sub);
 
       let stored: { id: number; duplicate: boolean; listDataId: string | null; event: string | null };
       try {
         stored = await storeEvent(db, sub.id, { channel, type: Number(typeText), headers: keptHeaders(req), body: text }, windowMinutes);
       } catch (err) {
         // 22xxx: data exceptions, e.g. a \u0000 escape that jsonb cannot hold.
-        if (pgCode(err)?.startsWith('22')) return reject(req, res, 400, 'bad_body', 'the body is JSON that cannot be stored (e.g. a \\u0000 escape)', sub);
+        if (pgCode(err)?.startsWith('22'))
+          return reject(req, res, 400, 'bad_body', 'the body is JSON that cannot be stored (e.g. a \\u0000 escape)', sub);
         throw err;
       }
       send(res, 200, { ok: true, duplicate: stored.duplicate });
       outcome({ result: 'accepted', duplicate: stored.duplicate });
       log.info(
-        { subscription: sub.id, inboxId: stored.id, channel, type: sub.type, event: stored.event, duplicate: stored.duplicate, ms: Math.round((performance.now() - started) * 10) / 10 },
+        {
+          subscription: sub.id,
+          inboxId: stored.id,
+          channel,
+          type: sub.type,
+          event: stored.event,
+          duplicate: stored.duplicate,
+          ms: Math.round((performance.now() - started) * 10) / 10,
+        },
         stored.duplicate ? 'webhook event was a duplicate delivery' : 'webhook event stored',
       );
       if (!stored.duplicate && stored.listDataId !== null && options.onItemEvent) {
-        await dispatch(options.onItemEvent, { inboxId: stored.id, subscriptionId: sub.id, resource: sub.resource, channel, type: sub.type, listDataId: stored.listDataId, event: stored.event });
+        await dispatch(options.onItemEvent, {
+          inboxId: stored.id,
+          subscriptionId: sub.id,
+          resource: sub.resource,
+          channel,
+          type: sub.type,
+          listDataId: stored.listDataId,
+          event: stored.event,
+        });
       }
     } catch (err) {
       log.error({ code: pgCode(err), error: errorSummary(err) }, 'webhook receiver failed; answered 503 so the platform may deliver again');

@@ -73,8 +73,10 @@ export function callbackUrlFor(config: Config, token: string, base?: string): st
   } catch {
     throw new UsageError(`--callback-url must be an http(s) URL such as https://sync.example.com (got ${JSON.stringify(from)}).`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`the callback base URL must be http(s) (got ${JSON.stringify(from)}).`);
-  if (url.search || url.hash) throw new UsageError(`the callback base URL must have no query string or fragment (got ${JSON.stringify(from)}).`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new UsageError(`the callback base URL must be http(s) (got ${JSON.stringify(from)}).`);
+  if (url.search || url.hash)
+    throw new UsageError(`the callback base URL must have no query string or fragment (got ${JSON.stringify(from)}).`);
   const path = url.pathname.replace(/\/+$/, '');
   return `${url.origin}${path}${HOOKS_PATH}${token}`;
 }
@@ -84,7 +86,10 @@ export function parseHookType(value: string): number {
   return Number(value.trim());
 }
 
-export async function subscribe(deps: { db: Knex; client: PlatformClient; config: Config }, options: SubscribeOptions): Promise<Subscription> {
+export async function subscribe(
+  deps: { db: Knex; client: PlatformClient; config: Config },
+  options: SubscribeOptions,
+): Promise<Subscription> {
   const channel = options.channel.trim();
   if (channel === '') throw new UsageError('--channel must not be empty.');
   if (!Number.isInteger(options.type)) throw new UsageError(`--type must be an integer (got ${String(options.type)}).`);

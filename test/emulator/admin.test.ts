@@ -55,7 +55,13 @@ describe('admin API', () => {
   });
 
   it('adds a field at run time: metadata and items show it', async () => {
-    const meta = await emu.admin.addField('qa', 'things', { FieldName: 'Region', FieldType: 'Text', Type: 'radio', IsIndex: true, DefaultValue: 'EU' });
+    const meta = await emu.admin.addField('qa', 'things', {
+      FieldName: 'Region',
+      FieldType: 'Text',
+      Type: 'radio',
+      IsIndex: true,
+      DefaultValue: 'EU',
+    });
     expect(meta).toMatchObject({ FieldName: 'Region', IsIndex: true, IsSystem: false });
     const fields = await call<Envelope<Array<{ FieldName: string }>>>(emu, 'GET', '/lists/qa/things/fields');
     expect(fields.json.Data.map((f) => f.FieldName)).toContain('Region');
@@ -63,7 +69,9 @@ describe('admin API', () => {
     expect(items.every((i) => i['Region'] === 'EU')).toBe(true);
     const q = await query(emu, 'qa/things', { Filters: [{ Field: 'Region', Type: 0, Value: 'EU' }] });
     expect(q.json.TotalCount).toBe(items.length);
-    await expect(emu.admin.addField('qa', 'things', { FieldName: 'Region', FieldType: 'Text', Type: 'input' })).rejects.toThrow(/already exists/);
+    await expect(emu.admin.addField('qa', 'things', { FieldName: 'Region', FieldType: 'Text', Type: 'input' })).rejects.toThrow(
+      /already exists/,
+    );
     await expect(emu.admin.addField('qa', 'things', { FieldName: 'Bad', FieldType: 'Text', Type: 'spinner' })).rejects.toThrow(/FieldType/);
   });
 
@@ -107,7 +115,9 @@ describe('admin API', () => {
     expect((await query(emu, 'qa/things', {})).json.Status).toBe(40400);
     const back = await emu.admin.reset();
     expect(back.lists.map((l) => `${l.appID}/${l.listID}:${l.count}`)).toEqual(['demo/orders:200', 'qa/things:6', 'qa/many:45']);
-    await expect(emu.admin.reset({ seed: { lists: [{ appID: 'x', listID: 'y', fields: [{ FieldName: 'A', FieldType: 'Text', Type: 'wat' }] }] } })).rejects.toThrow(/lists\[0\]\.fields\[0\]\.FieldType/);
+    await expect(
+      emu.admin.reset({ seed: { lists: [{ appID: 'x', listID: 'y', fields: [{ FieldName: 'A', FieldType: 'Text', Type: 'wat' }] }] } }),
+    ).rejects.toThrow(/lists\[0\]\.fields\[0\]\.FieldType/);
   });
 
   it('DELETE /_admin/faults turns every fault off; DELETE /_admin/activity stops simulated users', async () => {
@@ -130,7 +140,8 @@ describe('admin API', () => {
 
   it('GET /_admin lists the routes, the settings route included', async () => {
     const root = (await (await fetch(`${emu.url}/_admin`)).json()) as { routes: string[] };
-    for (const r of ['GET|PUT /_admin/settings', 'DELETE /_admin/faults', 'DELETE /_admin/activity']) expect(root.routes.join('\n')).toContain(r);
+    for (const r of ['GET|PUT /_admin/settings', 'DELETE /_admin/faults', 'DELETE /_admin/activity'])
+      expect(root.routes.join('\n')).toContain(r);
   });
 
   it('unknown admin routes are 404', async () => {

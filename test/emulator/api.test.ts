@@ -3,7 +3,11 @@ import { type RunningEmulator, SAMPLE_FIELDS as F, startEmulator } from '../../s
 import { type Envelope, type Item, QA_SEED, call, query } from './helpers.js';
 
 const isAttachmentList = (v: unknown): boolean =>
-  Array.isArray(v) && v.length > 0 && v.every((a: Record<string, unknown>) => typeof a['id'] === 'string' && typeof a['name'] === 'string' && typeof a['fileSize'] === 'number');
+  Array.isArray(v) &&
+  v.length > 0 &&
+  v.every(
+    (a: Record<string, unknown>) => typeof a['id'] === 'string' && typeof a['name'] === 'string' && typeof a['fileSize'] === 'number',
+  );
 
 let emu: RunningEmulator;
 let sample: RunningEmulator;
@@ -30,7 +34,8 @@ describe('envelope', () => {
 
   it('list details carry AppID, ListID, Title, Description, Created, Modified, CreatedBy, ModifiedBy', async () => {
     const r = await call<Envelope<Record<string, unknown>>>(sample, 'GET', '/lists/demo/orders');
-    for (const k of ['AppID', 'ListID', 'Title', 'Description', 'Created', 'Modified', 'CreatedBy', 'ModifiedBy']) expect(r.json.Data).toHaveProperty(k);
+    for (const k of ['AppID', 'ListID', 'Title', 'Description', 'Created', 'Modified', 'CreatedBy', 'ModifiedBy'])
+      expect(r.json.Data).toHaveProperty(k);
     expect(r.json.Data['Title']).toBe('Orders');
     expect(r.json.Data['Created']).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
   });
@@ -80,12 +85,30 @@ describe('fields metadata', () => {
     expect(r.json.Status).toBe(0);
     const byName = new Map(r.json.Data.map((f) => [f['FieldName'], f]));
     for (const f of r.json.Data) {
-      expect(Object.keys(f)).toEqual(['FieldID', 'FieldName', 'DisplayName', 'InternalName', 'Type', 'FieldType', 'DefaultValue', 'Rules', 'IsSort', 'IsIndex', 'IsSystem', 'IsUnique']);
+      expect(Object.keys(f)).toEqual([
+        'FieldID',
+        'FieldName',
+        'DisplayName',
+        'InternalName',
+        'Type',
+        'FieldType',
+        'DefaultValue',
+        'Rules',
+        'IsSort',
+        'IsIndex',
+        'IsSystem',
+        'IsUnique',
+      ]);
     }
     expect(byName.get('ListDataID')).toMatchObject({ FieldType: 'Bigint', Type: 'id', IsSystem: true, IsIndex: true });
     expect(byName.get('RowVersion')).toMatchObject({ FieldType: 'Bigint', Type: 'version', IsSystem: true, IsIndex: false });
     expect(byName.get('Title')).toMatchObject({ FieldType: 'Text', Type: 'input', IsSystem: true, IsIndex: true });
-    expect(byName.get('Created')).toMatchObject({ FieldType: 'Datetime', Type: 'datepicker', IsIndex: true, Rules: { DateFormat: 'yyyy-MM-dd HH:mm:ss' } });
+    expect(byName.get('Created')).toMatchObject({
+      FieldType: 'Datetime',
+      Type: 'datepicker',
+      IsIndex: true,
+      Rules: { DateFormat: 'yyyy-MM-dd HH:mm:ss' },
+    });
     expect(byName.get('CreatedBy')).toMatchObject({ FieldType: 'Text', Type: 'lookup', IsSystem: true });
     expect(byName.get('Datetime1')).toMatchObject({ FieldType: 'Datetime', Rules: { DateFormat: 'yyyy-MM-dd' }, IsSystem: false });
     expect(byName.get('Datetime2')).toMatchObject({ Rules: { DateFormat: 'yyyy-MM-dd HH:mm:ss' } });
@@ -160,7 +183,11 @@ describe('the built-in sample', () => {
     expect(u['UserID']).toMatch(/^\d{19}$/);
     const page = await call<Envelope<unknown[]>>(sample, 'POST', '/users/search', { PageIndex: 2, PageSize: 20 });
     expect(page.json.Data.length).toBe(20);
-    const hit = await call<Envelope<Array<Record<string, string>>>>(sample, 'POST', '/users/search', { PageIndex: 1, PageSize: 20, SearchKey: u['Name'] });
+    const hit = await call<Envelope<Array<Record<string, string>>>>(sample, 'POST', '/users/search', {
+      PageIndex: 1,
+      PageSize: 20,
+      SearchKey: u['Name'],
+    });
     expect(hit.json.Data.map((x) => x['UserID'])).toContain(u['UserID']);
     const tooBig = await call<Envelope>(sample, 'POST', '/users/search', { PageIndex: 1, PageSize: 1001 });
     expect(tooBig.json.Status).toBe(40000);

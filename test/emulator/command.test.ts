@@ -7,9 +7,7 @@ import { type Envelope, call } from './helpers.js';
 function program(waitForStop?: (emu: RunningEmulator) => Promise<string>): { p: Command; out: string[]; err: string[] } {
   const out: string[] = [];
   const err: string[] = [];
-  const p = new Command('listsync')
-    .exitOverride()
-    .configureOutput({ writeOut: (s) => out.push(s), writeErr: (s) => err.push(s) });
+  const p = new Command('listsync').exitOverride().configureOutput({ writeOut: (s) => out.push(s), writeErr: (s) => err.push(s) });
   registerEmulatorCommand(p, waitForStop ? { waitForStop } : {});
   return { p, out, err };
 }
@@ -39,7 +37,22 @@ describe('listsync emulator (command line)', () => {
       fields = (await call<Envelope<Array<Record<string, unknown>>>>(emu, 'GET', '/lists/demo/orders/fields')).json;
       return 'test';
     });
-    await p.parseAsync(['node', 'listsync', 'emulator', '--port', '0', '--items', '3', '--no-rate-limit', '--field-meta', 'control-only', '--query-lag', '1500', '--reference-date', '2026-01-15']);
+    await p.parseAsync([
+      'node',
+      'listsync',
+      'emulator',
+      '--port',
+      '0',
+      '--items',
+      '3',
+      '--no-rate-limit',
+      '--field-meta',
+      'control-only',
+      '--query-lag',
+      '1500',
+      '--reference-date',
+      '2026-01-15',
+    ]);
     const text = out.join('');
     expect(text).toMatch(/field meta {4}control-only {3}query lag 1500 ms/);
     expect(text).toMatch(/data as of {4}2026-01-15/);
@@ -74,7 +87,9 @@ describe('listsync emulator (command line)', () => {
 
   it('a bad seed file is a usage error (exit code 2)', async () => {
     const { p, err } = program(async () => 'never');
-    const e = await p.parseAsync(['node', 'listsync', 'emulator', '--port', '0', '--seed', '/nonexistent/seed.json']).catch((x: unknown) => x);
+    const e = await p
+      .parseAsync(['node', 'listsync', 'emulator', '--port', '0', '--seed', '/nonexistent/seed.json'])
+      .catch((x: unknown) => x);
     expect((e as CommanderError).exitCode).toBe(2);
     expect(err.join('')).toMatch(/Cannot read the seed file/);
   });

@@ -86,7 +86,9 @@ describe('GET .../fields in the four arrangements', () => {
   });
 
   it('rejects an unknown arrangement with a message naming the choices', async () => {
-    await expect(emu.admin.setSettings({ fieldMeta: 'sideways' as never })).rejects.toThrow(/fieldMeta.*exported.*swapped.*type-only.*control-only/s);
+    await expect(emu.admin.setSettings({ fieldMeta: 'sideways' as never })).rejects.toThrow(
+      /fieldMeta.*exported.*swapped.*type-only.*control-only/s,
+    );
     expect((await emu.admin.settings()).fieldMeta).toBe('exported');
   });
 
@@ -102,7 +104,11 @@ describe('GET .../fields in the four arrangements', () => {
       expect((await fields(bySeed)).get('Day')).toMatchObject({ Type: 'Datetime', IsIndex: 1 });
       expect(await bySeed.admin.settings()).toEqual({ fieldMeta: 'type-only', fieldFlags: 'number', queryLagMs: 0 });
       const exported = await bySeed.admin.exportList('qa', 'things');
-      expect(exported.fields.find((x) => x.FieldName === 'Day')).toMatchObject({ FieldType: 'Datetime', Type: 'datepicker', IsIndex: true });
+      expect(exported.fields.find((x) => x.FieldName === 'Day')).toMatchObject({
+        FieldType: 'Datetime',
+        Type: 'datepicker',
+        IsIndex: true,
+      });
     } finally {
       await Promise.all([byOption.close(), bySeed.close()]);
     }

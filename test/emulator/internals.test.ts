@@ -8,7 +8,13 @@ import { call } from './helpers.js';
 
 describe('platform time', () => {
   it('converts days and civil dates both ways', () => {
-    for (const [y, m, d] of [[1970, 1, 1], [2000, 2, 29], [2024, 12, 31], [2026, 3, 29], [1969, 12, 31]] as const) {
+    for (const [y, m, d] of [
+      [1970, 1, 1],
+      [2000, 2, 29],
+      [2024, 12, 31],
+      [2026, 3, 29],
+      [1969, 12, 31],
+    ] as const) {
       expect(civilFromDays(daysFromCivil(y, m, d))).toEqual([y, m, d]);
     }
     expect(daysFromCivil(1970, 1, 1)).toBe(0);
@@ -53,7 +59,7 @@ describe('radix sort', () => {
     for (const n of [0, 1, 2, 50, 5000]) {
       const slots = Int32Array.from({ length: n }, (_, i) => i);
       const keys = Uint32Array.from({ length: n }, () => (prng.chance(0.3) ? prng.int(5) : prng.int(0xfffffff)));
-      const expected = Array.from(slots).sort((x, y) => (keys[x]! - keys[y]!) || x - y);
+      const expected = Array.from(slots).sort((x, y) => keys[x]! - keys[y]! || x - y);
       expect(Array.from(radixSortSlots(slots, keys))).toEqual(expected);
     }
   });
@@ -61,7 +67,13 @@ describe('radix sort', () => {
 
 describe('lifecycle', () => {
   it('close() is prompt with a request held by a timeout fault, activity running and a webhook pending', async () => {
-    const emu = await startEmulator({ port: 0, items: 50, rateLimit: false, faults: { timeoutRate: 1, timeoutMs: 60_000 }, activity: { appID: 'demo', listID: 'orders', editsPerSecond: 20 } });
+    const emu = await startEmulator({
+      port: 0,
+      items: 50,
+      rateLimit: false,
+      faults: { timeoutRate: 1, timeoutMs: 60_000 },
+      activity: { appID: 'demo', listID: 'orders', editsPerSecond: 20 },
+    });
     const pending = call(emu, 'GET', '/lists/demo/orders').catch((e: unknown) => e);
     await new Promise((r) => setTimeout(r, 50));
     const t0 = performance.now();

@@ -53,7 +53,11 @@ async function until(cond: () => boolean | Promise<boolean>, ms = 5000): Promise
 }
 
 const api = (method: string, path: string, body?: unknown) =>
-  fetch(`${emu.baseUrl}${path}`, { method, headers: { apiKey: emu.apiKey, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  fetch(`${emu.baseUrl}${path}`, {
+    method,
+    headers: { apiKey: emu.apiKey, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
 
 describe('emulator list item events', () => {
   it('subscribes with 201, answers the ID in Data and Location, refuses bad requests', async () => {
@@ -62,8 +66,13 @@ describe('emulator list item events', () => {
     const env = (await r.json()) as { Status: number; Data: string };
     expect(env.Status).toBe(0);
     expect(r.headers.get('location')).toBe(`/v1/lists/demo/orders/hooks/${env.Data}`);
-    expect(((await (await api('POST', '/lists/demo/orders/hooks/9?channel=c1', { callbackUrl: `${base}/a` })).json()) as { Status: number }).Status).toBe(40000);
-    expect(((await (await api('POST', '/lists/demo/orders/hooks/3', { callbackUrl: `${base}/a` })).json()) as { Message: string }).Message).toContain('channel');
+    expect(
+      ((await (await api('POST', '/lists/demo/orders/hooks/9?channel=c1', { callbackUrl: `${base}/a` })).json()) as { Status: number })
+        .Status,
+    ).toBe(40000);
+    expect(
+      ((await (await api('POST', '/lists/demo/orders/hooks/3', { callbackUrl: `${base}/a` })).json()) as { Message: string }).Message,
+    ).toContain('channel');
     expect(((await (await api('DELETE', '/lists/demo/orders/hooks/404')).json()) as { Status: number }).Status).toBe(40400);
     expect(((await (await api('DELETE', `/lists/demo/orders/hooks/${env.Data}`)).json()) as { Status: number }).Status).toBe(0);
     expect((await emu.admin.itemHooks()).subscriptions).toHaveLength(0);
@@ -79,7 +88,11 @@ describe('emulator list item events', () => {
     await emu.admin.editItem('demo', 'orders', id, { Data: { [SAMPLE_FIELDS.status]: 'via admin' } });
     await emu.admin.deleteItem('demo', 'orders', String(items[1]!.ListDataID));
     await until(() => received.length === 3);
-    const bodies = received.map((r) => ({ channel: r.headers['channel'], type: r.headers['type'], item: parseJson(r.body) as Record<string, unknown> }));
+    const bodies = received.map((r) => ({
+      channel: r.headers['channel'],
+      type: r.headers['type'],
+      item: parseJson(r.body) as Record<string, unknown>,
+    }));
     const edits = bodies.filter((b) => b.type === '3').sort((a, b) => Number(a.item.RowVersion) - Number(b.item.RowVersion));
     expect(edits.map((b) => [b.channel, b.item.ListDataID, b.item[SAMPLE_FIELDS.status]])).toEqual([
       ['c3', id, 'via api'],

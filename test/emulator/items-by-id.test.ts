@@ -103,7 +103,12 @@ describe('DELETE /v1/lists/{appID}/{listID}/items/{id}', () => {
     expect(r.json.Message).toMatch(/not found/);
     expect((await emu.admin.exportList('qa', 'things')).count).toBe(count);
     const log = await emu.admin.requests();
-    expect(log.at(-1)).toMatchObject({ method: 'DELETE', route: 'DELETE /v1/lists/{appID}/{listID}/items/{itemID}', status: 200, envelopeStatus: 40400 });
+    expect(log.at(-1)).toMatchObject({
+      method: 'DELETE',
+      route: 'DELETE /v1/lists/{appID}/{listID}/items/{itemID}',
+      status: 200,
+      envelopeStatus: 40400,
+    });
   });
 });
 

@@ -16,7 +16,10 @@ describe('the seed file JSON Schema', () => {
   });
 
   it('describes the keys and the choices an editor should offer', () => {
-    const schema = JSON.parse(readFileSync(SEED_SCHEMA_PATH, 'utf8')) as { properties: Record<string, { enum?: string[]; description?: string }>; additionalProperties: boolean };
+    const schema = JSON.parse(readFileSync(SEED_SCHEMA_PATH, 'utf8')) as {
+      properties: Record<string, { enum?: string[]; description?: string }>;
+      additionalProperties: boolean;
+    };
     expect(schema.additionalProperties).toBe(false);
     expect(schema.properties['fieldMeta']!.enum).toEqual([...FIELD_META_ARRANGEMENTS]);
     for (const key of ['referenceDate', 'queryLagMs', 'timeZone', 'lists', 'users']) expect(Object.keys(schema.properties)).toContain(key);
@@ -26,7 +29,10 @@ describe('the seed file JSON Schema', () => {
 
 describe('examples/seed.example.json', () => {
   it('points at the shipped schema, mentions every arrangement and uses every field kind', async () => {
-    const raw = JSON.parse(readFileSync(EXAMPLE, 'utf8')) as { $schema: string; lists: Array<{ description: string; fields: Array<{ FieldType: string; Type: string }> }> };
+    const raw = JSON.parse(readFileSync(EXAMPLE, 'utf8')) as {
+      $schema: string;
+      lists: Array<{ description: string; fields: Array<{ FieldType: string; Type: string }> }>;
+    };
     expect(resolve(dirname(EXAMPLE), raw.$schema)).toBe(SEED_SCHEMA_PATH);
     const text = readFileSync(EXAMPLE, 'utf8');
     for (const a of FIELD_META_ARRANGEMENTS) expect(text).toContain(a);
@@ -41,11 +47,23 @@ describe('examples/seed.example.json', () => {
     try {
       expect(emu.apiKey).toBe('example-key');
       const summary = emu.summary();
-      expect(summary).toMatchObject({ timeZone: 'Europe/Berlin', referenceDate: '2026-03-01', lists: [{ appID: 'sales', listID: 'invoices', count: 52 }] });
+      expect(summary).toMatchObject({
+        timeZone: 'Europe/Berlin',
+        referenceDate: '2026-03-01',
+        lists: [{ appID: 'sales', listID: 'invoices', count: 52 }],
+      });
       const fields = await call<Envelope<Array<Record<string, unknown>>>>(emu, 'GET', '/lists/sales/invoices/fields');
-      expect(fields.json.Data.find((f) => f['FieldName'] === 'File1')).toEqual(expect.objectContaining({ DisplayName: 'PDF', Type: 'file-upload' }));
+      expect(fields.json.Data.find((f) => f['FieldName'] === 'File1')).toEqual(
+        expect.objectContaining({ DisplayName: 'PDF', Type: 'file-upload' }),
+      );
       const first = await query(emu, 'sales/invoices', { Filters: [{ Field: 'Text1', Type: 0, Value: 'INV-0001' }] });
-      expect(first.json.Data[0]).toMatchObject<Partial<Item>>({ Text2: 'Paid', Decimal1: '1200.50', Bit1: '1', RowVersion: 3, Created: '2026-02-10 09:00:00' });
+      expect(first.json.Data[0]).toMatchObject<Partial<Item>>({
+        Text2: 'Paid',
+        Decimal1: '1200.50',
+        Bit1: '1',
+        RowVersion: 3,
+        Created: '2026-02-10 09:00:00',
+      });
     } finally {
       await emu.close();
     }
@@ -60,7 +78,11 @@ describe('--reference-date / referenceDate', () => {
       startEmulator({ port: 0, items: 200, referenceDate: '2026-01-16', rateLimit: false }),
     ]);
     try {
-      const [a, b, c] = await Promise.all([byOption.admin.exportList('demo', 'orders'), bySeed.admin.exportList('demo', 'orders'), otherDay.admin.exportList('demo', 'orders')]);
+      const [a, b, c] = await Promise.all([
+        byOption.admin.exportList('demo', 'orders'),
+        bySeed.admin.exportList('demo', 'orders'),
+        otherDay.admin.exportList('demo', 'orders'),
+      ]);
       expect(JSON.stringify(b.items)).toBe(JSON.stringify(a.items));
       expect(JSON.stringify(c.items)).not.toBe(JSON.stringify(a.items));
       expect(a.items.every((i) => String(i['Created']) < '2026-01-15')).toBe(true);

@@ -94,11 +94,21 @@ describe('filter operators', () => {
 
 describe('combining filters', () => {
   it('several filters are ANDed', async () => {
-    expect(await match([{ Field: 'Color', Type: 0, Value: 'red' }, { Field: 'Flag', Type: 0, Value: '1' }])).toEqual(['alpha']);
+    expect(
+      await match([
+        { Field: 'Color', Type: 0, Value: 'red' },
+        { Field: 'Flag', Type: 0, Value: '1' },
+      ]),
+    ).toEqual(['alpha']);
   });
 
   it('Pre "or" joins with the previous filter; and binds tighter than or', async () => {
-    expect(await match([{ Field: 'Color', Type: 0, Value: 'red' }, { Pre: 'or', Field: 'Color', Type: 0, Value: 'blue' }])).toEqual(['alpha', 'charlie', 'foxtrot']);
+    expect(
+      await match([
+        { Field: 'Color', Type: 0, Value: 'red' },
+        { Pre: 'or', Field: 'Color', Type: 0, Value: 'blue' },
+      ]),
+    ).toEqual(['alpha', 'charlie', 'foxtrot']);
     expect(
       await match([
         { Field: 'Color', Type: 0, Value: 'green' },
@@ -111,7 +121,13 @@ describe('combining filters', () => {
   it('Child groups nested filters', async () => {
     const filters = [
       { Field: 'Flag', Type: 0, Value: '1' },
-      { Pre: 'and', Child: [{ Field: 'Color', Type: 0, Value: 'green' }, { Pre: 'or', Field: 'Color', Type: 0, Value: 'blue' }] },
+      {
+        Pre: 'and',
+        Child: [
+          { Field: 'Color', Type: 0, Value: 'green' },
+          { Pre: 'or', Field: 'Color', Type: 0, Value: 'blue' },
+        ],
+      },
     ];
     expect(await match(filters)).toEqual(['charlie', 'echo']);
     // A filter with both a condition and children: (Flag = 0 or (children...)).
@@ -179,8 +195,33 @@ describe('projection and paging', () => {
   it('without Fields every field comes back, system fields included, values as strings', async () => {
     const r = await query(emu, L, { Filters: [{ Field: 'Title', Type: 0, Value: 'echo' }] });
     const item = r.json.Data[0]!;
-    expect(item).toMatchObject({ RowVersion: 3, Title: 'echo', Num: 'abc', Flag: '1', Tags: '["c"]', Created: '2026-01-03 12:00:00', Modified: '2026-01-04 12:00:00' });
-    expect(Object.keys(item)).toEqual(['ListDataID', 'RowVersion', 'Title', 'Text1', 'Num', 'Price', 'Day', 'When', 'Flag', 'Tags', 'Color', 'Notes', 'Created', 'Modified', 'CreatedBy', 'ModifiedBy']);
+    expect(item).toMatchObject({
+      RowVersion: 3,
+      Title: 'echo',
+      Num: 'abc',
+      Flag: '1',
+      Tags: '["c"]',
+      Created: '2026-01-03 12:00:00',
+      Modified: '2026-01-04 12:00:00',
+    });
+    expect(Object.keys(item)).toEqual([
+      'ListDataID',
+      'RowVersion',
+      'Title',
+      'Text1',
+      'Num',
+      'Price',
+      'Day',
+      'When',
+      'Flag',
+      'Tags',
+      'Color',
+      'Notes',
+      'Created',
+      'Modified',
+      'CreatedBy',
+      'ModifiedBy',
+    ]);
     expect(typeof item['ListDataID']).toBe('string');
   });
 

@@ -33,7 +33,9 @@ describe('rate limit', () => {
   });
 
   it('limits per key: another key has its own bucket', async () => {
-    const replies = await Promise.all(Array.from({ length: 10 }, () => call(frozen, 'GET', '/lists/qa/things', undefined, { apiKey: 'key-2' })));
+    const replies = await Promise.all(
+      Array.from({ length: 10 }, () => call(frozen, 'GET', '/lists/qa/things', undefined, { apiKey: 'key-2' })),
+    );
     expect(replies.every((r) => r.status === 200)).toBe(true);
     expect((await call(frozen, 'GET', '/lists/qa/things', undefined, { apiKey: 'key-2' })).status).toBe(429);
   });

@@ -19,8 +19,12 @@ describe('deterministic sample data', () => {
       const [ea, eb, ec] = await Promise.all([a, b, c].map((e) => e.admin.exportList('demo', 'orders')));
       expect(JSON.stringify(eb)).toBe(JSON.stringify(ea));
       expect(JSON.stringify(ec)).not.toBe(JSON.stringify(ea));
-      const usersA = await (await fetch(`${a.baseUrl}/users/search`, { method: 'POST', headers: { apiKey: a.apiKey }, body: '{"PageSize":100}' })).text();
-      const usersB = await (await fetch(`${b.baseUrl}/users/search`, { method: 'POST', headers: { apiKey: b.apiKey }, body: '{"PageSize":100}' })).text();
+      const usersA = await (
+        await fetch(`${a.baseUrl}/users/search`, { method: 'POST', headers: { apiKey: a.apiKey }, body: '{"PageSize":100}' })
+      ).text();
+      const usersB = await (
+        await fetch(`${b.baseUrl}/users/search`, { method: 'POST', headers: { apiKey: b.apiKey }, body: '{"PageSize":100}' })
+      ).text();
       expect(usersB).toBe(usersA);
     } finally {
       await Promise.all([a.close(), b.close(), c.close()]);
@@ -69,7 +73,17 @@ describe('seed files', () => {
           { FieldName: 'Doc', FieldType: 'File', Type: 'upload' },
           { FieldName: 'State', FieldType: 'Text', Type: 'flowstatus' },
         ],
-        items: [{ ListDataID: '1234567890123456789', Title: 'first', Due: '2026-01-02', Done: '1', Created: '2026-01-01 10:00:00', RowVersion: 4, ModifiedBy: '4100000000000000001' }],
+        items: [
+          {
+            ListDataID: '1234567890123456789',
+            Title: 'first',
+            Due: '2026-01-02',
+            Done: '1',
+            Created: '2026-01-01 10:00:00',
+            RowVersion: 4,
+            ModifiedBy: '4100000000000000001',
+          },
+        ],
         generate: 30,
       },
     ],
@@ -85,10 +99,30 @@ describe('seed files', () => {
       const r = await query(emu, 'app/tasks', { PageSize: 100, Sorts: [{ Field: 'ListDataID' }] });
       expect(r.json.TotalCount).toBe(31);
       const first = r.json.Data.find((i) => i['ListDataID'] === '1234567890123456789')!;
-      expect(first).toMatchObject({ Title: 'first', Due: '2026-01-02', Done: '1', Created: '2026-01-01 10:00:00', Modified: '2026-01-01 10:00:00', RowVersion: 4, ModifiedBy: '4100000000000000001' });
+      expect(first).toMatchObject({
+        Title: 'first',
+        Due: '2026-01-02',
+        Done: '1',
+        Created: '2026-01-01 10:00:00',
+        Modified: '2026-01-01 10:00:00',
+        RowVersion: 4,
+        ModifiedBy: '4100000000000000001',
+      });
       const fields = await fetch(`${emu.baseUrl}/lists/app/tasks/fields`, { headers: { apiKey: 'k2' } });
       const meta = ((await fields.json()) as Envelope<Array<{ FieldName: string; DisplayName: string }>>).Data;
-      expect(meta.map((f) => f.FieldName)).toEqual(['ListDataID', 'RowVersion', 'Title', 'Due', 'Done', 'Doc', 'State', 'Created', 'Modified', 'CreatedBy', 'ModifiedBy']);
+      expect(meta.map((f) => f.FieldName)).toEqual([
+        'ListDataID',
+        'RowVersion',
+        'Title',
+        'Due',
+        'Done',
+        'Doc',
+        'State',
+        'Created',
+        'Modified',
+        'CreatedBy',
+        'ModifiedBy',
+      ]);
       expect(meta.find((f) => f.FieldName === 'Title')!.DisplayName).toBe('Task');
       for (const i of r.json.Data) {
         expect(String(i['Due'])).toMatch(/^(\d{4}-\d{2}-\d{2})?$/);
@@ -122,7 +156,7 @@ describe('seed files', () => {
     expect(bad((s) => (list(s).items[0]!['Nope'] = 'x'))).toContain('lists[0].items[0].Nope: unknown field');
     expect(bad((s) => (list(s).items[0]!['ListDataID'] = 1234))).toContain('lists[0].items[0].ListDataID');
     expect(bad((s) => (list(s).items[0]!['Created'] = 'yesterday'))).toContain('lists[0].items[0].Created');
-    expect(bad((s) => ((s['lists'] as unknown[]).push(structuredClone((s['lists'] as unknown[])[0]))))).toContain('defined twice');
+    expect(bad((s) => (s['lists'] as unknown[]).push(structuredClone((s['lists'] as unknown[])[0])))).toContain('defined twice');
   });
 
   it('reports unreadable and non-JSON files clearly', async () => {

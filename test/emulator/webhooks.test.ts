@@ -58,7 +58,12 @@ describe('webhooks', () => {
   });
 
   it('subscribes, and delivers a fired event with Channel and Type headers', async () => {
-    const r = await call<Envelope<{ Id: string }>>(emu, 'POST', '/hooks', { Resource: 'workflow/tasks', Channel: 'listsync-test', Type: 3, Settings: { callbackUrl } });
+    const r = await call<Envelope<{ Id: string }>>(emu, 'POST', '/hooks', {
+      Resource: 'workflow/tasks',
+      Channel: 'listsync-test',
+      Type: 3,
+      Settings: { callbackUrl },
+    });
     expect(r.json.Status).toBe(0);
     expect(typeof r.json.Data.Id).toBe('string');
 
@@ -92,7 +97,12 @@ describe('webhooks', () => {
   });
 
   it('records failed deliveries', async () => {
-    const dead = await call<Envelope<{ Id: string }>>(emu, 'POST', '/hooks', { Resource: 'workflow/tasks', Channel: 'dead', Type: 1, Settings: { callbackUrl: 'http://127.0.0.1:1/nowhere' } });
+    const dead = await call<Envelope<{ Id: string }>>(emu, 'POST', '/hooks', {
+      Resource: 'workflow/tasks',
+      Channel: 'dead',
+      Type: 1,
+      Settings: { callbackUrl: 'http://127.0.0.1:1/nowhere' },
+    });
     const [d] = await emu.admin.fireHook({ subscriptionId: dead.json.Data.Id });
     expect(d).toMatchObject({ statusCode: null });
     expect(d!.error).toBeTruthy();
@@ -104,7 +114,14 @@ describe('simulated activity', () => {
   it('edits, creates and deletes items as another user and fires task events', async () => {
     const before = await emu.admin.exportList('qa', 'many');
     const hooksBefore = received.length;
-    await emu.admin.setActivity({ appID: 'qa', listID: 'many', editsPerSecond: 60, createsPerSecond: 30, deletesPerSecond: 30, hookEvents: true });
+    await emu.admin.setActivity({
+      appID: 'qa',
+      listID: 'many',
+      editsPerSecond: 60,
+      createsPerSecond: 30,
+      deletesPerSecond: 30,
+      hookEvents: true,
+    });
     await waitFor(() => received.length >= hooksBefore + 3);
     let state = await emu.admin.activity();
     while (state.totals.edits < 2 || state.totals.creates < 1 || state.totals.deletes < 1) {

@@ -25,12 +25,24 @@ async function apiUserId(): Promise<string> {
 
 describe('create', () => {
   it('returns the new ID as a 19-digit string; the item is readable after', async () => {
-    const r = await call<Envelope<string>>(emu, 'POST', '/lists/qa/things/items', { Data: { Title: 'new one', Text1: 'hello', Num: '42', Tags: '["a","c"]' } });
+    const r = await call<Envelope<string>>(emu, 'POST', '/lists/qa/things/items', {
+      Data: { Title: 'new one', Text1: 'hello', Num: '42', Tags: '["a","c"]' },
+    });
     expect(r.status).toBe(200);
     expect(r.json.Status).toBe(0);
     expect(r.json.Data).toMatch(/^\d{19}$/);
     const item = await getItem(r.json.Data);
-    expect(item).toMatchObject({ ListDataID: r.json.Data, RowVersion: 1, Title: 'new one', Text1: 'hello', Num: '42', Tags: '["a","c"]', Price: '', Created: '2026-03-10 09:15:30', Modified: '2026-03-10 09:15:30' });
+    expect(item).toMatchObject({
+      ListDataID: r.json.Data,
+      RowVersion: 1,
+      Title: 'new one',
+      Text1: 'hello',
+      Num: '42',
+      Tags: '["a","c"]',
+      Price: '',
+      Created: '2026-03-10 09:15:30',
+      Modified: '2026-03-10 09:15:30',
+    });
     const me = await apiUserId();
     expect(item['CreatedBy']).toBe(me);
     expect(item['ModifiedBy']).toBe(me);
@@ -71,7 +83,13 @@ describe('update (PATCH) with RowVersion', () => {
     const r = await call<Envelope<string>>(emu, 'PATCH', `/lists/qa/things/items/${id}`, { RowVersion: 1, Data: { Color: 'blue' } });
     expect(r.status).toBe(200);
     expect(r.json).toEqual({ Status: 0, Data: id, Message: '' });
-    expect(await getItem(id)).toMatchObject({ RowVersion: 2, Color: 'blue', Title: 'versioned', Modified: '2026-03-10 10:00:00', Created: '2026-03-10 09:15:30' });
+    expect(await getItem(id)).toMatchObject({
+      RowVersion: 2,
+      Color: 'blue',
+      Title: 'versioned',
+      Modified: '2026-03-10 10:00:00',
+      Created: '2026-03-10 09:15:30',
+    });
 
     const stale = await call<Envelope>(emu, 'PATCH', `/lists/qa/things/items/${id}`, { RowVersion: 1, Data: { Color: 'green' } });
     expect(stale.status).toBe(200);

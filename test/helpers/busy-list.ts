@@ -6,7 +6,10 @@
  */
 import type { EmulatorAdminClient } from '../../src/emulator/admin-client.js';
 
-export async function runNightlyJob(admin: EmulatorAdminClient, opts: { appID: string; listID: string; edits: number; hours: number; endsMinutesAgo?: number; steps?: number }): Promise<void> {
+export async function runNightlyJob(
+  admin: EmulatorAdminClient,
+  opts: { appID: string; listID: string; edits: number; hours: number; endsMinutesAgo?: number; steps?: number },
+): Promise<void> {
   const steps = opts.steps ?? opts.hours * 30;
   const start = Date.now() - opts.hours * 3600_000 - (opts.endsMinutesAgo ?? 60) * 60_000;
   for (let s = 0; s < steps; s++) {

@@ -19,13 +19,24 @@ export interface CliOptions {
 
 /** Environment for the child: the parent's minus anything that would leak config in. */
 export function childEnv(extra: Record<string, string | undefined> = {}): Record<string, string> {
-  const env: Record<string, string | undefined> = { ...process.env, LISTSYNC_CONFIG: undefined, DATABASE_URL: undefined, PLATFORM_API_KEY: undefined, LISTSYNC_LOG_LEVEL: 'warn', ...extra };
+  const env: Record<string, string | undefined> = {
+    ...process.env,
+    LISTSYNC_CONFIG: undefined,
+    DATABASE_URL: undefined,
+    PLATFORM_API_KEY: undefined,
+    LISTSYNC_LOG_LEVEL: 'warn',
+    ...extra,
+  };
   return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined));
 }
 
 export function runCli(args: readonly string[], options: CliOptions = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd, env: childEnv(options.env), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, ...args], {
+      cwd: options.cwd,
+      env: childEnv(options.env),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

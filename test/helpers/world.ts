@@ -88,12 +88,21 @@ function normalize(v: unknown): unknown {
 }
 
 /** The mirror's live rows equal the emulator's current items, row for row and value for value; returns the row count. */
-export async function expectMirrorEqualsPlatform(w: World, list = 'orders', appID = 'demo', listID = 'orders', options: { allowExtraRows?: boolean } = {}): Promise<number> {
+export async function expectMirrorEqualsPlatform(
+  w: World,
+  list = 'orders',
+  appID = 'demo',
+  listID = 'orders',
+  options: { allowExtraRows?: boolean } = {},
+): Promise<number> {
   const zone = w.config.platform.timeZone;
   const exported = await w.emu.admin.exportList(appID, listID);
   const mapping = await loadTableMapping(w.t.db, w.config.database.schema, list);
   expect(mapping, 'mirror table registered').toBeDefined();
-  const rows = (await w.t.db.withSchema(w.config.database.schema).from(mapping!.table).whereNull('_deleted_at').orderBy('id')) as Record<string, unknown>[];
+  const rows = (await w.t.db.withSchema(w.config.database.schema).from(mapping!.table).whereNull('_deleted_at').orderBy('id')) as Record<
+    string,
+    unknown
+  >[];
   const byId = new Map(rows.map((r) => [String(r.id), r]));
   // Pulls cannot see deletes (reconcile does): with allowExtraRows the mirror may hold rows the platform deleted.
   if (options.allowExtraRows) expect(rows.length).toBeGreaterThanOrEqual(exported.items.length);
@@ -106,8 +115,12 @@ export async function expectMirrorEqualsPlatform(w: World, list = 'orders', appI
       mismatches.push(`${id}: missing`);
       continue;
     }
-    if (Number(row.row_version) !== Number(item.RowVersion)) mismatches.push(`${id}: row_version ${String(row.row_version)} != ${item.RowVersion}`);
-    for (const [field, column] of [['Created', 'created_at'], ['Modified', 'modified_at']] as const) {
+    if (Number(row.row_version) !== Number(item.RowVersion))
+      mismatches.push(`${id}: row_version ${String(row.row_version)} != ${item.RowVersion}`);
+    for (const [field, column] of [
+      ['Created', 'created_at'],
+      ['Modified', 'modified_at'],
+    ] as const) {
       const want = normalize(fromPlatform('timestamptz', item[field], zone).value);
       if (normalize(row[column]) !== want) mismatches.push(`${id}.${column}: ${String(normalize(row[column]))} != ${String(want)}`);
     }
@@ -115,7 +128,8 @@ export async function expectMirrorEqualsPlatform(w: World, list = 'orders', appI
       const want = fromPlatform(c.kind, item[c.field], zone);
       const got = normalize(row[c.column]);
       const expected = want.ok ? normalize(want.value) : null;
-      if (JSON.stringify(got) !== JSON.stringify(expected)) mismatches.push(`${id}.${c.column}: ${JSON.stringify(got)} != ${JSON.stringify(expected)}`);
+      if (JSON.stringify(got) !== JSON.stringify(expected))
+        mismatches.push(`${id}.${c.column}: ${JSON.stringify(got)} != ${JSON.stringify(expected)}`);
     }
     if (mismatches.length > 10) break;
   }

@@ -31,7 +31,14 @@ const FIELDS: FieldMeta[] = [
 
 let n = 0;
 function opts(fields: FieldMeta[], extra: Partial<EnsureMirrorTableOptions> = {}): EnsureMirrorTableOptions {
-  return { schema: 'mirror', list: { name: `l${n}`, appID: 'a', listID: `l${n}`, table: `t${n}` }, fields, idField: 'ListDataID', versionField: 'RowVersion', ...extra };
+  return {
+    schema: 'mirror',
+    list: { name: `l${n}`, appID: 'a', listID: `l${n}`, table: `t${n}` },
+    fields,
+    idField: 'ListDataID',
+    versionField: 'RowVersion',
+    ...extra,
+  };
 }
 
 async function columns(table: string): Promise<Record<string, string>> {
@@ -46,12 +53,27 @@ describe('columns named for people', () => {
   it('names typed columns from display names, and comments them with the field name, storage and control', async () => {
     n++;
     const m = await ensureMirrorTable(t.db, opts(FIELDS));
-    expect(await columns(`t${n}`)).toMatchObject({ title: 'text', status: 'text', amount: 'numeric', shipped_at: 'timestamp with time zone', paid: 'boolean' });
+    expect(await columns(`t${n}`)).toMatchObject({
+      title: 'text',
+      status: 'text',
+      amount: 'numeric',
+      shipped_at: 'timestamp with time zone',
+      paid: 'boolean',
+    });
     expect(m.columnFor('Bigint1')).toEqual({ field: 'Bigint1', column: 'amount', kind: 'numeric' });
-    const comment = (await t.db.raw(`select col_description('mirror.t${n}'::regclass, attnum) as c from pg_attribute where attrelid = 'mirror.t${n}'::regclass and attname = 'amount'`)).rows[0].c;
+    const comment = (
+      await t.db.raw(
+        `select col_description('mirror.t${n}'::regclass, attnum) as c from pg_attribute where attrelid = 'mirror.t${n}'::regclass and attname = 'amount'`,
+      )
+    ).rows[0].c;
     expect(comment).toBe('"Amount" (platform field Bigint1, storage Bigint, control input_number)');
     const reg = await readRegistry(t.db, `l${n}`);
-    expect(reg?.fields.find((f) => f.field === 'Bigint1')).toMatchObject({ storage: 'Bigint', control: 'input_number', kindSource: 'field name', displayName: 'Amount' });
+    expect(reg?.fields.find((f) => f.field === 'Bigint1')).toMatchObject({
+      storage: 'Bigint',
+      control: 'input_number',
+      kindSource: 'field name',
+      displayName: 'Amount',
+    });
   });
 
   it('keeps the column of a field renamed on the platform, and suffixes a new field whose display name collides', async () => {
@@ -63,9 +85,16 @@ describe('columns named for people', () => {
     expect(m.columnFor('Text1')?.column).toBe('status');
     expect(m.columnFor('Text2')?.column).toBe('amount_2');
     expect(m.changes).toEqual(
-      expect.arrayContaining([expect.stringMatching(/field Text1 is now called "Order state" on the platform \(was "Status"\); column status keeps its name/), expect.stringMatching(/added column amount_2 \(text\) for new field Text2/)]),
+      expect.arrayContaining([
+        expect.stringMatching(/field Text1 is now called "Order state" on the platform \(was "Status"\); column status keeps its name/),
+        expect.stringMatching(/added column amount_2 \(text\) for new field Text2/),
+      ]),
     );
-    const comment = (await t.db.raw(`select col_description('mirror.t${n}'::regclass, attnum) as c from pg_attribute where attrelid = 'mirror.t${n}'::regclass and attname = 'status'`)).rows[0].c;
+    const comment = (
+      await t.db.raw(
+        `select col_description('mirror.t${n}'::regclass, attnum) as c from pg_attribute where attrelid = 'mirror.t${n}'::regclass and attname = 'status'`,
+      )
+    ).rows[0].c;
     expect(comment).toMatch(/^"Order state" \(platform field Text1/);
     expect((await ensureMirrorTable(t.db, opts(next))).changes).toEqual([]);
   });
@@ -77,7 +106,12 @@ describe('columns named for people', () => {
       await trx.raw(`select set_config('listsync.writer', 'on', true)`);
       await trx.raw(`insert into mirror.t${n} (id, row_version, status) values ('1', 1, 'Open')`);
     });
-    const m = await ensureMirrorTable(t.db, opts([...FIELDS, { FieldName: 'Text2', DisplayName: 'Status', Type: 'input' }], { columns: { Text2: 'status_text', Text1: 'state' } }));
+    const m = await ensureMirrorTable(
+      t.db,
+      opts([...FIELDS, { FieldName: 'Text2', DisplayName: 'Status', Type: 'input' }], {
+        columns: { Text2: 'status_text', Text1: 'state' },
+      }),
+    );
     expect(m.columnFor('Text1')?.column).toBe('state');
     expect(m.columnFor('Text2')?.column).toBe('status_text');
     expect(m.changes).toEqual(expect.arrayContaining([expect.stringMatching(/renamed column status to state for field Text1/)]));
@@ -96,17 +130,38 @@ describe('columns named for people', () => {
 });
 
 describe('typed columns re-derived from _raw', () => {
-  const item = (id: string, shipped: string): Item => ({ ListDataID: id, RowVersion: 1, Title: 't', Created: '2026-03-01 08:00:00', Modified: '2026-03-01 09:00:00', Datetime1: shipped, Bigint1: '7' });
+  const item = (id: string, shipped: string): Item => ({
+    ListDataID: id,
+    RowVersion: 1,
+    Title: 't',
+    Created: '2026-03-01 08:00:00',
+    Modified: '2026-03-01 09:00:00',
+    Datetime1: shipped,
+    Bigint1: '7',
+  });
 
   it('rewrites date-times and system times when the platform time zone changes, leaving rows with open changes alone', async () => {
     n++;
     const m = await ensureMirrorTable(t.db, opts(FIELDS, { timeZone: 'UTC' }));
-    await upsertItems(t.db, m, [item('1', '2026-07-01 12:00:00'), item('2', '2026-01-15 23:30:00'), item('3', '2026-01-15 10:00:00')], 'UTC');
+    await upsertItems(
+      t.db,
+      m,
+      [item('1', '2026-07-01 12:00:00'), item('2', '2026-01-15 23:30:00'), item('3', '2026-01-15 10:00:00')],
+      'UTC',
+    );
     // A local edit to row 3 is pending: its values are the user's until write-back settles them.
     await t.db.raw(`update mirror.t${n} set amount = 8 where id = '3'`);
     const again = await ensureMirrorTable(t.db, opts(FIELDS, { timeZone: 'Europe/Berlin' }));
-    expect(again.changes).toEqual([expect.stringMatching(/re-derived created_at, modified_at, shipped_at of 2 row\(s\) from _raw \(platform\.timeZone changed from UTC to Europe\/Berlin\)/)]);
-    const rows = (await t.db.raw(`select id, shipped_at, modified_at, amount from mirror.t${n} order by id`)).rows as { id: string; shipped_at: Date; modified_at: Date }[];
+    expect(again.changes).toEqual([
+      expect.stringMatching(
+        /re-derived created_at, modified_at, shipped_at of 2 row\(s\) from _raw \(platform\.timeZone changed from UTC to Europe\/Berlin\)/,
+      ),
+    ]);
+    const rows = (await t.db.raw(`select id, shipped_at, modified_at, amount from mirror.t${n} order by id`)).rows as {
+      id: string;
+      shipped_at: Date;
+      modified_at: Date;
+    }[];
     expect(rows.map((r) => [r.id, r.shipped_at.toISOString(), r.modified_at.toISOString()])).toEqual([
       ['1', '2026-07-01T10:00:00.000Z', '2026-03-01T08:00:00.000Z'],
       ['2', '2026-01-15T22:30:00.000Z', '2026-03-01T08:00:00.000Z'],
@@ -116,13 +171,15 @@ describe('typed columns re-derived from _raw', () => {
     expect((await ensureMirrorTable(t.db, opts(FIELDS, { timeZone: 'Europe/Berlin' }))).changes).toEqual([]);
   });
 
-  it('a column widened to text holds the platform\'s text, not a cast of the old type', async () => {
+  it("a column widened to text holds the platform's text, not a cast of the old type", async () => {
     n++;
     const m = await ensureMirrorTable(t.db, opts(FIELDS, { timeZone: 'UTC' }));
     await upsertItems(t.db, m, [item('1', '2026-07-01 12:00:00')], 'UTC');
     const widened = FIELDS.map((f) => (f.FieldName === 'Datetime1' ? { ...f, FieldType: 'Text', Type: 'input' } : f));
     const next = await ensureMirrorTable(t.db, opts(widened, { timeZone: 'UTC' }));
-    expect(next.changes).toEqual(expect.arrayContaining([expect.stringMatching(/re-derived shipped_at of 1 row\(s\) from _raw \(widened to text: shipped_at\)/)]));
+    expect(next.changes).toEqual(
+      expect.arrayContaining([expect.stringMatching(/re-derived shipped_at of 1 row\(s\) from _raw \(widened to text: shipped_at\)/)]),
+    );
     expect((await t.db.raw(`select shipped_at from mirror.t${n}`)).rows[0].shipped_at).toBe('2026-07-01 12:00:00');
   });
 });

@@ -51,7 +51,10 @@ describe('fromPlatform values', () => {
     expect(fromPlatform('numeric', '12345678901234567891', 'UTC')).toEqual({ value: '12345678901234567891', ok: true });
     expect(fromPlatform('numeric', 12.5, 'UTC')).toEqual({ value: '12.5', ok: true });
     expect(fromPlatform('numeric', 12345678901234567891n, 'UTC')).toEqual({ value: '12345678901234567891', ok: true });
-    expect(fromPlatform('numeric', { isLosslessNumber: true, value: '98765432109876543210' }, 'UTC')).toEqual({ value: '98765432109876543210', ok: true });
+    expect(fromPlatform('numeric', { isLosslessNumber: true, value: '98765432109876543210' }, 'UTC')).toEqual({
+      value: '98765432109876543210',
+      ok: true,
+    });
     expect(fromPlatform('numeric', '1e3', 'UTC')).toEqual({ value: '1000', ok: true });
     expect(fromPlatform('numeric', '+4', 'UTC')).toEqual({ value: '4', ok: true });
   });
@@ -67,7 +70,9 @@ describe('fromPlatform values', () => {
     expect(toPlatform('timestamptz', new Date('2026-11-01T05:30:00Z'), 'America/New_York')).toBe('2026-11-01 01:30:00');
     expect(toPlatform('timestamptz', new Date('2026-11-01T06:30:00Z'), 'America/New_York')).toBe('2026-11-01 01:30:00');
     // Spring forward: 02:30 does not exist on 2026-03-08; it is read as the instant an hour later on the wall clock.
-    expect(toPlatform('timestamptz', fromPlatform('timestamptz', '2026-03-08 02:30:00', 'America/New_York').value, 'America/New_York')).toBe('2026-03-08 03:30:00');
+    expect(
+      toPlatform('timestamptz', fromPlatform('timestamptz', '2026-03-08 02:30:00', 'America/New_York').value, 'America/New_York'),
+    ).toBe('2026-03-08 03:30:00');
   });
 
   it('accepts ISO 8601 with T, with an offset, or with Z', () => {
@@ -141,7 +146,8 @@ describe('fromPlatformToSql (the bulk path)', () => {
           const sql = fromPlatformToSql(kind, x, zone);
           const value = fromPlatform(kind, x, zone).value;
           if (value === null) expect(sql).toBeNull();
-          else if (kind === 'timestamptz') expect(new Date((sql as string).replace(' ', 'T')).getTime(), `${x} in ${zone}`).toBe((value as Date).getTime());
+          else if (kind === 'timestamptz')
+            expect(new Date((sql as string).replace(' ', 'T')).getTime(), `${x} in ${zone}`).toBe((value as Date).getTime());
           else if (kind === 'boolean') expect(sql).toBe(value ? 't' : 'f');
           else if (kind === 'jsonb') expect(JSON.parse(sql as string)).toEqual(value);
           else if (kind !== 'text[]') expect(sql).toBe(value);

@@ -1,5 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureMirrorTable, ensureUsersTable, loadTableMapping, readRegistry, type EnsureMirrorTableOptions } from '../../src/mirror/index.js';
+import {
+  ensureMirrorTable,
+  ensureUsersTable,
+  loadTableMapping,
+  readRegistry,
+  type EnsureMirrorTableOptions,
+} from '../../src/mirror/index.js';
 import type { FieldMeta } from '../../src/platform/types.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { ORDERS_FIELDS, ORDERS_LIST } from './fixtures.js';
@@ -66,7 +72,11 @@ describe('ensureMirrorTable: creation', () => {
     // No column for the fields held by the fixed columns.
     expect(Object.keys(types)).not.toContain('list_data_id');
     expect(Object.keys(types)).not.toContain('row_version_2');
-    expect(m.columns.find((c) => c.field === hostile.FieldName)).toEqual({ field: hostile.FieldName, column: 'x_drop_table_y', kind: 'text' });
+    expect(m.columns.find((c) => c.field === hostile.FieldName)).toEqual({
+      field: hostile.FieldName,
+      column: 'x_drop_table_y',
+      kind: 'text',
+    });
     // Nothing was dropped.
     expect((await t.db.raw('select v from public.y')).rows).toEqual([{ v: 1 }]);
   });
@@ -82,7 +92,9 @@ describe('ensureMirrorTable: creation', () => {
   });
 
   it('indexes modified_at and created_at', async () => {
-    const rows = (await t.db.raw(`select indexdef from pg_indexes where schemaname = 'mirror' and tablename = 'orders'`)) as { rows: { indexdef: string }[] };
+    const rows = (await t.db.raw(`select indexdef from pg_indexes where schemaname = 'mirror' and tablename = 'orders'`)) as {
+      rows: { indexdef: string }[];
+    };
     const defs = rows.rows.map((r) => r.indexdef).join('\n');
     expect(defs).toMatch(/\(modified_at\)/);
     expect(defs).toMatch(/\(created_at\)/);
@@ -92,7 +104,13 @@ describe('ensureMirrorTable: creation', () => {
     const reg = await readRegistry(t.db, 'orders');
     expect(reg).toMatchObject({ name: 'orders', appID: 'app1', listID: 'list1', table: 'orders' });
     expect(reg!.fingerprint).toMatch(/^[0-9a-f]{64}$/);
-    expect(reg!.fields.find((f) => f.field === 'Amount')).toMatchObject({ column: 'amount', kind: 'numeric', fieldType: 'Decimal', type: 'input_number', removed: false });
+    expect(reg!.fields.find((f) => f.field === 'Amount')).toMatchObject({
+      column: 'amount',
+      kind: 'numeric',
+      fieldType: 'Decimal',
+      type: 'input_number',
+      removed: false,
+    });
     expect(reg!.fields.find((f) => f.field === 'ListDataID')).toMatchObject({ column: 'id', fixed: true });
     const loaded = await loadTableMapping(t.db, 'mirror', 'orders');
     expect(loaded!.columns).toEqual((await ensureMirrorTable(t.db, options(ORDERS_LIST, [...ORDERS_FIELDS, hostile]))).columns);
@@ -107,7 +125,9 @@ describe('ensureMirrorTable: creation', () => {
   });
 
   it('refuses a second list on the same table', async () => {
-    await expect(ensureMirrorTable(t.db, options({ ...ORDERS_LIST, name: 'other' }, ORDERS_FIELDS))).rejects.toThrow(/already mirrors list "orders"/);
+    await expect(ensureMirrorTable(t.db, options({ ...ORDERS_LIST, name: 'other' }, ORDERS_FIELDS))).rejects.toThrow(
+      /already mirrors list "orders"/,
+    );
   });
 
   it('says to migrate when the capture function is missing', async () => {
@@ -134,7 +154,9 @@ describe('ensureMirrorTable: evolution', () => {
     await ensureMirrorTable(t.db, options(list, base));
     await t.db.transaction(async (trx) => {
       await trx.raw(`select set_config('listsync.writer', 'on', true)`);
-      await trx.raw(`insert into mirror.evo (id, row_version, amount, "when", obsolete) values ('1', 1, 12345678901234567890.50, '2026-01-02', 'keep me')`);
+      await trx.raw(
+        `insert into mirror.evo (id, row_version, amount, "when", obsolete) values ('1', 1, 12345678901234567890.50, '2026-01-02', 'keep me')`,
+      );
     });
 
     const next: FieldMeta[] = [
@@ -177,7 +199,10 @@ describe('ensureMirrorTable: evolution', () => {
     expect(m.columnFor('Amount')?.kind).toBe('text');
     expect(m.columnFor('Obsolete')?.column).toBe('obsolete');
     expect(m.removedColumns).toEqual([]);
-    expect((await t.db.raw('select amount, obsolete from mirror.evo')).rows[0]).toEqual({ amount: '12345678901234567890.50', obsolete: 'keep me' });
+    expect((await t.db.raw('select amount, obsolete from mirror.evo')).rows[0]).toEqual({
+      amount: '12345678901234567890.50',
+      obsolete: 'keep me',
+    });
     expect((await ensureMirrorTable(t.db, options(list, back))).changes).toEqual([]);
   });
 
@@ -202,6 +227,15 @@ describe('ensureUsersTable', () => {
   it('creates the users directory table, idempotently', async () => {
     await ensureUsersTable(t.db, 'mirror', 'platform_users');
     await ensureUsersTable(t.db, 'mirror', 'platform_users');
-    expect(Object.keys(await columnTypes('mirror', 'platform_users'))).toEqual(['user_id', 'name', 'email', 'account', 'photo', 'line_manager', '_raw', '_synced_at']);
+    expect(Object.keys(await columnTypes('mirror', 'platform_users'))).toEqual([
+      'user_id',
+      'name',
+      'email',
+      'account',
+      'photo',
+      'line_manager',
+      '_raw',
+      '_synced_at',
+    ]);
   });
 });

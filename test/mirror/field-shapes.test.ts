@@ -20,8 +20,18 @@ const KINDS: [name: string, storage: string, control: string, rules: unknown, ki
 describe('storage kind from wherever it is', () => {
   it('reads FieldType=storage/Type=control (exports) and the swap', () => {
     for (const [name, storage, control, Rules, kind] of KINDS) {
-      expect(describeField({ FieldName: name, FieldType: storage, Type: control, Rules })).toMatchObject({ storage, control, kind, source: 'FieldType' });
-      expect(describeField({ FieldName: name, FieldType: control, Type: storage, Rules })).toMatchObject({ storage, control, kind, source: 'Type' });
+      expect(describeField({ FieldName: name, FieldType: storage, Type: control, Rules })).toMatchObject({
+        storage,
+        control,
+        kind,
+        source: 'FieldType',
+      });
+      expect(describeField({ FieldName: name, FieldType: control, Type: storage, Rules })).toMatchObject({
+        storage,
+        control,
+        kind,
+        source: 'Type',
+      });
     }
   });
 
@@ -78,14 +88,22 @@ describe('field metadata layouts', () => {
   it('reads an array, a wrapped array, or an object keyed by field name, with any key case', () => {
     const pascal = [{ FieldID: 17, FieldName: 'Text1', DisplayName: 'Status', Type: 'radio', IsIndex: 'true' }];
     expect(normalizeFields(pascal)).toEqual([{ FieldID: '17', FieldName: 'Text1', DisplayName: 'Status', Type: 'radio', IsIndex: true }]);
-    const camel = { fields: [{ fieldId: 'a-b', fieldName: 'Bigint1', displayName: 'Amount', type: 'input_number', fieldType: 'Bigint', isIndex: 0 }] };
-    expect(normalizeFields(camel)).toEqual([{ FieldID: 'a-b', FieldName: 'Bigint1', DisplayName: 'Amount', Type: 'input_number', FieldType: 'Bigint', IsIndex: false }]);
+    const camel = {
+      fields: [{ fieldId: 'a-b', fieldName: 'Bigint1', displayName: 'Amount', type: 'input_number', fieldType: 'Bigint', isIndex: 0 }],
+    };
+    expect(normalizeFields(camel)).toEqual([
+      { FieldID: 'a-b', FieldName: 'Bigint1', DisplayName: 'Amount', Type: 'input_number', FieldType: 'Bigint', IsIndex: false },
+    ]);
     expect(normalizeFields({ Items: pascal })?.[0]?.FieldName).toBe('Text1');
-    expect(normalizeFields({ Bit1: { DisplayName: 'Paid', Type: 'switch' } })).toEqual([{ FieldName: 'Bit1', DisplayName: 'Paid', Type: 'switch' }]);
+    expect(normalizeFields({ Bit1: { DisplayName: 'Paid', Type: 'switch' } })).toEqual([
+      { FieldName: 'Bit1', DisplayName: 'Paid', Type: 'switch' },
+    ]);
   });
 
   it('keeps unknown keys, drops nameless entries, and refuses what is no field list', () => {
-    expect(normalizeFields([{ FieldName: 'Text1', Extra: { a: 1 } }, { Type: 'input' }, 'junk'])).toEqual([{ FieldName: 'Text1', Extra: { a: 1 } }]);
+    expect(normalizeFields([{ FieldName: 'Text1', Extra: { a: 1 } }, { Type: 'input' }, 'junk'])).toEqual([
+      { FieldName: 'Text1', Extra: { a: 1 } },
+    ]);
     expect(normalizeFields('nope')).toBeUndefined();
     expect(normalizeFields(null)).toBeUndefined();
   });
@@ -116,13 +134,32 @@ describe('columns named for people', () => {
       { field: 'Text1', name: 'status' },
       { field: 'Text3', name: 'id' },
     ];
-    expect(assignColumnNames(req)).toEqual(new Map([['Text1', 'status'], ['Text2', 'status_2'], ['Text3', 'id_2']]));
-    expect(assignColumnNames(req, new Map(), new Map([['Text2', 'status']]))).toEqual(new Map([['Text2', 'status'], ['Text1', 'status_2'], ['Text3', 'id_2']]));
+    expect(assignColumnNames(req)).toEqual(
+      new Map([
+        ['Text1', 'status'],
+        ['Text2', 'status_2'],
+        ['Text3', 'id_2'],
+      ]),
+    );
+    expect(assignColumnNames(req, new Map(), new Map([['Text2', 'status']]))).toEqual(
+      new Map([
+        ['Text2', 'status'],
+        ['Text1', 'status_2'],
+        ['Text3', 'id_2'],
+      ]),
+    );
   });
 
-  it('refuses a pin that takes another field\'s existing column', () => {
-    expect(() => assignColumnNames([{ field: 'Text1', name: 'a' }, { field: 'Text2', name: 'b' }], new Map([['Text1', 'status']]), new Map([['Text2', 'status']]))).toThrow(
-      /pinned .* holds field Text1/,
-    );
+  it("refuses a pin that takes another field's existing column", () => {
+    expect(() =>
+      assignColumnNames(
+        [
+          { field: 'Text1', name: 'a' },
+          { field: 'Text2', name: 'b' },
+        ],
+        new Map([['Text1', 'status']]),
+        new Map([['Text2', 'status']]),
+      ),
+    ).toThrow(/pinned .* holds field Text1/);
   });
 });

@@ -13,7 +13,10 @@ describe('jsonbSafe', () => {
     expect(jsonbSafe(JSON.stringify({ a: 'x' }))).toEqual({ json: '{"a":"x"}', changed: false });
     expect(jsonbSafe(JSON.stringify('a\u0000b'))).toEqual({ json: '"a\\ufffdb"', changed: true });
     expect(jsonbSafe(JSON.stringify('a\udc00b'))).toEqual({ json: '"a\\ufffdb"', changed: true });
-    expect(jsonbSafe(JSON.stringify('\\u0000 and \\ud800 as text'))).toEqual({ json: JSON.stringify('\\u0000 and \\ud800 as text'), changed: false });
+    expect(jsonbSafe(JSON.stringify('\\u0000 and \\ud800 as text'))).toEqual({
+      json: JSON.stringify('\\u0000 and \\ud800 as text'),
+      changed: false,
+    });
     expect(jsonbSafe(JSON.stringify('\\\u0000'))).toEqual({ json: '"\\\\\\ufffd"', changed: true });
     expect(jsonbSafe(JSON.stringify('😀'))).toEqual({ json: '"😀"', changed: false });
   });

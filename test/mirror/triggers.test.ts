@@ -17,7 +17,13 @@ const ZONE = 'America/New_York';
 let t: TestDatabase;
 let m: TableMapping;
 
-const options = (fields: FieldMeta[]) => ({ schema: 'mirror', list: ORDERS_LIST, fields, idField: 'ListDataID', versionField: 'RowVersion' });
+const options = (fields: FieldMeta[]) => ({
+  schema: 'mirror',
+  list: ORDERS_LIST,
+  fields,
+  idField: 'ListDataID',
+  versionField: 'RowVersion',
+});
 
 beforeAll(async () => {
   t = await createTestDatabase();
@@ -33,12 +39,15 @@ beforeEach(async () => {
   await upsertItems(t.db, m, [orderItem(1, 4), orderItem(2, 7), orderItem(3, 1)], ZONE);
 });
 
-const outbox = async () => t.db('outbox').withSchema('listsync').orderBy('id').select('list_name', 'op', 'item_id', 'local_id', 'changes', 'base_version', 'status');
+const outbox = async () =>
+  t.db('outbox').withSchema('listsync').orderBy('id').select('list_name', 'op', 'item_id', 'local_id', 'changes', 'base_version', 'status');
 const row = async (id: string) => t.db('orders').withSchema('mirror').where({ id }).first();
 
 describe('change capture', () => {
   it('records a user UPDATE with the changed columns and the old row_version as base', async () => {
-    await t.db.raw(`update mirror.orders set title = 'Renamed', paid = false, amount = 12345678901234567890.123 where id = ?`, [orderId(1)]);
+    await t.db.raw(`update mirror.orders set title = 'Renamed', paid = false, amount = 12345678901234567890.123 where id = ?`, [
+      orderId(1),
+    ]);
     expect(await outbox()).toEqual([
       {
         list_name: 'orders',
@@ -59,15 +68,25 @@ describe('change capture', () => {
       [orderId(1)],
     );
     const [change] = await pendingChanges(t.db, 'orders');
-    const wire = Object.fromEntries(Object.entries(change!.changes).map(([col, v]) => [m.byColumn(col)!.field, toPlatform(m.byColumn(col)!.kind, v, ZONE)]));
-    expect(wire).toEqual({ DeliveredAt: '2026-03-08 03:30:00', OrderDate: '2026-03-09', Tags: '["x","y"]', Quantity: '9007199254740993', Notes: '' });
+    const wire = Object.fromEntries(
+      Object.entries(change!.changes).map(([col, v]) => [m.byColumn(col)!.field, toPlatform(m.byColumn(col)!.kind, v, ZONE)]),
+    );
+    expect(wire).toEqual({
+      DeliveredAt: '2026-03-08 03:30:00',
+      OrderDate: '2026-03-09',
+      Tags: '["x","y"]',
+      Quantity: '9007199254740993',
+      Notes: '',
+    });
   });
 
   it('coalesces several edits into one open change, keeping the first base version', async () => {
     await t.db.raw(`update mirror.orders set title = 'A' where id = ?`, [orderId(2)]);
     await t.db.raw(`update mirror.orders set notes = 'B' where id = ?`, [orderId(2)]);
     await t.db.raw(`update mirror.orders set title = 'C' where id = ?`, [orderId(2)]);
-    expect(await outbox()).toEqual([expect.objectContaining({ op: 'update', item_id: orderId(2), changes: { title: 'C', notes: 'B' }, base_version: 7 })]);
+    expect(await outbox()).toEqual([
+      expect.objectContaining({ op: 'update', item_id: orderId(2), changes: { title: 'C', notes: 'B' }, base_version: 7 }),
+    ]);
   });
 
   it('records nothing for an UPDATE that changes nothing, or only listsync columns', async () => {
@@ -87,11 +106,21 @@ describe('change capture', () => {
   });
 
   it('turns a user INSERT into a create with the provisional id, and merges later edits into it', async () => {
-    const inserted = (await t.db.raw(`insert into mirror.orders (title, amount, tags) values ('New order', 10.50, array['a']) returning id`)).rows[0].id as string;
+    const inserted = (
+      await t.db.raw(`insert into mirror.orders (title, amount, tags) values ('New order', 10.50, array['a']) returning id`)
+    ).rows[0].id as string;
     expect(inserted).toMatch(/^local-/);
     await t.db.raw(`update mirror.orders set notes = 'rush' where id = ?`, [inserted]);
     expect(await outbox()).toEqual([
-      { list_name: 'orders', op: 'create', item_id: null, local_id: inserted, changes: { title: 'New order', amount: '10.50', tags: ['a'], notes: 'rush' }, base_version: null, status: 'pending' },
+      {
+        list_name: 'orders',
+        op: 'create',
+        item_id: null,
+        local_id: inserted,
+        changes: { title: 'New order', amount: '10.50', tags: ['a'], notes: 'rush' },
+        base_version: null,
+        status: 'pending',
+      },
     ]);
   });
 
@@ -138,7 +167,10 @@ describe('change capture', () => {
   });
 
   it('follows schema evolution: new columns are captured, removed ones are not', async () => {
-    const fields: FieldMeta[] = [...ORDERS_FIELDS.filter((f) => f.FieldName !== 'Notes'), { FieldName: 'Priority', FieldType: 'Text', Type: 'radio' }];
+    const fields: FieldMeta[] = [
+      ...ORDERS_FIELDS.filter((f) => f.FieldName !== 'Notes'),
+      { FieldName: 'Priority', FieldType: 'Text', Type: 'radio' },
+    ];
     const evolved = await ensureMirrorTable(t.db, options(fields));
     await t.db.raw(`update mirror.orders set priority = 'high', notes = 'ignored' where id = ?`, [orderId(1)]);
     expect((await outbox())[0]!.changes).toEqual({ priority: 'high' });

@@ -9,16 +9,29 @@ let m: TableMapping;
 
 beforeAll(async () => {
   t = await createTestDatabase();
-  m = await ensureMirrorTable(t.db, { schema: 'mirror', list: ORDERS_LIST, fields: ORDERS_FIELDS, idField: 'ListDataID', versionField: 'RowVersion' });
+  m = await ensureMirrorTable(t.db, {
+    schema: 'mirror',
+    list: ORDERS_LIST,
+    fields: ORDERS_FIELDS,
+    idField: 'ListDataID',
+    versionField: 'RowVersion',
+  });
 });
 afterAll(async () => t?.drop());
 
 type Row = Record<string, unknown>;
-const rowOf = async (n: number): Promise<Row> => (await t.db('orders').withSchema('mirror').where({ id: orderId(n) }).first()) as Row;
+const rowOf = async (n: number): Promise<Row> =>
+  (await t
+    .db('orders')
+    .withSchema('mirror')
+    .where({ id: orderId(n) })
+    .first()) as Row;
 const items = (from: number, to: number, version = 1) => Array.from({ length: to - from }, (_, i) => orderItem(from + i, version));
 async function waitForLockWait(): Promise<void> {
   for (let i = 0; i < 500; i++) {
-    const r = await t.db.raw(`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`);
+    const r = await t.db.raw(
+      `select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`,
+    );
     if (r.rows[0].n > 0) return;
     await new Promise((resolve) => setImmediate(resolve));
   }
@@ -72,7 +85,12 @@ describe('upsertItems', () => {
   });
 
   it('updates rows whose version moved', async () => {
-    const r = await upsertItems(t.db, m, [...items(0, 7, 1), ...items(7, 10, 2).map((i) => ({ ...i, Title: `${String(i.Title)} v2` }))], ZONE);
+    const r = await upsertItems(
+      t.db,
+      m,
+      [...items(0, 7, 1), ...items(7, 10, 2).map((i) => ({ ...i, Title: `${String(i.Title)} v2` }))],
+      ZONE,
+    );
     expect(r).toMatchObject({ inserted: 0, updated: 3, unchanged: 7 });
     expect(await rowOf(8)).toMatchObject({ row_version: 2, title: 'Order 8 v2' });
     expect(await outboxCount()).toBe(0);
@@ -99,7 +117,10 @@ describe('upsertItems', () => {
   it('undeletes a soft-deleted row that arrives again, even at the same version', async () => {
     await t.db.transaction(async (trx) => {
       await trx.raw(`select set_config('listsync.writer', 'on', true)`);
-      await trx('orders').withSchema('mirror').where({ id: orderId(2) }).update({ _deleted_at: trx.fn.now() });
+      await trx('orders')
+        .withSchema('mirror')
+        .where({ id: orderId(2) })
+        .update({ _deleted_at: trx.fn.now() });
     });
     const r = await upsertItems(t.db, m, [orderItem(2), orderItem(4)], ZONE);
     expect(r).toMatchObject({ updated: 1, unchanged: 1, undeleted: 1 });
@@ -107,9 +128,18 @@ describe('upsertItems', () => {
   });
 
   it('skips rows with an open local change and reports them', async () => {
-    await t.db('outbox').withSchema('listsync').insert({ list_name: 'orders', op: 'update', item_id: orderId(5), changes: { title: 'mine' }, base_version: 1, status: 'pending' });
-    await t.db('outbox').withSchema('listsync').insert({ list_name: 'orders', op: 'update', item_id: orderId(6), changes: { title: 'old' }, base_version: 1, status: 'applied' });
-    await t.db('outbox').withSchema('listsync').insert({ list_name: 'other', op: 'update', item_id: orderId(4), changes: { title: 'x' }, base_version: 1, status: 'pending' });
+    await t
+      .db('outbox')
+      .withSchema('listsync')
+      .insert({ list_name: 'orders', op: 'update', item_id: orderId(5), changes: { title: 'mine' }, base_version: 1, status: 'pending' });
+    await t
+      .db('outbox')
+      .withSchema('listsync')
+      .insert({ list_name: 'orders', op: 'update', item_id: orderId(6), changes: { title: 'old' }, base_version: 1, status: 'applied' });
+    await t
+      .db('outbox')
+      .withSchema('listsync')
+      .insert({ list_name: 'other', op: 'update', item_id: orderId(4), changes: { title: 'x' }, base_version: 1, status: 'pending' });
     const sent = [orderItem(4, 3), orderItem(5, 3), orderItem(6, 3)];
     const r = await upsertItems(t.db, m, sent, ZONE);
     expect(r).toMatchObject({ updated: 2, unchanged: 0 });
@@ -119,7 +149,12 @@ describe('upsertItems', () => {
   });
 
   it('keeps one row per id within a batch (the highest version) and rejects items without an id', async () => {
-    const r = await upsertItems(t.db, m, [orderItem(200, 2, { Title: 'v2' }), orderItem(200, 1, { Title: 'v1' }), { Title: 'no id' }, { ListDataID: '', Title: 'empty id' }], ZONE);
+    const r = await upsertItems(
+      t.db,
+      m,
+      [orderItem(200, 2, { Title: 'v2' }), orderItem(200, 1, { Title: 'v1' }), { Title: 'no id' }, { ListDataID: '', Title: 'empty id' }],
+      ZONE,
+    );
     expect(r).toMatchObject({ inserted: 1, invalid: 2, failedValues: 2 });
     expect(await rowOf(200)).toMatchObject({ row_version: 2, title: 'v2' });
   });
@@ -169,7 +204,13 @@ describe('upsertItems', () => {
   });
 
   it('keeps odd text intact (quotes, backslashes, braces) and survives what jsonb refuses (NUL, lone surrogates)', async () => {
-    const odd = orderItem(500, 1, { Title: 'a "quoted" \\ back{slash},', Tags: '["x,y","{z}","q\\"r"]', Notes: 'nul\u0000char', Status: 'half\ud800pair', Customer: '\\u0000 is text' });
+    const odd = orderItem(500, 1, {
+      Title: 'a "quoted" \\ back{slash},',
+      Tags: '["x,y","{z}","q\\"r"]',
+      Notes: 'nul\u0000char',
+      Status: 'half\ud800pair',
+      Customer: '\\u0000 is text',
+    });
     const r = await upsertItems(t.db, m, [odd], ZONE);
     expect(r.inserted).toBe(1);
     expect(r.failures.map((f) => f.field).sort()).toEqual(['Notes', '_raw']);
@@ -195,7 +236,12 @@ describe('upsertUsers', () => {
     ];
     expect(await upsertUsers(t.db, 'mirror', 'platform_users', users)).toEqual({ inserted: 2, updated: 0, unchanged: 0, invalid: 1 });
     expect(await upsertUsers(t.db, 'mirror', 'platform_users', users)).toEqual({ inserted: 0, updated: 0, unchanged: 2, invalid: 1 });
-    expect(await upsertUsers(t.db, 'mirror', 'platform_users', [{ ...users[0], Name: 'Anne' }, users[1]!])).toEqual({ inserted: 0, updated: 1, unchanged: 1, invalid: 0 });
+    expect(await upsertUsers(t.db, 'mirror', 'platform_users', [{ ...users[0], Name: 'Anne' }, users[1]!])).toEqual({
+      inserted: 0,
+      updated: 1,
+      unchanged: 1,
+      invalid: 0,
+    });
     const row = await t.db('platform_users').withSchema('mirror').where({ user_id: 'u1' }).first();
     expect(row).toMatchObject({ user_id: 'u1', name: 'Anne', email: 'ann@example.com', account: 'ann', line_manager: 'u2', photo: null });
   });

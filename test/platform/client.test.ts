@@ -15,7 +15,14 @@ const { logger, lines } = memoryLogger();
 let emu: RunningEmulator;
 
 beforeAll(async () => {
-  emu = await startEmulator({ port: 0, sample: true, items: 50_000, apiKeys: [KEY], faults: { latencyMs: 200 }, rateLimit: { burst: 10, perSecond: 10 } });
+  emu = await startEmulator({
+    port: 0,
+    sample: true,
+    items: 50_000,
+    apiKeys: [KEY],
+    faults: { latencyMs: 200 },
+    rateLimit: { burst: 10, perSecond: 10 },
+  });
 });
 
 afterAll(async () => {
@@ -30,7 +37,9 @@ describe('PlatformClient over HTTP (emulator, 200 ms latency, 10 requests/s)', (
       await emu.admin.clearRequests();
       const ids = new Set<string>();
       const indexes: number[] = [];
-      for await (const page of client.pages('demo', 'orders', query().select('Title', F.status, 'Modified').orderBy('Created').build(), { pageSize: 1000 })) {
+      for await (const page of client.pages('demo', 'orders', query().select('Title', F.status, 'Modified').orderBy('Created').build(), {
+        pageSize: 1000,
+      })) {
         indexes.push(page.index);
         expect(page.pageCount).toBe(50);
         expect(page.totalCount).toBe(50_000);
@@ -45,12 +54,18 @@ describe('PlatformClient over HTTP (emulator, 200 ms latency, 10 requests/s)', (
       expect(stats.maxInFlight).toBeGreaterThan(1);
       const log = (await emu.admin.requests()).filter((r) => r.path.endsWith('/items/query'));
       expect(log).toHaveLength(50);
-      const overlapping = log.some((a, i) => log.some((b, j) => i !== j && a.startedAt < b.startedAt && b.startedAt < (a.finishedAt ?? Infinity)));
+      const overlapping = log.some((a, i) =>
+        log.some((b, j) => i !== j && a.startedAt < b.startedAt && b.startedAt < (a.finishedAt ?? Infinity)),
+      );
       expect(overlapping).toBe(true);
 
       expect(client.stats()).toEqual({ requests: 50, retries: 0, rateLimited: 0, errors: 0 });
       expect(events).toHaveLength(50);
-      expect(events.every((e) => e.outcome === 'ok' && e.endpoint === 'items/query' && e.method === 'POST' && e.httpStatus === 200 && e.status === 0)).toBe(true);
+      expect(
+        events.every(
+          (e) => e.outcome === 'ok' && e.endpoint === 'items/query' && e.method === 'POST' && e.httpStatus === 200 && e.status === 0,
+        ),
+      ).toBe(true);
     } finally {
       await client.close();
     }
@@ -96,7 +111,11 @@ describe('PlatformClient over HTTP (emulator, 200 ms latency, 10 requests/s)', (
       const fields = await client.getFields('demo', 'orders');
       expect(fields.map((f) => f.FieldName)).toEqual(expect.arrayContaining(['ListDataID', 'Title', F.status, 'Modified']));
 
-      const shipped = await client.queryItems('demo', 'orders', query().where(F.status).eq('Shipped').orderBy('Modified', 'desc').pageSize(5).build());
+      const shipped = await client.queryItems(
+        'demo',
+        'orders',
+        query().where(F.status).eq('Shipped').orderBy('Modified', 'desc').pageSize(5).build(),
+      );
       expect(shipped.items).toHaveLength(5);
       expect(shipped.totalCount).toBeGreaterThan(5);
       expect(shipped.items.every((i) => i[F.status] === 'Shipped')).toBe(true);
@@ -130,7 +149,12 @@ describe('PlatformClient over HTTP (emulator, 200 ms latency, 10 requests/s)', (
       for await (const page of client.userPages({ pageSize: 20 })) userCount += page.items.length;
       expect(userCount).toBe(users.totalCount);
 
-      const hook = await client.subscribeHook({ resource: 'workflow/tasks', channel: 'listsync-test', type: 1, callbackUrl: 'https://example.com/hook' });
+      const hook = await client.subscribeHook({
+        resource: 'workflow/tasks',
+        channel: 'listsync-test',
+        type: 1,
+        callbackUrl: 'https://example.com/hook',
+      });
       expect(hook.id).toBeTruthy();
     } finally {
       await client.close();
@@ -140,9 +164,13 @@ describe('PlatformClient over HTTP (emulator, 200 ms latency, 10 requests/s)', (
   it('platform refusals become typed errors naming method, path, HTTP status, Status and Message', async () => {
     const client = new PlatformClient({ config: configFor(emu), logger });
     try {
-      const notIndexed = await client.queryItems('demo', 'orders', { Filters: [where(F.notes).eq('x')], PageSize: 1 }).catch((e: unknown) => e);
+      const notIndexed = await client
+        .queryItems('demo', 'orders', { Filters: [where(F.notes).eq('x')], PageSize: 1 })
+        .catch((e: unknown) => e);
       expect(notIndexed).toBeInstanceOf(ValidationError);
-      expect((notIndexed as Error).message).toMatch(/^POST \/lists\/demo\/orders\/items\/query failed: HTTP 200, Status 40001 ".*Text4.*"$/);
+      expect((notIndexed as Error).message).toMatch(
+        /^POST \/lists\/demo\/orders\/items\/query failed: HTTP 200, Status 40001 ".*Text4.*"$/,
+      );
       expect(notIndexed).toMatchObject({ retries: 0, status: 40001 });
 
       await expect(client.getList('demo', 'nope')).rejects.toThrow(NotFoundError);

@@ -37,19 +37,35 @@ describe('classifyFailure', () => {
 
 describe('error messages', () => {
   it('names method, path, HTTP status, envelope Status and Message', () => {
-    expect(failureMessage('POST', '/lists/demo/orders/items/query', { httpStatus: 200, status: 40001, platformMessage: 'Field Notes is not indexed' })).toBe(
-      'POST /lists/demo/orders/items/query failed: HTTP 200, Status 40001 "Field Notes is not indexed"',
-    );
+    expect(
+      failureMessage('POST', '/lists/demo/orders/items/query', {
+        httpStatus: 200,
+        status: 40001,
+        platformMessage: 'Field Notes is not indexed',
+      }),
+    ).toBe('POST /lists/demo/orders/items/query failed: HTTP 200, Status 40001 "Field Notes is not indexed"');
     expect(failureMessage('GET', '/lists/a/b', { httpStatus: 503, retries: 3 })).toBe('GET /lists/a/b failed: HTTP 503 (after 3 retries)');
   });
 
   it('keeps fields and the cause', () => {
     const cause = new Error('inner');
-    const err = new ValidationError('x', { method: 'POST', path: '/p', httpStatus: 200, status: 40000, platformMessage: 'm', retries: 0 }, { cause });
+    const err = new ValidationError(
+      'x',
+      { method: 'POST', path: '/p', httpStatus: 200, status: 40000, platformMessage: 'm', retries: 0 },
+      { cause },
+    );
     expect(err).toBeInstanceOf(PlatformError);
     expect(err.name).toBe('ValidationError');
     expect(err.cause).toBe(cause);
-    expect(err).toMatchObject({ method: 'POST', path: '/p', httpStatus: 200, status: 40000, platformMessage: 'm', retries: 0, maybeApplied: false });
+    expect(err).toMatchObject({
+      method: 'POST',
+      path: '/p',
+      httpStatus: 200,
+      status: 40000,
+      platformMessage: 'm',
+      retries: 0,
+      maybeApplied: false,
+    });
   });
 
   it('copies transport causes without options/headers and scrubs secrets', () => {

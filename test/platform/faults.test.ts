@@ -23,17 +23,37 @@ afterAll(async () => {
 
 beforeEach(async () => {
   await emu.admin.setFaults({
-    latencyMs: null, jitterMs: null, errorRate: null, timeoutRate: null, timeoutMs: null,
-    dropRate: null, malformedRate: null, rateLimitStorm: null, emptyPages: null, faultPaths: null,
+    latencyMs: null,
+    jitterMs: null,
+    errorRate: null,
+    timeoutRate: null,
+    timeoutMs: null,
+    dropRate: null,
+    malformedRate: null,
+    rateLimitStorm: null,
+    emptyPages: null,
+    faultPaths: null,
   });
   await emu.admin.clearRequests();
 });
 
 describe('PlatformClient under faults', () => {
   it('a full paging run through 5xx, timeouts, drops and broken bodies returns every item exactly once', async () => {
-    await emu.admin.setFaults({ latencyMs: 30, errorRate: 0.1, timeoutRate: 0.05, timeoutMs: 5000, dropRate: 0.05, malformedRate: 0.05, faultSeed: 42 });
+    await emu.admin.setFaults({
+      latencyMs: 30,
+      errorRate: 0.1,
+      timeoutRate: 0.05,
+      timeoutMs: 5000,
+      dropRate: 0.05,
+      malformedRate: 0.05,
+      faultSeed: 42,
+    });
     const events: RequestEvent[] = [];
-    const client = new PlatformClient({ config: configFor(emu, { timeoutMs: 1500, retries: 8 }), logger, onRequest: (e) => events.push(e) });
+    const client = new PlatformClient({
+      config: configFor(emu, { timeoutMs: 1500, retries: 8 }),
+      logger,
+      onRequest: (e) => events.push(e),
+    });
     try {
       const ids: string[] = [];
       for await (const page of client.pages('demo', 'orders', { Sorts: [{ Field: 'Created', Desc: false }] }, { pageSize: 250 })) {
@@ -141,7 +161,9 @@ describe('PlatformClient under faults', () => {
       onRequest: (e) => {
         if (e.outcome === 'retry' && !bumped) {
           // The first attempt was cut off; whether or not it was applied, someone (maybe it) moved the version on.
-          bumped = emu.admin.setFaults({ dropRate: 0 }).then(() => emu.admin.editItem('demo', 'orders', id, { Data: { Title: 'moved on' } }));
+          bumped = emu.admin
+            .setFaults({ dropRate: 0 })
+            .then(() => emu.admin.editItem('demo', 'orders', id, { Data: { Title: 'moved on' } }));
         }
       },
     });

@@ -8,7 +8,14 @@ describe('parseJson (lossless)', () => {
   });
 
   it('gives safe integers and other numbers as JS numbers', () => {
-    expect(parseJson('{"a": 12, "b": -3, "c": 1.5, "d": 9007199254740991, "e": 1e3, "f": 0}')).toEqual({ a: 12, b: -3, c: 1.5, d: 9007199254740991, e: 1000, f: 0 });
+    expect(parseJson('{"a": 12, "b": -3, "c": 1.5, "d": 9007199254740991, "e": 1e3, "f": 0}')).toEqual({
+      a: 12,
+      b: -3,
+      c: 1.5,
+      d: 9007199254740991,
+      e: 1000,
+      f: 0,
+    });
   });
 
   it('leaves strings alone, including long digit strings', () => {
@@ -17,7 +24,12 @@ describe('parseJson (lossless)', () => {
 
   it('parses a whole envelope', () => {
     const text = '{"Status":0,"Data":[{"ListDataID":7390000000000000001,"RowVersion":3,"Title":"A"}],"Message":"","TotalCount":1}';
-    expect(parseJson(text)).toEqual({ Status: 0, Data: [{ ListDataID: '7390000000000000001', RowVersion: 3, Title: 'A' }], Message: '', TotalCount: 1 });
+    expect(parseJson(text)).toEqual({
+      Status: 0,
+      Data: [{ ListDataID: '7390000000000000001', RowVersion: 3, Title: 'A' }],
+      Message: '',
+      TotalCount: 1,
+    });
   });
 
   it('throws SyntaxError on malformed or truncated JSON', () => {

@@ -60,18 +60,24 @@ describe('paginate', () => {
   it('follows a TotalCount that grows or shrinks while paging', async () => {
     const totals = [25, 25, 45, 45, 45];
     const pages: number[] = [];
-    for await (const page of paginate<number>(async (i) => ({ items: [i], totalCount: totals[i - 1] ?? 45 }), { pageSize: 10, window: 2 })) pages.push(page.index);
+    for await (const page of paginate<number>(async (i) => ({ items: [i], totalCount: totals[i - 1] ?? 45 }), { pageSize: 10, window: 2 }))
+      pages.push(page.index);
     expect(pages).toEqual([1, 2, 3, 4, 5]);
 
     const shrinking = [50, 50, 20];
     const seen: number[] = [];
-    for await (const page of paginate<number>(async (i) => ({ items: [i], totalCount: shrinking[i - 1] ?? 20 }), { pageSize: 10, window: 4 })) seen.push(page.index);
+    for await (const page of paginate<number>(async (i) => ({ items: [i], totalCount: shrinking[i - 1] ?? 20 }), {
+      pageSize: 10,
+      window: 4,
+    }))
+      seen.push(page.index);
     expect(seen).toEqual([1, 2, 3]);
   });
 
   it('starts at startPage and stops on an empty list', async () => {
     const seen: number[] = [];
-    for await (const p of paginate<number>(async (i) => ({ items: [i], totalCount: 50 }), { pageSize: 10, window: 2, startPage: 4 })) seen.push(p.index);
+    for await (const p of paginate<number>(async (i) => ({ items: [i], totalCount: 50 }), { pageSize: 10, window: 2, startPage: 4 }))
+      seen.push(p.index);
     expect(seen).toEqual([4, 5]);
     const empty = [];
     for await (const p of paginate<number>(async () => ({ items: [], totalCount: 0 }), { pageSize: 10, window: 2 })) empty.push(p);
@@ -80,7 +86,11 @@ describe('paginate', () => {
 
   it('goes on until a short page when there is no TotalCount', async () => {
     const seen: number[] = [];
-    for await (const p of paginate<number>(async (i) => ({ items: i < 3 ? [1, 2] : [1], totalCount: undefined }), { pageSize: 2, window: 3 })) seen.push(p.index);
+    for await (const p of paginate<number>(async (i) => ({ items: i < 3 ? [1, 2] : [1], totalCount: undefined }), {
+      pageSize: 2,
+      window: 3,
+    }))
+      seen.push(p.index);
     expect(seen).toEqual([1, 2, 3]);
   });
 
@@ -88,17 +98,23 @@ describe('paginate', () => {
     let attempts = 0;
     const retried: number[] = [];
     const seen: number[] = [];
-    for await (const p of paginate<number>(async (i) => (i === 2 && attempts++ < 1 ? { items: [], totalCount: 30 } : { items: [i], totalCount: 30 }), {
-      pageSize: 10,
-      window: 1,
-      onEmptyPageRetry: (i) => retried.push(i),
-    }))
+    for await (const p of paginate<number>(
+      async (i) => (i === 2 && attempts++ < 1 ? { items: [], totalCount: 30 } : { items: [i], totalCount: 30 }),
+      {
+        pageSize: 10,
+        window: 1,
+        onEmptyPageRetry: (i) => retried.push(i),
+      },
+    ))
       seen.push(p.index);
     expect(seen).toEqual([1, 2, 3]);
     expect(retried).toEqual([2]);
 
     const run = async () => {
-      for await (const _p of paginate<number>(async (i) => (i === 2 ? { items: [], totalCount: 30 } : { items: [i], totalCount: 30 }), { pageSize: 10, window: 1 }));
+      for await (const _p of paginate<number>(async (i) => (i === 2 ? { items: [], totalCount: 30 } : { items: [i], totalCount: 30 }), {
+        pageSize: 10,
+        window: 1,
+      }));
     };
     await expect(run()).rejects.toThrow(PlatformError);
     await expect(run()).rejects.toThrow(/page 2 came back empty 3 times/);
@@ -106,10 +122,13 @@ describe('paginate', () => {
 
   it('rejects a page size over 1000 before fetching', async () => {
     let calls = 0;
-    const gen = paginate<number>(async () => {
-      calls++;
-      return { items: [], totalCount: 0 };
-    }, { pageSize: 1001, window: 2 });
+    const gen = paginate<number>(
+      async () => {
+        calls++;
+        return { items: [], totalCount: 0 };
+      },
+      { pageSize: 1001, window: 2 },
+    );
     await expect(gen.next()).rejects.toThrow(ValidationError);
     expect(calls).toBe(0);
   });

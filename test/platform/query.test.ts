@@ -38,8 +38,10 @@ describe('query builder', () => {
   it('builds a whole query', () => {
     const q = query({ zone: ZONE })
       .select('Title', 'Status', 'Title')
-      .where('Modified').gte(new Date('2026-01-10T00:00:00Z'))
-      .orWhere('Status').in(['Open', 'Held'])
+      .where('Modified')
+      .gte(new Date('2026-01-10T00:00:00Z'))
+      .orWhere('Status')
+      .in(['Open', 'Held'])
       .filter(where('Title').startsWith('A'))
       .orderBy('Modified')
       .orderBy('Created', 'desc')
@@ -85,7 +87,9 @@ describe('platform dates (non-UTC zone)', () => {
     expect(platformDate(instant, ZONE)).toBe('2026-03-02');
     expect(platformDateTime(instant, ZONE)).toBe('2026-03-02 01:05:09');
     expect(platformDate(instant, 'UTC')).toBe('2026-03-01');
-    expect(platformDateTime(DateTime.fromISO('2026-07-01T12:00:00', { zone: 'America/New_York' }), 'Europe/Berlin')).toBe('2026-07-01 18:00:00');
+    expect(platformDateTime(DateTime.fromISO('2026-07-01T12:00:00', { zone: 'America/New_York' }), 'Europe/Berlin')).toBe(
+      '2026-07-01 18:00:00',
+    );
   });
 
   it('parses YYYY-MM-DD HH:mm:ss and YYYY-MM-DD as wall-clock time in the zone', () => {

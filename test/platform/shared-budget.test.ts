@@ -42,8 +42,13 @@ describe('SharedBudget', () => {
     // In database time the reservations are disjoint runs of slots 100 ms apart, back to back.
     const runs = budgets.map(({ budget }) => budget.lastReservation!).sort((x, y) => x.dbStartMs - y.dbStartMs);
     expect(runs.map((r) => r.count).reduce((x, y) => x + y)).toBe(10);
-    for (let i = 1; i < runs.length; i++) expect(runs[i]!.dbStartMs).toBeGreaterThanOrEqual(runs[i - 1]!.dbStartMs + runs[i - 1]!.count * 100 - 0.001);
-    const row = (await tdb.db.raw(`select extract(epoch from next_slot)::float8 * 1000 as next_ms from listsync.rate_budget where account = ?`, [account])).rows[0] as { next_ms: number };
+    for (let i = 1; i < runs.length; i++)
+      expect(runs[i]!.dbStartMs).toBeGreaterThanOrEqual(runs[i - 1]!.dbStartMs + runs[i - 1]!.count * 100 - 0.001);
+    const row = (
+      await tdb.db.raw(`select extract(epoch from next_slot)::float8 * 1000 as next_ms from listsync.rate_budget where account = ?`, [
+        account,
+      ])
+    ).rows[0] as { next_ms: number };
     expect(row.next_ms).toBeGreaterThanOrEqual(runs.at(-1)!.dbStartMs + runs.at(-1)!.count * 100 - 0.001);
     // Locally, each run keeps its spacing (where runs meet depends on each process's clock mapping).
     for (const r of local) for (let i = 1; i < r.length; i++) expect(r[i]! - r[i - 1]!).toBeCloseTo(100, 6);
@@ -77,7 +82,14 @@ describe('two processes sharing one account', () => {
   const key = distinctiveKey('shared');
 
   beforeAll(async () => {
-    emu = await startEmulator({ port: 0, sample: true, items: 3000, apiKeys: [key], faults: { latencyMs: 200 }, rateLimit: { burst: 10, perSecond: 10 } });
+    emu = await startEmulator({
+      port: 0,
+      sample: true,
+      items: 3000,
+      apiKeys: [key],
+      faults: { latencyMs: 200 },
+      rateLimit: { burst: 10, perSecond: 10 },
+    });
   });
 
   afterAll(async () => {
@@ -88,7 +100,13 @@ describe('two processes sharing one account', () => {
     await emu.admin.clearRequests();
     const script = fileURLToPath(new URL('./fixtures/pager.ts', import.meta.url));
     const tsx = fileURLToPath(new URL('../../node_modules/.bin/tsx', import.meta.url));
-    type Result = { ids: string[]; stats: { requests: number; rateLimited: number }; roundTrips: number; startedAt: number; finishedAt: number };
+    type Result = {
+      ids: string[];
+      stats: { requests: number; rateLimited: number };
+      roundTrips: number;
+      startedAt: number;
+      finishedAt: number;
+    };
     const start = () => {
       const child = spawn(tsx, [script], {
         env: { ...process.env, BASE_URL: emu.baseUrl, API_KEY: key, DATABASE_URL: tdb.url, PAGE_SIZE: '200', MAX_IN_FLIGHT: '4' },

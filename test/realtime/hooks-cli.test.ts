@@ -66,7 +66,11 @@ describe('hooks commands for list item events', () => {
     await w.t.db('listsync.webhook_subscriptions').whereNotNull('list_name').delete();
     const r = await runCli(['hooks', 'subscribe', '--list', 'orders'], { cwd: w.cwd, env: env() });
     expect(r.code).toBe(0);
-    const stored = (await w.t.db('listsync.webhook_subscriptions').whereNotNull('list_name').orderBy('type').pluck('platform_id')) as string[];
+    const stored = (await w.t
+      .db('listsync.webhook_subscriptions')
+      .whereNotNull('list_name')
+      .orderBy('type')
+      .pluck('platform_id')) as string[];
     const onPlatform = (await w.emu.admin.itemHooks()).subscriptions.slice(-2).map((s) => s.Id);
     expect(stored).toEqual(onPlatform);
   });

@@ -57,8 +57,28 @@ async function start(opts: { trust?: 'reread' | 'body'; idsAsNumbers?: boolean; 
   if (opts.pull !== false) await pullList({ db: w.t.db, client, config, logger: w.logger }, config.lists[0]!);
   const ref: { rt?: Realtime } = {};
   const hooks = createHookReceiver({ db: w.t.db, config, logger: w.logger, onItemEvent: (e) => ref.rt?.onItemEvent(e) ?? 'deferred' });
-  const serve = await startServe({ config, db: w.t.db, client, logger: w.logger, port: 0, host: '127.0.0.1', schedule: false, routes: { [HOOKS_PATH]: hooks }, health: async () => ref.rt!.health() });
-  const begin = async (): Promise<Realtime> => startRealtime({ db: w.t.db, client, config, logger: w.logger, callbackBase: serve.url, windowMs: 50, minIntervalMs: 200, recheckDelayMs: 100 });
+  const serve = await startServe({
+    config,
+    db: w.t.db,
+    client,
+    logger: w.logger,
+    port: 0,
+    host: '127.0.0.1',
+    schedule: false,
+    routes: { [HOOKS_PATH]: hooks },
+    health: async () => ref.rt!.health(),
+  });
+  const begin = async (): Promise<Realtime> =>
+    startRealtime({
+      db: w.t.db,
+      client,
+      config,
+      logger: w.logger,
+      callbackBase: serve.url,
+      windowMs: 50,
+      minIntervalMs: 200,
+      recheckDelayMs: 100,
+    });
   ref.rt = await begin();
   const r: Running = {
     w,
@@ -120,7 +140,9 @@ describe('realtime: list item events keep the mirror fresh', () => {
     await r.restart();
     await r.restart();
     expect((await r.w.emu.admin.itemHooks()).subscriptions).toHaveLength(2);
-    const stored = (await r.w.t.db('listsync.webhook_subscriptions').whereNotNull('list_name').count({ n: '*' })) as { n: string | number }[];
+    const stored = (await r.w.t.db('listsync.webhook_subscriptions').whereNotNull('list_name').count({ n: '*' })) as {
+      n: string | number;
+    }[];
     expect(Number(stored[0]!.n)).toBe(2);
     const health = (await fetch(`${r.serve.url}/healthz`).then((x) => x.json())) as { realtime: { missingSubscriptions: string[] } };
     expect(health.realtime.missingSubscriptions).toEqual([]);
@@ -135,23 +157,31 @@ describe('realtime: list item events keep the mirror fresh', () => {
     const deleted = new Set(ids.slice(0, 20));
     const edited = ids.slice(20, 120);
     const work: (() => Promise<unknown>)[] = [];
-    for (let i = 0; i < 500; i++) work.push(() => admin.editItem(APP, LIST, edited[i % edited.length]!, { Data: { [SAMPLE_FIELDS.status]: `S${i}` } }));
+    for (let i = 0; i < 500; i++)
+      work.push(() => admin.editItem(APP, LIST, edited[i % edited.length]!, { Data: { [SAMPLE_FIELDS.status]: `S${i}` } }));
     for (let i = 0; i < 50; i++) work.push(() => admin.createItem(APP, LIST, { Data: { Title: `new ${i}` } }));
     for (const id of deleted) work.push(() => admin.deleteItem(APP, LIST, id));
     // Interleaved, 10 at a time.
-    work.sort((a, b) => (work.indexOf(a) * 7919) % work.length - (work.indexOf(b) * 7919) % work.length);
+    work.sort((a, b) => ((work.indexOf(a) * 7919) % work.length) - ((work.indexOf(b) * 7919) % work.length));
     for (let i = 0; i < work.length; i += 10) await Promise.all(work.slice(i, i + 10).map((f) => f()));
 
     await settled(r);
     await expectMirrorEqualsPlatform(r.w);
-    const gone = (await r.w.t.db('mirror.orders').whereIn('id', [...deleted]).whereNotNull('_deleted_at').count({ n: '*' })) as { n: string }[];
+    const gone = (await r.w.t
+      .db('mirror.orders')
+      .whereIn('id', [...deleted])
+      .whereNotNull('_deleted_at')
+      .count({ n: '*' })) as { n: string }[];
     expect(Number(gone[0]!.n)).toBe(20);
     expect(await regressions()).toBe(0);
     const pulls = (await r.w.t.db('listsync.sync_runs').where({ job: 'pull' }).count({ n: '*' })) as { n: string }[];
     expect(Number(pulls[0]!.n)).toBe(1); // the first pull only
     const { stats } = await r.w.emu.admin.itemHooks();
     expect(stats.duplicated).toBeGreaterThan(0);
-    const status = (await r.w.t.db('listsync.realtime_stats').where({ list_name: LIST }).first()) as { events_applied: string; reread_requests: string };
+    const status = (await r.w.t.db('listsync.realtime_stats').where({ list_name: LIST }).first()) as {
+      events_applied: string;
+      reread_requests: string;
+    };
     expect(Number(status.events_applied)).toBeGreaterThan(500);
   });
 
@@ -191,7 +221,11 @@ describe('realtime: list item events keep the mirror fresh', () => {
     const [a, b] = await liveIds(r);
     const item = await r.w.emu.admin.getItem(APP, LIST, a!);
     const post = (token: string, type: number, body: unknown) =>
-      fetch(`${r.serve.url}/hooks/${token}`, { method: 'POST', headers: { Channel: 'listsync', Type: String(type), 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+      fetch(`${r.serve.url}/hooks/${token}`, {
+        method: 'POST',
+        headers: { Channel: 'listsync', Type: String(type), 'Content-Type': 'application/json' },
+        body: JSON.stringify(body),
+      });
     expect((await post(sub.token, 3, { ...item, RowVersion: 999, [SAMPLE_FIELDS.status]: 'forged' })).status).toBe(200);
     expect((await post(del.token, 4, { ListDataID: b, RowVersion: 1 })).status).toBe(200);
     await settled(r);
@@ -211,13 +245,16 @@ describe('realtime: list item events keep the mirror fresh', () => {
       await r.w.emu.admin.editItem(APP, LIST, id, { Data: { [SAMPLE_FIELDS.status]: `shape ${id.slice(-4)}` } });
       return r.w.emu.admin.getItem(APP, LIST, id);
     };
-    const post = (headers: Record<string, string>, body: unknown) => fetch(`${r.serve.url}/hooks/${sub.token}`, { method: 'POST', headers, body: JSON.stringify(body) });
+    const post = (headers: Record<string, string>, body: unknown) =>
+      fetch(`${r.serve.url}/hooks/${sub.token}`, { method: 'POST', headers, body: JSON.stringify(body) });
     expect((await post({}, await edit(a!))).status).toBe(200);
     expect((await post({ Type: '2', 'Content-Type': 'application/json' }, await edit(b!))).status).toBe(200);
     expect((await post({ Channel: 'listsync', 'Content-Type': 'application/json' }, { Data: await edit(c!) })).status).toBe(200);
     // A type the subscription does not cover, or another channel, is still refused.
     expect((await post({ Type: '4', 'Content-Type': 'application/json' }, await r.w.emu.admin.getItem(APP, LIST, a!))).status).toBe(400);
-    expect((await post({ Channel: 'someone-else', 'Content-Type': 'application/json' }, await r.w.emu.admin.getItem(APP, LIST, a!))).status).toBe(403);
+    expect(
+      (await post({ Channel: 'someone-else', 'Content-Type': 'application/json' }, await r.w.emu.admin.getItem(APP, LIST, a!))).status,
+    ).toBe(403);
     await settled(r);
     for (const id of [a!, b!, c!]) {
       const row = (await r.w.t.db('mirror.orders').where({ id }).first('status')) as { status: string };
@@ -271,7 +308,10 @@ describe('realtime: list item events keep the mirror fresh', () => {
   it('/healthz is degraded while a realtime list lacks its subscriptions', async () => {
     const r = await start({ pull: false });
     await r.w.t.db('listsync.webhook_subscriptions').where({ list_name: LIST, type: 4 }).delete();
-    const health = (await fetch(`${r.serve.url}/healthz`).then((x) => x.json())) as { status: string; realtime: { missingSubscriptions: string[] } };
+    const health = (await fetch(`${r.serve.url}/healthz`).then((x) => x.json())) as {
+      status: string;
+      realtime: { missingSubscriptions: string[] };
+    };
     expect(health.status).toBe('degraded');
     expect(health.realtime.missingSubscriptions).toEqual([LIST]);
   });

@@ -56,7 +56,11 @@ describe('export dbt-sources', () => {
     expect(doc.sources[0]).toMatchObject({ name: 'listsync', schema: 'mirror' });
     expect(doc.sources[0]!.tables.map((t) => t.name)).toEqual(['orders', 'orders_copy']);
     for (const table of doc.sources[0]!.tables) {
-      const cols = (await w.t.db('information_schema.columns').where({ table_schema: 'mirror', table_name: table.name }).orderBy('ordinal_position').pluck('column_name')) as string[];
+      const cols = (await w.t
+        .db('information_schema.columns')
+        .where({ table_schema: 'mirror', table_name: table.name })
+        .orderBy('ordinal_position')
+        .pluck('column_name')) as string[];
       expect(table.columns.map((c) => c.name)).toEqual(cols);
       expect(table.columns.every((c) => c.description.length > 0)).toBe(true);
       expect(table.columns.find((c) => c.name === 'id')!.data_tests).toEqual(['unique', 'not_null']);

@@ -34,11 +34,19 @@ describe('directory', () => {
 
     const groups = await rows<{ group_id: string; name: string }>(w, 'select group_id, name from mirror.platform_groups order by group_id');
     expect(groups.map((g) => g.name)).toEqual(['Everyone', 'Approvers', 'Auditors']);
-    const members = await rows<{ group_id: string; n: string }>(w, 'select group_id, count(*)::text as n from mirror.platform_group_members group by group_id order by group_id');
+    const members = await rows<{ group_id: string; n: string }>(
+      w,
+      'select group_id, count(*)::text as n from mirror.platform_group_members group by group_id order by group_id',
+    );
     const users = (await w.client.searchUsers({ pageIndex: 1, pageSize: 1000 })).totalCount;
     expect(members.find((m) => m.group_id === '200')?.n).toBe(String(users));
     expect(members.find((m) => m.group_id === '202')).toBeUndefined();
-    const member = (await rows<{ user_id: string; name: string }>(w, `select user_id, name from mirror.platform_group_members where group_id = '201' limit 1`))[0]!;
+    const member = (
+      await rows<{ user_id: string; name: string }>(
+        w,
+        `select user_id, name from mirror.platform_group_members where group_id = '201' limit 1`,
+      )
+    )[0]!;
     expect(member.user_id).toMatch(/^\d+$/);
     expect(member.name).toBeTruthy();
     const positions = await rows<{ name: string }>(w, 'select name from mirror.platform_positions order by position_id');
@@ -54,7 +62,13 @@ describe('directory', () => {
   });
 
   it('skips a part the platform does not have, says so once, and mirrors the rest', async () => {
-    w = await startWorld({ emulator: { items: 5, sample: true, seed: { directory: { departments: [{ DepartmentID: '1', Name: 'Root', ParentID: '0', Manager: '' }], groups: [] } } } });
+    w = await startWorld({
+      emulator: {
+        items: 5,
+        sample: true,
+        seed: { directory: { departments: [{ DepartmentID: '1', Name: 'Root', ParentID: '0', Manager: '' }], groups: [] } },
+      },
+    });
     const first = await pullDirectory(w.deps());
     expect(Object.keys(first.skipped)).toEqual(['positions']);
     expect(first.skipped.positions).toBe('HTTP 404');

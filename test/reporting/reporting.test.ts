@@ -14,7 +14,8 @@ afterEach(async () => {
   w = undefined;
 });
 
-const rows = async <T>(world: World, sql: string, bindings: unknown[] = []): Promise<T[]> => ((await world.t.db.raw(sql, bindings as never[])) as { rows: T[] }).rows;
+const rows = async <T>(world: World, sql: string, bindings: unknown[] = []): Promise<T[]> =>
+  ((await world.t.db.raw(sql, bindings as never[])) as { rows: T[] }).rows;
 
 /** The platform field behind a mirror column (the sample's field names may change; the columns are what users see). */
 async function fieldOf(world: World, column: string): Promise<string> {
@@ -34,7 +35,10 @@ async function columnComments(world: World, schema: string, relation: string): P
   return new Map(r.map((x) => [x.name, x.comment]));
 }
 
-const liveIds = async (world: World): Promise<string[]> => (await rows<{ id: string }>(world, 'select id from mirror.orders where _deleted_at is null and id not like ? order by id', ['local-%'])).map((r) => r.id);
+const liveIds = async (world: World): Promise<string[]> =>
+  (
+    await rows<{ id: string }>(world, 'select id from mirror.orders where _deleted_at is null and id not like ? order by id', ['local-%'])
+  ).map((r) => r.id);
 
 describe('comments', () => {
   it('names the list and every column after a pull, and follow a display name changed on the platform', async () => {
@@ -53,7 +57,8 @@ describe('comments', () => {
       expect(comments.get(c.column), c.column).toContain(`platform field ${c.field}`);
       if (meta.DisplayName && meta.DisplayName !== c.field) expect(comments.get(c.column), c.column).toContain(`"${meta.DisplayName}"`);
     }
-    for (const system of ['id', 'row_version', 'created_at', 'modified_at', '_raw', '_synced_at', '_deleted_at']) expect(comments.get(system), system).toBeTruthy();
+    for (const system of ['id', 'row_version', 'created_at', 'modified_at', '_raw', '_synced_at', '_deleted_at'])
+      expect(comments.get(system), system).toBeTruthy();
 
     const field = await fieldOf(w, 'status');
     await w.emu.admin.renameField('demo', 'orders', field, 'Order state');
@@ -75,7 +80,12 @@ describe('live views', () => {
     const count = async (sql: string): Promise<number> => Number((await rows<{ n: string }>(w!, sql))[0]!.n);
     expect(await count('select count(*) as n from reporting.orders')).toBe(120);
 
-    const columns = (await rows<{ column_name: string }>(w, `select column_name from information_schema.columns where table_schema = 'reporting' and table_name = 'orders' order by ordinal_position`)).map((r) => r.column_name);
+    const columns = (
+      await rows<{ column_name: string }>(
+        w,
+        `select column_name from information_schema.columns where table_schema = 'reporting' and table_name = 'orders' order by ordinal_position`,
+      )
+    ).map((r) => r.column_name);
     expect(columns[0]).toBe('id');
     expect(columns).toEqual(expect.arrayContaining(['status', 'amount', 'created_at', 'modified_at', 'synced_at']));
     for (const hidden of ['_raw', '_synced_at', '_deleted_at', 'row_version']) expect(columns).not.toContain(hidden);
@@ -91,9 +101,20 @@ describe('live views', () => {
 
     // A report built on the view, then a new field on the platform.
     await w.t.db.raw('create view public.by_status as select status, count(*) as n from reporting.orders group by status');
-    await w.emu.admin.addField('demo', 'orders', { FieldName: 'Region', DisplayName: 'Region', Type: 'input', FieldType: 'Text', DefaultValue: 'EMEA' });
+    await w.emu.admin.addField('demo', 'orders', {
+      FieldName: 'Region',
+      DisplayName: 'Region',
+      Type: 'input',
+      FieldType: 'Text',
+      DefaultValue: 'EMEA',
+    });
     await pullList(w.deps(), list);
-    const after = (await rows<{ column_name: string }>(w, `select column_name from information_schema.columns where table_schema = 'reporting' and table_name = 'orders' order by ordinal_position`)).map((r) => r.column_name);
+    const after = (
+      await rows<{ column_name: string }>(
+        w,
+        `select column_name from information_schema.columns where table_schema = 'reporting' and table_name = 'orders' order by ordinal_position`,
+      )
+    ).map((r) => r.column_name);
     expect(after.slice(0, columns.length)).toEqual(columns);
     expect(after.slice(columns.length)).toEqual(['region']);
     expect(await count(`select count(*) as n from reporting.orders where region = 'EMEA'`)).toBe(118);
@@ -106,7 +127,8 @@ describe('history', () => {
     w = await startWorld({ emulator: { items: 60 }, list: { history: true } });
     const list = w.config.lists[0]!;
     await pullList(w.deps(), list);
-    const open = async (): Promise<number> => Number((await rows<{ n: string }>(w!, 'select count(*) as n from mirror.orders_history where valid_to is null'))[0]!.n);
+    const open = async (): Promise<number> =>
+      Number((await rows<{ n: string }>(w!, 'select count(*) as n from mirror.orders_history where valid_to is null'))[0]!.n);
     expect(await open()).toBe(60);
     expect(Number((await rows<{ n: string }>(w, 'select count(*) as n from mirror.orders_history'))[0]!.n)).toBe(60);
 
@@ -121,7 +143,11 @@ describe('history', () => {
       'select id, row_version, valid_from, valid_to, status from mirror.orders_history where id = any(?) order by id, row_version',
       [edited],
     );
-    const mirror = await rows<{ id: string; row_version: string; modified_at: Date }>(w, 'select id, row_version, modified_at from mirror.orders where id = any(?)', [edited]);
+    const mirror = await rows<{ id: string; row_version: string; modified_at: Date }>(
+      w,
+      'select id, row_version, modified_at from mirror.orders where id = any(?)',
+      [edited],
+    );
     for (const id of edited) {
       const v = versions.filter((x) => x.id === id);
       expect(v).toHaveLength(2);
@@ -135,7 +161,9 @@ describe('history', () => {
     const deleted = ids.slice(10, 12);
     for (const id of deleted) await w.emu.admin.deleteItem('demo', 'orders', id);
     await reconcileList(w.deps(), list);
-    const stillOpen = await rows<{ id: string }>(w, 'select id from mirror.orders_history where valid_to is null and id = any(?)', [deleted]);
+    const stillOpen = await rows<{ id: string }>(w, 'select id from mirror.orders_history where valid_to is null and id = any(?)', [
+      deleted,
+    ]);
     expect(stillOpen).toEqual([]);
     expect(await open()).toBe(58);
 
@@ -169,7 +197,14 @@ describe('schema changes', () => {
     await w.emu.admin.renameField('demo', 'orders', field, 'Order state');
     await w.emu.admin.addField('demo', 'orders', { FieldName: 'Region', DisplayName: 'Region', Type: 'input', FieldType: 'Text' });
     const r = await pullList(w.deps(), list);
-    const changes = await rows<{ kind: string; field: string; column_name: string; before: string | null; after: string | null; run_id: string }>(
+    const changes = await rows<{
+      kind: string;
+      field: string;
+      column_name: string;
+      before: string | null;
+      after: string | null;
+      run_id: string;
+    }>(
       w,
       'select kind, field, column_name, before, after, run_id from listsync.schema_changes where id > (select min(id) from listsync.schema_changes) order by id',
     );

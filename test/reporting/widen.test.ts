@@ -23,7 +23,15 @@ const NUMBER: FieldMeta[] = [...SYSTEM, { FieldName: 'Bigint1', DisplayName: 'Am
 const TEXT: FieldMeta[] = [...SYSTEM, { FieldName: 'Bigint1', DisplayName: 'Amount', FieldType: 'Text', Type: 'input' }];
 
 function opts(n: number, fields: FieldMeta[], history = false): EnsureMirrorTableOptions {
-  return { schema: 'mirror', list: { name: `w${n}`, appID: 'a', listID: `w${n}`, table: `w${n}` }, fields, idField: 'ListDataID', versionField: 'RowVersion', reportingSchema: 'reporting', history };
+  return {
+    schema: 'mirror',
+    list: { name: `w${n}`, appID: 'a', listID: `w${n}`, table: `w${n}` },
+    fields,
+    idField: 'ListDataID',
+    versionField: 'RowVersion',
+    reportingSchema: 'reporting',
+    history,
+  };
 }
 
 const items = [
@@ -32,7 +40,10 @@ const items = [
 ];
 
 async function viewColumns(view: string): Promise<Record<string, string>> {
-  const r = (await t.db.raw(`select column_name, data_type from information_schema.columns where table_schema = 'reporting' and table_name = ? order by ordinal_position`, [view])) as {
+  const r = (await t.db.raw(
+    `select column_name, data_type from information_schema.columns where table_schema = 'reporting' and table_name = ? order by ordinal_position`,
+    [view],
+  )) as {
     rows: { column_name: string; data_type: string }[];
   };
   return Object.fromEntries(r.rows.map((c) => [c.column_name, c.data_type]));
@@ -48,14 +59,23 @@ describe('a widened field under the reporting views', () => {
     await upsertItems(t.db, widened, [{ ...items[0]!, RowVersion: 2, Bigint1: 'twelve' }], 'UTC');
 
     expect(await viewColumns('w1')).toMatchObject({ amount: 'numeric', amount_text: 'text' });
-    const r = (await t.db.raw('select amount, amount_text from reporting.w1 order by id')).rows as { amount: string | null; amount_text: string }[];
+    const r = (await t.db.raw('select amount, amount_text from reporting.w1 order by id')).rows as {
+      amount: string | null;
+      amount_text: string;
+    }[];
     expect(r).toEqual([
       { amount: null, amount_text: 'twelve' },
       { amount: '32', amount_text: '32' },
     ]);
     expect((await t.db.raw('select total from public.w1_total')).rows[0].total).toBe('32');
     // The history table and its view were widened alongside.
-    expect((await t.db.raw(`select data_type from information_schema.columns where table_schema = 'mirror' and table_name = 'w1_history' and column_name = 'amount'`)).rows[0].data_type).toBe('text');
+    expect(
+      (
+        await t.db.raw(
+          `select data_type from information_schema.columns where table_schema = 'mirror' and table_name = 'w1_history' and column_name = 'amount'`,
+        )
+      ).rows[0].data_type,
+    ).toBe('text');
   });
 
   it('with nothing built on the view: the view is recreated with the column as text, in the same place', async () => {
@@ -77,7 +97,10 @@ describe('a widened field under the reporting views', () => {
     await ensureMirrorTable(t.db, { ...opts(3, NUMBER, true), columns: { Bigint1: 'total_amount' } });
     expect(Object.keys(await viewColumns('w3'))).toContain('total_amount');
     expect(Object.keys(await viewColumns('w3_history'))).toContain('total_amount');
-    expect((await t.db.raw('select total_amount from reporting.w3 order by id')).rows).toEqual([{ total_amount: '10' }, { total_amount: '32' }]);
+    expect((await t.db.raw('select total_amount from reporting.w3 order by id')).rows).toEqual([
+      { total_amount: '10' },
+      { total_amount: '32' },
+    ]);
     expect((await t.db.raw('select total from public.w3_sum')).rows[0].total).toBe('42');
   });
 });

@@ -23,7 +23,9 @@ describe('check, discover, backfill, users, status (CLI against the emulator)', 
     expect(ok.stdout).toContain('ok   platform orders');
     expect(ok.code).toBe(0);
 
-    const bad = JSON.parse(JSON.stringify({ ...w.config, lists: [{ name: 'orders', appID: 'demo', listID: 'orders', cursorField: 'Text4' }] })) as Record<string, Record<string, unknown>>;
+    const bad = JSON.parse(
+      JSON.stringify({ ...w.config, lists: [{ name: 'orders', appID: 'demo', listID: 'orders', cursorField: 'Text4' }] }),
+    ) as Record<string, Record<string, unknown>>;
     delete bad.platform!.apiKey;
     writeFileSync(join(w.cwd, 'notes.json'), JSON.stringify({ platform: bad.platform, database: { url: w.t.url }, lists: bad.lists }));
     const r = await runCli(['--config', 'notes.json', 'check'], { env, cwd: w.cwd });
@@ -53,7 +55,14 @@ describe('check, discover, backfill, users, status (CLI against the emulator)', 
     const raw = JSON.parse(JSON.stringify(w.config)) as Record<string, Record<string, unknown>>;
     delete raw.platform!.apiKey;
     const write = (file: string, list: Record<string, unknown>) =>
-      writeFileSync(join(w.cwd, file), JSON.stringify({ platform: raw.platform, database: { url: w.t.url }, lists: [{ name: 'orders', appID: 'demo', listID: 'orders', ...list }] }));
+      writeFileSync(
+        join(w.cwd, file),
+        JSON.stringify({
+          platform: raw.platform,
+          database: { url: w.t.url },
+          lists: [{ name: 'orders', appID: 'demo', listID: 'orders', ...list }],
+        }),
+      );
     write('version.json', { versionField: 'Version' });
     const r = await runCli(['--config', 'version.json', 'check'], { env, cwd: w.cwd });
     expect(r.code).toBe(2);
@@ -68,7 +77,10 @@ describe('check, discover, backfill, users, status (CLI against the emulator)', 
     const inRange = exported.items.filter((i) => String(i.Modified).slice(0, 10) >= from && String(i.Modified).slice(0, 10) <= to);
     const r = await cli('backfill', '--list', 'orders', '--from', from, '--to', to);
     expect(r.code).toBe(0);
-    const pages = r.stderr.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { msg: string; page: number; pageCount: number });
+    const pages = r.stderr
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as { msg: string; page: number; pageCount: number });
     expect(pages.length).toBe(Math.ceil(inRange.length / 100));
     expect(pages.at(-1)).toMatchObject({ msg: 'page', page: pages.length, pageCount: pages.length });
     expect(r.stdout).toContain(`(from ${from} to ${to})`);
@@ -81,7 +93,10 @@ describe('check, discover, backfill, users, status (CLI against the emulator)', 
   it('a backfill stopped after a page resumes from its checkpoint', async () => {
     const abort = new AbortController();
     const list = w.config.lists[0]!;
-    const stopped = await pullList({ ...w.deps(), signal: abort.signal, onPage: (p) => p.page === 3 && abort.abort() }, list, { kind: 'backfill', from: '2000-01-01' });
+    const stopped = await pullList({ ...w.deps(), signal: abort.signal, onPage: (p) => p.page === 3 && abort.abort() }, list, {
+      kind: 'backfill',
+      from: '2000-01-01',
+    });
     expect(stopped.status).toBe('stopped');
     // The pages being written when the stop came are finished: the checkpoint is past page 3.
     const nextPage = (await readState<{ nextPage: number }>(w.t.db, 'orders', 'backfill')).checkpoint!.nextPage;

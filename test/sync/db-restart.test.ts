@@ -26,9 +26,22 @@ describe('a database restart under a pull', () => {
     pg = await startEmbeddedDb({ dir: join(dir, 'data'), persistent: true });
     db = createDb({ url: pg.url, poolMax: 2 });
     await migrateLatest(db);
-    emu = await startEmulator({ port: 0, sample: true, items: 3000, rateLimit: { burst: 100, perSecond: 100 }, faults: { latencyMs: 150 } });
+    emu = await startEmulator({
+      port: 0,
+      sample: true,
+      items: 3000,
+      rateLimit: { burst: 100, perSecond: 100 },
+      faults: { latencyMs: 150 },
+    });
     configFile = join(dir, 'listsync.config.json');
-    writeFileSync(configFile, JSON.stringify({ platform: { baseUrl: emu.baseUrl, requestsPerSecond: 20, maxInFlight: 1 }, database: { url: pg.url }, lists: [{ name: 'orders', appID: 'demo', listID: 'orders', pageSize: 100 }] }));
+    writeFileSync(
+      configFile,
+      JSON.stringify({
+        platform: { baseUrl: emu.baseUrl, requestsPerSecond: 20, maxInFlight: 1 },
+        database: { url: pg.url },
+        lists: [{ name: 'orders', appID: 'demo', listID: 'orders', pageSize: 100 }],
+      }),
+    );
   }, 120_000);
   afterAll(async () => {
     await db?.destroy();
@@ -38,14 +51,19 @@ describe('a database restart under a pull', () => {
   });
 
   it('the pull fails naming the database; the next pull resumes', async () => {
-    const child = spawn(process.execPath, [BIN, '--config', configFile, 'pull'], { cwd: dir, env: childEnv({ PLATFORM_API_KEY: emu.apiKey }), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, '--config', configFile, 'pull'], {
+      cwd: dir,
+      env: childEnv({ PLATFORM_API_KEY: emu.apiKey }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const exited = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
     for (let i = 0; i < 300; i++) {
-      const row = (await db('listsync.sync_runs').where({ job: 'pull', status: 'running' }).first('pages')) as { pages: number } | undefined;
+      const row = (await db('listsync.sync_runs').where({ job: 'pull', status: 'running' }).first('pages')) as
+        { pages: number } | undefined;
       if ((row?.pages ?? 0) >= 2) break;
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -66,7 +84,10 @@ describe('a database restart under a pull', () => {
     const again = await runCli(['--config', configFile, 'pull'], { cwd: dir, env: { PLATFORM_API_KEY: emu.apiKey }, timeoutMs: 120_000 });
     expect(again.code, again.stderr).toBe(0);
     expect(again.stdout).toContain('resumed');
-    const runs = (await db('listsync.sync_runs').where({ job: 'pull' }).orderBy('id').select('status', 'error')) as { status: string; error: string | null }[];
+    const runs = (await db('listsync.sync_runs').where({ job: 'pull' }).orderBy('id').select('status', 'error')) as {
+      status: string;
+      error: string | null;
+    }[];
     expect(runs.map((r) => r.status)).toEqual(['failed', 'succeeded']);
     expect(runs[0]!.error).toMatch(/abandoned|database/);
   }, 180_000);

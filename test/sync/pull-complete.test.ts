@@ -20,7 +20,12 @@ afterEach(async () => {
 });
 
 const queryRequests = async (world: World) => (await world.emu.admin.requests()).filter((e) => e.path.endsWith('/items/query'));
-const lastRun = async (world: World) => (await world.t.db('listsync.sync_runs').orderBy('id', 'desc').first()) as { status: string; error: string | null; details: Record<string, unknown> };
+const lastRun = async (world: World) =>
+  (await world.t.db('listsync.sync_runs').orderBy('id', 'desc').first()) as {
+    status: string;
+    error: string | null;
+    details: Record<string, unknown>;
+  };
 
 describe('malformed answers: the run ends by itself, keeps its marks, and the next pull heals', () => {
   const cases: { fault: PageFault; check: RegExp; page: number }[] = [
@@ -90,7 +95,8 @@ describe('the time-precise cursor', () => {
     expect(full.counters.rows_inserted).toBe(30_000);
 
     const items = (await w.emu.admin.exportList('demo', 'orders')).items;
-    for (let i = 0; i < 50; i++) await w.emu.admin.editItem('demo', 'orders', String(items[i * 500]!.ListDataID), { Data: { [F.customer]: `edit ${i}` } });
+    for (let i = 0; i < 50; i++)
+      await w.emu.admin.editItem('demo', 'orders', String(items[i * 500]!.ListDataID), { Data: { [F.customer]: `edit ${i}` } });
     await w.emu.admin.clearRequests();
     const r = await pullList(w.deps(), list);
     expect(r.order).toBe('newest-first');
@@ -132,7 +138,12 @@ describe('the time-precise cursor', () => {
   });
 
   it('edits, creates and deletes while an incremental pull pages: after that pull and one more, the mirror equals the platform', async () => {
-    w = await startWorld({ emulator: { items: 3000, faults: { latencyMs: 30 } }, list: { pageSize: 100, overlapMinutes: 0 }, platform: { maxInFlight: 4 }, database: { pageWriters: 2 } });
+    w = await startWorld({
+      emulator: { items: 3000, faults: { latencyMs: 30 } },
+      list: { pageSize: 100, overlapMinutes: 0 },
+      platform: { maxInFlight: 4 },
+      database: { pageWriters: 2 },
+    });
     const list = w.config.lists[0]!;
     await pullList(w.deps(), list);
     // Touch most of the list, so the next incremental read spans many pages.
@@ -151,7 +162,11 @@ describe('the time-precise cursor', () => {
 describe('resume stays incremental', () => {
   for (const killAt of [1, 3, 9, 26]) {
     it(`a full load killed at page ${killAt} resumes, moves the watermark, and the next pull reads at most 2 pages`, async () => {
-      w = await startWorld({ emulator: { items: 3000, faults: { latencyMs: 120 } }, list: { pageSize: 100 }, platform: { requestsPerSecond: 20, maxInFlight: 2 } });
+      w = await startWorld({
+        emulator: { items: 3000, faults: { latencyMs: 120 } },
+        list: { pageSize: 100 },
+        platform: { requestsPerSecond: 20, maxInFlight: 2 },
+      });
       const env = { PLATFORM_API_KEY: w.emu.apiKey };
       const child = spawn(process.execPath, [BIN, '--config', w.configFile, 'pull'], { env: childEnv(env), stdio: 'ignore' });
       for (let i = 0; i < 600; i++) {

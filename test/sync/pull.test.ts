@@ -79,7 +79,12 @@ describe('pull', () => {
 
   it('items edited, created and deleted while paging are all mirrored after that pull and one more', async () => {
     // Two pages written at once, so shifted duplicates may meet in concurrent transactions.
-    w = await startWorld({ emulator: { items: 3000, faults: { latencyMs: 40 } }, list: { pageSize: 100 }, platform: { maxInFlight: 4 }, database: { pageWriters: 2 } });
+    w = await startWorld({
+      emulator: { items: 3000, faults: { latencyMs: 40 } },
+      list: { pageSize: 100 },
+      platform: { maxInFlight: 4 },
+      database: { pageWriters: 2 },
+    });
     const list = w.config.lists[0]!;
     await w.emu.admin.setActivity({ appID: 'demo', listID: 'orders', editsPerSecond: 40, createsPerSecond: 10, deletesPerSecond: 10 });
     const first = await pullList(w.deps(), list);
@@ -95,11 +100,15 @@ describe('pull', () => {
     expect(rows - (await w.emu.admin.exportList('demo', 'orders')).count).toBeLessThanOrEqual(activity.totals.deletes);
   });
 
-  it('a date-time zone other than UTC: an item modified just before midnight is not missed by the next day\'s run', async () => {
+  it("a date-time zone other than UTC: an item modified just before midnight is not missed by the next day's run", async () => {
     const zone = 'America/Los_Angeles';
     const at = (s: string) => DateTime.fromFormat(s, 'yyyy-MM-dd HH:mm:ss', { zone }).toJSDate();
     let now = at('2026-03-10 23:58:00');
-    w = await startWorld({ emulator: { items: 200, timeZone: zone, now: () => now, referenceDate: at('2026-03-10 00:00:00') }, platform: { timeZone: zone }, list: { lookbackDays: 0 } });
+    w = await startWorld({
+      emulator: { items: 200, timeZone: zone, now: () => now, referenceDate: at('2026-03-10 00:00:00') },
+      platform: { timeZone: zone },
+      list: { lookbackDays: 0 },
+    });
     const list = w.config.lists[0]!;
     const deps = { ...w.deps(), clock: () => now };
     const first = await pullList(deps, list);
@@ -120,7 +129,11 @@ describe('pull', () => {
   });
 
   it('a pull killed with SIGKILL keeps the watermark; the rerun resumes from its checkpoint and ends equal', async () => {
-    w = await startWorld({ emulator: { items: 3000, faults: { latencyMs: 150 } }, list: { pageSize: 100 }, platform: { requestsPerSecond: 10, maxInFlight: 2 } });
+    w = await startWorld({
+      emulator: { items: 3000, faults: { latencyMs: 150 } },
+      list: { pageSize: 100 },
+      platform: { requestsPerSecond: 10, maxInFlight: 2 },
+    });
     const env = { PLATFORM_API_KEY: w.emu.apiKey };
     const child = spawn(process.execPath, [BIN, '--config', w.configFile, 'pull'], { env: childEnv(env), stdio: 'ignore' });
     // Wait until some pages are checkpointed, then kill without warning.
@@ -158,13 +171,21 @@ describe('pull', () => {
   it('two pulls of one list started together: one does the work, the other says so; sync_runs tells', async () => {
     w = await startWorld({ emulator: { items: 1500, faults: { latencyMs: 100 } }, list: { pageSize: 100 } });
     const env = { PLATFORM_API_KEY: w.emu.apiKey };
-    const [a, b] = await Promise.all([runCli(['--config', w.configFile, 'pull'], { env }), runCli(['--config', w.configFile, 'pull'], { env })]);
+    const [a, b] = await Promise.all([
+      runCli(['--config', w.configFile, 'pull'], { env }),
+      runCli(['--config', w.configFile, 'pull'], { env }),
+    ]);
     const results = [a, b].sort((x, y) => (x.code ?? 9) - (y.code ?? 9));
     expect(results.map((r) => r.code)).toEqual([0, 1]);
     expect(results[0]!.stdout).toMatch(/orders: succeeded/);
     expect(results[1]!.stderr).toMatch(/orders: pull failed: list:orders is already running/);
     const history = await runs(w);
-    expect(history.map((r) => [r.job, r.status])).toEqual(expect.arrayContaining([['pull', 'succeeded'], ['pull', 'skipped']]));
+    expect(history.map((r) => [r.job, r.status])).toEqual(
+      expect.arrayContaining([
+        ['pull', 'succeeded'],
+        ['pull', 'skipped'],
+      ]),
+    );
     expect(history.filter((r) => r.status === 'succeeded')).toHaveLength(1);
     expect(history.find((r) => r.status === 'skipped')!.error).toMatch(/already running/);
     await expectMirrorEqualsPlatform(w);
@@ -177,12 +198,16 @@ describe('pull', () => {
     const r = await pullList(w.deps(), w.config.lists[0]!);
     expect(r.status).toBe('succeeded');
     expect(r.counters.rows_failed).toBe(2);
-    const row = (await w.t.db('mirror.orders').where({ id }).first()) as { quantity: unknown; order_date: unknown; _raw: Record<string, unknown> };
+    const row = (await w.t.db('mirror.orders').where({ id }).first()) as {
+      quantity: unknown;
+      order_date: unknown;
+      _raw: Record<string, unknown>;
+    };
     expect(row.quantity).toBeNull();
     expect(row.order_date).toBeNull();
     expect(row._raw[F.quantity]).toBe('about seven');
     expect(row._raw[F.orderDate]).toBe('2026-02-31');
-    expect(((await runs(w))[0]!).status).toBe('succeeded');
+    expect((await runs(w))[0]!.status).toBe('succeeded');
   });
 
   it('a new platform field adds a column on the next pull', async () => {
@@ -190,7 +215,13 @@ describe('pull', () => {
     await pullList(w.deps(), w.config.lists[0]!);
     const gone = String((await w.emu.admin.exportList('demo', 'orders')).items[0]!.ListDataID);
     await w.emu.admin.deleteItem('demo', 'orders', gone);
-    await w.emu.admin.addField('demo', 'orders', { FieldName: 'Region', Type: 'input', FieldType: 'Text', IsIndex: false, DefaultValue: 'EMEA' });
+    await w.emu.admin.addField('demo', 'orders', {
+      FieldName: 'Region',
+      Type: 'input',
+      FieldType: 'Text',
+      IsIndex: false,
+      DefaultValue: 'EMEA',
+    });
     const r = await pullList(w.deps(), w.config.lists[0]!);
     expect(r.schemaChanges.join(' ')).toMatch(/region/);
     const cols = await w.t.db('information_schema.columns').where({ table_schema: 'mirror', table_name: 'orders' }).pluck('column_name');

@@ -20,12 +20,18 @@ const patchesOf = async (world: World) => (await world.emu.admin.requests()).fil
 
 describe('push', () => {
   it('an SQL UPDATE of three fields on 500 rows reaches the platform; versions move by one; a following pull rewrites nothing', async () => {
-    w = await startWorld({ emulator: { items: 800, rateLimit: { burst: 200, perSecond: 200 } }, platform: { requestsPerSecond: 200, maxInFlight: 16 } });
+    w = await startWorld({
+      emulator: { items: 800, rateLimit: { burst: 200, perSecond: 200 } },
+      platform: { requestsPerSecond: 200, maxInFlight: 16 },
+    });
     const list = w.config.lists[0]!;
     await pullList(w.deps(), list);
     const before = await versionsOf(w);
     const ids = (await w.t.db('mirror.orders').orderBy('id').limit(500).pluck('id')) as string[];
-    await w.t.db.raw(`update mirror.orders set customer = 'Customer ' || right(id, 4), quantity = quantity + 1, paid = not coalesce(paid, false) where id = any(?)`, [ids]);
+    await w.t.db.raw(
+      `update mirror.orders set customer = 'Customer ' || right(id, 4), quantity = quantity + 1, paid = not coalesce(paid, false) where id = any(?)`,
+      [ids],
+    );
     expect(await openOutbox(w).count('* as n').first()).toEqual({ n: 500 });
     const local = new Map(((await w.t.db('mirror.orders').whereIn('id', ids)) as Row[]).map((r) => [r.id, r]));
 
@@ -47,14 +53,16 @@ describe('push', () => {
     const patch = JSON.parse((await patchesOf(w))[0]!.body!) as { RowVersion: number; Data: Record<string, string> };
     expect(Object.keys(patch.Data).sort()).toEqual([F.customer, F.paid, F.quantity].sort());
     // The mirror holds the new versions; the outbox is empty.
-    const mirrorVersions = new Map(((await w.t.db('mirror.orders').whereIn('id', ids).select('id', 'row_version')) as Row[]).map((x) => [x.id, Number(x.row_version)]));
+    const mirrorVersions = new Map(
+      ((await w.t.db('mirror.orders').whereIn('id', ids).select('id', 'row_version')) as Row[]).map((x) => [x.id, Number(x.row_version)]),
+    );
     expect(ids.every((id) => mirrorVersions.get(id) === before.get(id)! + 1)).toBe(true);
     expect(await w.t.db('listsync.outbox').count('* as n').first()).toEqual({ n: 0 });
     const again = await pullList(w.deps(), list);
     expect(again.counters.rows_inserted + again.counters.rows_updated).toBe(0);
   });
 
-  it('remote-wins: the mirror ends with the platform\'s values and a conflict record holds both sides', async () => {
+  it("remote-wins: the mirror ends with the platform's values and a conflict record holds both sides", async () => {
     w = await startWorld({ emulator: { items: 50 } });
     const list = w.config.lists[0]!;
     await pullList(w.deps(), list);
@@ -66,7 +74,13 @@ describe('push', () => {
     expect(r.conflicts).toBe(1);
     expect((await w.emu.admin.getItem('demo', 'orders', id))[F.customer]).toBe('Remote Ltd');
     expect((await w.t.db('mirror.orders').where({ id }).first('customer')).customer).toBe('Remote Ltd');
-    const c = (await w.t.db('listsync.conflicts').first()) as { status: string; resolution: string; local: Record<string, unknown>; remote: Record<string, unknown>; base: Record<string, unknown> };
+    const c = (await w.t.db('listsync.conflicts').first()) as {
+      status: string;
+      resolution: string;
+      local: Record<string, unknown>;
+      remote: Record<string, unknown>;
+      base: Record<string, unknown>;
+    };
     expect(c).toMatchObject({ status: 'resolved', resolution: 'remote-wins', local: { customer: 'Local Co' } });
     expect(c.remote[F.customer]).toBe('Remote Ltd');
     expect(c.base[F.customer]).toBe(original);
@@ -130,7 +144,7 @@ describe('push', () => {
     expect((await runCli(['--config', w.configFile, 'conflicts', 'resolve', cid, '--keep', 'remote'], { env })).code).toBe(2);
   });
 
-  it('a pull that sees the platform move past a pending change turns it into a conflict (remote-wins keeps the platform\'s row)', async () => {
+  it("a pull that sees the platform move past a pending change turns it into a conflict (remote-wins keeps the platform's row)", async () => {
     w = await startWorld({ emulator: { items: 50 } });
     const list = w.config.lists[0]!;
     await pullList(w.deps(), list);
@@ -148,7 +162,10 @@ describe('push', () => {
     w = await startWorld({ emulator: { items: 20 } });
     const list = w.config.lists[0]!;
     await pullList(w.deps(), list);
-    const [inserted] = (await w.t.db('mirror.orders').insert({ title: 'New from SQL', customer: 'Insert Co', quantity: 3, paid: true, tags: ['b', 'a'] }).returning('id')) as { id: string }[];
+    const [inserted] = (await w.t
+      .db('mirror.orders')
+      .insert({ title: 'New from SQL', customer: 'Insert Co', quantity: 3, paid: true, tags: ['b', 'a'] })
+      .returning('id')) as { id: string }[];
     expect(inserted!.id).toMatch(/^local-/);
     const r = await pushList(w.deps(), list);
     expect(r.created).toBe(1);
@@ -157,10 +174,18 @@ describe('push', () => {
     expect(rows[0]!.id).toMatch(/^\d{19}$/);
     expect(Number(rows[0]!.row_version)).toBe(1);
     const item = await w.emu.admin.getItem('demo', 'orders', rows[0]!.id);
-    expect(item).toMatchObject({ Title: 'New from SQL', [F.customer]: 'Insert Co', [F.quantity]: '3', [F.paid]: '1', [F.tags]: '["b","a"]' });
+    expect(item).toMatchObject({
+      Title: 'New from SQL',
+      [F.customer]: 'Insert Co',
+      [F.quantity]: '3',
+      [F.paid]: '1',
+      [F.tags]: '["b","a"]',
+    });
 
     const count = await w.t.db('mirror.orders').count('* as n').first();
-    await expect(w.t.db('mirror.orders').where({ id: rows[0]!.id }).delete()).rejects.toThrow(/deletes are not written back for list "orders" \(lists\[\]\.pushDeletes is off\)/);
+    await expect(w.t.db('mirror.orders').where({ id: rows[0]!.id }).delete()).rejects.toThrow(
+      /deletes are not written back for list "orders" \(lists\[\]\.pushDeletes is off\)/,
+    );
     expect(await w.t.db('mirror.orders').count('* as n').first()).toEqual(count);
     expect((await w.emu.admin.exportList('demo', 'orders')).count).toBe(21);
   });
@@ -183,7 +208,15 @@ describe('push', () => {
 
     const check = async () => {
       const platform = new Map((await w!.emu.admin.exportList('demo', 'orders')).items.map((i) => [String(i.ListDataID), i]));
-      const open = new Map(((await w!.t.db('listsync.outbox').where({ list_name: 'orders' })) as { item_id: string; status: string; last_error: string | null }[]).map((o) => [o.item_id, o]));
+      const open = new Map(
+        (
+          (await w!.t.db('listsync.outbox').where({ list_name: 'orders' })) as {
+            item_id: string;
+            status: string;
+            last_error: string | null;
+          }[]
+        ).map((o) => [o.item_id, o]),
+      );
       let applied = 0;
       for (const id of ids) {
         const item = platform.get(id)!;
@@ -216,7 +249,7 @@ describe('push', () => {
     const id = String((await w.t.db('mirror.orders').orderBy('id').first('id')).id);
     const values = {
       title: 'Round trip ü 😀',
-      customer: "O'Brien & \"Sons\"",
+      customer: 'O\'Brien & "Sons"',
       status: 'Shipped',
       notes: null,
       quantity: '12345678901234567',

@@ -37,7 +37,9 @@ const TYPES = {
 };
 
 async function columnTypes(world: World): Promise<Record<string, string>> {
-  const r = (await world.t.db.raw(`select column_name, data_type from information_schema.columns where table_schema = 'mirror' and table_name = 'orders'`)) as {
+  const r = (await world.t.db.raw(
+    `select column_name, data_type from information_schema.columns where table_schema = 'mirror' and table_name = 'orders'`,
+  )) as {
     rows: { column_name: string; data_type: string }[];
   };
   return Object.fromEntries(r.rows.map((c) => [c.column_name, c.data_type]));

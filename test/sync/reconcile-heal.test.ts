@@ -26,7 +26,8 @@ describe('reconcile heals', () => {
       await trx('mirror.orders').whereIn('id', hidden).delete();
     });
     // Three late writes stamped long before the pull's mark: an incremental pull cannot see them.
-    for (const id of [ids[20]!, ids[30]!, ids[40]!]) await w.emu.admin.editItem('demo', 'orders', id, { Data: { [F.customer]: 'late write' }, Modified: '2020-01-02 03:04:05' });
+    for (const id of [ids[20]!, ids[30]!, ids[40]!])
+      await w.emu.admin.editItem('demo', 'orders', id, { Data: { [F.customer]: 'late write' }, Modified: '2020-01-02 03:04:05' });
 
     await w.emu.admin.clearRequests();
     const r = await reconcileList(w.deps(), list);
@@ -35,11 +36,17 @@ describe('reconcile heals', () => {
     expect(r.deleted).toBe(0);
     await expectMirrorEqualsPlatform(w);
     // The sweep asks for the ID and the version; the heal re-reads by ID with In.
-    const bodies = (await w.emu.admin.requests()).filter((e) => e.path.endsWith('/items/query')).map((e) => JSON.parse(e.body!) as { Fields?: string[]; Filters?: { Type: number }[] });
+    const bodies = (await w.emu.admin.requests())
+      .filter((e) => e.path.endsWith('/items/query'))
+      .map((e) => JSON.parse(e.body!) as { Fields?: string[]; Filters?: { Type: number }[] });
     expect(bodies[0]!.Fields).toEqual(['ListDataID', 'RowVersion']);
     expect(bodies.some((b) => b.Filters?.some((f) => f.Type === 9))).toBe(true);
 
-    const run = (await w.t.db('listsync.sync_runs').where({ job: 'reconcile' }).first()) as { rows_inserted: number; rows_updated: number; details: { healed: unknown } };
+    const run = (await w.t.db('listsync.sync_runs').where({ job: 'reconcile' }).first()) as {
+      rows_inserted: number;
+      rows_updated: number;
+      details: { healed: unknown };
+    };
     expect(run.details.healed).toEqual({ missing: 5, behind: 3, keptLocal: 0 });
     expect(run.rows_inserted).toBe(5);
     expect(run.rows_updated).toBe(3);

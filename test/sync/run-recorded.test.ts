@@ -36,10 +36,17 @@ describe('a run that fails at its first request is recorded', () => {
   });
   afterAll(async () => w?.close());
 
-  const runs = async (): Promise<Run[]> => (await w.t.db('listsync.sync_runs').orderBy('id').select('job', 'status', 'error', 'requests')) as Run[];
+  const runs = async (): Promise<Run[]> =>
+    (await w.t.db('listsync.sync_runs').orderBy('id').select('job', 'status', 'error', 'requests')) as Run[];
   const lastRun = async (): Promise<Run> => (await runs()).at(-1)!;
   const configWith = (name: string, patch: (raw: Record<string, Record<string, unknown>>) => void): string => {
-    const raw = JSON.parse(JSON.stringify({ platform: { baseUrl: w.emu.baseUrl, requestsPerSecond: 100, timeoutMs: 2000, retries: 0 }, database: { url: w.t.url }, lists: [{ name: 'orders', appID: 'demo', listID: 'orders' }] })) as Record<string, Record<string, unknown>>;
+    const raw = JSON.parse(
+      JSON.stringify({
+        platform: { baseUrl: w.emu.baseUrl, requestsPerSecond: 100, timeoutMs: 2000, retries: 0 },
+        database: { url: w.t.url },
+        lists: [{ name: 'orders', appID: 'demo', listID: 'orders' }],
+      }),
+    ) as Record<string, Record<string, unknown>>;
     patch(raw);
     const file = join(w.cwd, name);
     writeFileSync(file, JSON.stringify(raw));
@@ -47,14 +54,20 @@ describe('a run that fails at its first request is recorded', () => {
   };
 
   it('a revoked key: pull exits 2 (the key is wrong), the run is failed with the reason, status says so', async () => {
-    const r = await runCli(['--config', configWith('revoked.json', () => undefined), 'pull'], { env: { PLATFORM_API_KEY: 'REVOKED-KEY-0000' }, cwd: w.cwd });
+    const r = await runCli(['--config', configWith('revoked.json', () => undefined), 'pull'], {
+      env: { PLATFORM_API_KEY: 'REVOKED-KEY-0000' },
+      cwd: w.cwd,
+    });
     expect(r.code).toBe(2);
     const run = await lastRun();
     expect(run).toMatchObject({ job: 'pull', status: 'failed' });
     expect(run.error).toMatch(/fields failed: HTTP 401/);
     expect(run.requests).toBeGreaterThanOrEqual(1);
     expect(run.error).not.toContain('REVOKED-KEY-0000');
-    const status = await runCli(['--config', configWith('ok.json', () => undefined), 'status'], { env: { PLATFORM_API_KEY: w.emu.apiKey }, cwd: w.cwd });
+    const status = await runCli(['--config', configWith('ok.json', () => undefined), 'status'], {
+      env: { PLATFORM_API_KEY: w.emu.apiKey },
+      cwd: w.cwd,
+    });
     expect(status.stdout).toMatch(/failed/);
     expect(status.stdout).toContain('HTTP 401');
   });
@@ -70,7 +83,14 @@ describe('a run that fails at its first request is recorded', () => {
     const down = configWith('down.json', (raw) => {
       raw.platform!.baseUrl = `http://127.0.0.1:${port}/v1`;
     });
-    expect((await runCli(['--config', down, 'backfill', '--list', 'orders', '--from', '2024-01-01'], { env: { PLATFORM_API_KEY: w.emu.apiKey }, cwd: w.cwd })).code).toBe(1);
+    expect(
+      (
+        await runCli(['--config', down, 'backfill', '--list', 'orders', '--from', '2024-01-01'], {
+          env: { PLATFORM_API_KEY: w.emu.apiKey },
+          cwd: w.cwd,
+        })
+      ).code,
+    ).toBe(1);
     expect(await lastRun()).toMatchObject({ job: 'backfill', status: 'failed', error: expect.stringMatching(/ECONNREFUSED/) as string });
     // A platform that is down is not reported as the database.
     expect((await lastRun()).error).not.toMatch(/database/i);
@@ -89,12 +109,30 @@ describe('a run that fails at its first request is recorded', () => {
   it('/healthz says degraded and listsync_last_run_failed is 1 right after such a pull', async () => {
     const bad = { ...w.config, platform: { ...w.config.platform, baseUrl: `http://127.0.0.1:${await closedPort()}/v1`, retries: 0 } };
     const metrics = createMetrics({ db: w.t.db, config: w.config, logger: w.logger, defaultMetrics: false });
-    const serve = await startServe({ config: w.config, db: w.t.db, client: w.client, logger: w.logger, schedule: false, port: 0, host: '127.0.0.1', routes: { '/metrics': metrics.handler } });
+    const serve = await startServe({
+      config: w.config,
+      db: w.t.db,
+      client: w.client,
+      logger: w.logger,
+      schedule: false,
+      port: 0,
+      host: '127.0.0.1',
+      routes: { '/metrics': metrics.handler },
+    });
     try {
       expect((await runCli(['--config', w.configFile, 'pull'], { env: { PLATFORM_API_KEY: w.emu.apiKey }, cwd: w.cwd })).code).toBe(0);
       expect(((await (await fetch(`${serve.url}/healthz`)).json()) as { status: string }).status).toBe('ok');
-      writeFileSync(join(w.cwd, 'bad.json'), JSON.stringify({ platform: { baseUrl: bad.platform.baseUrl, retries: 0 }, database: { url: w.t.url }, lists: [{ name: 'orders', appID: 'demo', listID: 'orders' }] }));
-      expect((await runCli(['--config', join(w.cwd, 'bad.json'), 'pull'], { env: { PLATFORM_API_KEY: w.emu.apiKey }, cwd: w.cwd })).code).toBe(1);
+      writeFileSync(
+        join(w.cwd, 'bad.json'),
+        JSON.stringify({
+          platform: { baseUrl: bad.platform.baseUrl, retries: 0 },
+          database: { url: w.t.url },
+          lists: [{ name: 'orders', appID: 'demo', listID: 'orders' }],
+        }),
+      );
+      expect(
+        (await runCli(['--config', join(w.cwd, 'bad.json'), 'pull'], { env: { PLATFORM_API_KEY: w.emu.apiKey }, cwd: w.cwd })).code,
+      ).toBe(1);
       const health = (await (await fetch(`${serve.url}/healthz`)).json()) as { status: string; lists: { lastError: string | null }[] };
       expect(health.status).toBe('degraded');
       expect(health.lists[0]!.lastError).toMatch(/ECONNREFUSED/);

@@ -15,7 +15,8 @@ afterEach(async () => {
   w = undefined;
 });
 
-const queryCount = async (world: World): Promise<number> => (await world.emu.admin.requests()).filter((e) => e.path.endsWith('/items/query')).length;
+const queryCount = async (world: World): Promise<number> =>
+  (await world.emu.admin.requests()).filter((e) => e.path.endsWith('/items/query')).length;
 
 it('re-derives date-times from _raw when platform.timeZone is corrected, with zero extra query requests', async () => {
   w = await startWorld({ emulator: { items: 1500, timeZone: 'Europe/Berlin' } });
@@ -31,7 +32,11 @@ it('re-derives date-times from _raw when platform.timeZone is corrected, with ze
   const repaired = await pullList(corrected.deps(), list);
   const repairQueries = await queryCount(w);
   expect(repaired.status).toBe('succeeded');
-  expect(repaired.schemaChanges).toEqual([expect.stringMatching(/re-derived created_at, modified_at, order_date, shipped_at of 1500 row\(s\) from _raw \(platform\.timeZone changed from UTC to Europe\/Berlin\)/)]);
+  expect(repaired.schemaChanges).toEqual([
+    expect.stringMatching(
+      /re-derived created_at, modified_at, order_date, shipped_at of 1500 row\(s\) from _raw \(platform\.timeZone changed from UTC to Europe\/Berlin\)/,
+    ),
+  ]);
   expect(await expectMirrorEqualsPlatform(corrected)).toBe(1500);
 
   await w.emu.admin.clearRequests();

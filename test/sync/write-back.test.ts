@@ -18,13 +18,23 @@ afterEach(async () => {
 });
 
 type Row = Record<string, unknown> & { id: string; row_version: string | number; _deleted_at: Date | null };
-type Outbox = { id: number; op: string; status: string; attempts: number; last_error: string | null; item_id: string | null; local_id: string | null; changes: Record<string, unknown> };
+type Outbox = {
+  id: number;
+  op: string;
+  status: string;
+  attempts: number;
+  last_error: string | null;
+  item_id: string | null;
+  local_id: string | null;
+  changes: Record<string, unknown>;
+};
 
 const platformItems = async (world: World) => (await world.emu.admin.exportList('demo', 'orders')).items;
 const firstIds = async (world: World, n: number) => (await world.t.db('mirror.orders').orderBy('id').limit(n).pluck('id')) as string[];
 const outbox = async (world: World) => (await world.t.db('listsync.outbox').orderBy('id')) as Outbox[];
 /** Requests that change something on the platform (queries are POSTs too, but read). */
-const writesOf = async (world: World) => (await world.emu.admin.requests()).filter((e) => e.method !== 'GET' && !e.path.endsWith('/items/query'));
+const writesOf = async (world: World) =>
+  (await world.emu.admin.requests()).filter((e) => e.method !== 'GET' && !e.path.endsWith('/items/query'));
 const noDelay = { rereadDelaysMs: [] as number[] };
 
 describe('deletes written back (lists[].pushDeletes)', () => {
@@ -57,7 +67,13 @@ describe('deletes written back (lists[].pushDeletes)', () => {
     const gone = (await w.t.db('mirror.orders').whereIn('id', ids.slice(0, 5))) as Row[];
     expect(gone.every((g) => g._deleted_at !== null)).toBe(true);
 
-    const c = (await w.t.db('listsync.conflicts').first()) as { item_id: string; op: string; resolution: string; local: Record<string, unknown>; remote: Record<string, unknown> };
+    const c = (await w.t.db('listsync.conflicts').first()) as {
+      item_id: string;
+      op: string;
+      resolution: string;
+      local: Record<string, unknown>;
+      remote: Record<string, unknown>;
+    };
     expect(c).toMatchObject({ item_id: sixth, op: 'delete', resolution: 'remote-wins' });
     expect(c.local.customer).toBe(sixthBefore.customer);
     expect(c.local.title).toBe(sixthBefore.title);
@@ -168,7 +184,7 @@ describe('creates: lost answers and withdrawn rows', () => {
     expect(await writesOf(w)).toEqual([]);
   });
 
-  it('reconcile leaves a row inserted with an id of the user\'s choosing alone while its create is pending', async () => {
+  it("reconcile leaves a row inserted with an id of the user's choosing alone while its create is pending", async () => {
     w = await startWorld({ emulator: { items: 10 } });
     const list = w.config.lists[0]!;
     await pullList(w.deps(), list);
@@ -230,7 +246,11 @@ describe('exit codes and states a scheduler can trust (through the CLI)', () => 
     expect(pending.code).toBe(1);
     expect(pending.stdout).toContain('1 left pending with an error');
     expect(pending.stdout).toContain('retried by the next push');
-    expect((await outbox(w)).find((o) => o.item_id === b)).toMatchObject({ status: 'pending', attempts: 1, last_error: expect.stringMatching(/\S/) });
+    expect((await outbox(w)).find((o) => o.item_id === b)).toMatchObject({
+      status: 'pending',
+      attempts: 1,
+      last_error: expect.stringMatching(/\S/),
+    });
 
     await w.t.db('mirror.orders').where({ id: c }).update({ customer: 'Refused key' });
     const refused = await runCli(['--config', w.configFile, 'push'], { env: { PLATFORM_API_KEY: 'not-the-key' } });
@@ -244,7 +264,7 @@ describe('exit codes and states a scheduler can trust (through the CLI)', () => 
 });
 
 describe('query lag', () => {
-  it('with queries lagging a minute, a push followed by a pull leaves no row at an older version than the platform\'s', async () => {
+  it("with queries lagging a minute, a push followed by a pull leaves no row at an older version than the platform's", async () => {
     w = await startWorld({ emulator: { items: 30, queryLagMs: 60_000 } });
     const list = w.config.lists[0]!;
     await pullList(w.deps(), list);

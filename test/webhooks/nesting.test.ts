@@ -28,10 +28,25 @@ describe('webhook nesting depth', () => {
     config = parseConfig({ platform: { baseUrl: emu.baseUrl, apiKey: emu.apiKey }, database: { url: t.url }, lists: [] });
     client = createClient(config, logger);
     const hooks = createHookReceiver({ db: t.db, config, logger });
-    serve = await startServe({ config, db: t.db, client, logger, schedule: false, port: 0, host: '127.0.0.1', routes: { '/hooks/': hooks } });
+    serve = await startServe({
+      config,
+      db: t.db,
+      client,
+      logger,
+      schedule: false,
+      port: 0,
+      host: '127.0.0.1',
+      routes: { '/hooks/': hooks },
+    });
     dir = mkdtempSync(join(tmpdir(), 'listsync-nesting-'));
-    writeFileSync(join(dir, 'listsync.config.json'), JSON.stringify({ platform: { baseUrl: emu.baseUrl }, database: { url: t.url }, lists: [] }));
-    const r = await runCli(['hooks', 'subscribe', '--channel', 'deep', '--type', '3', '--callback-url', serve.url], { cwd: dir, env: { PLATFORM_API_KEY: emu.apiKey } });
+    writeFileSync(
+      join(dir, 'listsync.config.json'),
+      JSON.stringify({ platform: { baseUrl: emu.baseUrl }, database: { url: t.url }, lists: [] }),
+    );
+    const r = await runCli(['hooks', 'subscribe', '--channel', 'deep', '--type', '3', '--callback-url', serve.url], {
+      cwd: dir,
+      env: { PLATFORM_API_KEY: emu.apiKey },
+    });
     expect(r.code, r.stderr).toBe(0);
     callbackUrl = /callback URL:\s+(\S+)/.exec(r.stdout)![1]!;
   });
@@ -43,7 +58,8 @@ describe('webhook nesting depth', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const deliver = (body: string) => fetch(callbackUrl, { method: 'POST', headers: { Channel: 'deep', Type: '3', 'Content-Type': 'application/json' }, body });
+  const deliver = (body: string) =>
+    fetch(callbackUrl, { method: 'POST', headers: { Channel: 'deep', Type: '3', 'Content-Type': 'application/json' }, body });
   const inbox = async () => Number(((await t.db('listsync.webhook_inbox').count({ n: '*' })) as { n: string | number }[])[0]!.n);
 
   it('a body nested 100,000 deep, under the size limit, is a 400 naming the depth; nothing is stored', async () => {

@@ -27,7 +27,10 @@ interface Answer {
 }
 
 /** A raw POST: full control over headers, and chunked bodies (no Content-Length). */
-function post(url: string, options: { headers?: Record<string, string>; body?: string | Buffer; chunks?: Buffer[]; method?: string }): Promise<Answer> {
+function post(
+  url: string,
+  options: { headers?: Record<string, string>; body?: string | Buffer; chunks?: Buffer[]; method?: string },
+): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const req = request(url, { method: options.method ?? 'POST', headers: options.headers ?? {} }, (res) => {
       let body = '';
@@ -57,9 +60,11 @@ describe('webhooks', () => {
   const itemEvents: ItemEvent[] = [];
   const pullsRequested: string[] = [];
 
-  const inboxCount = async (): Promise<number> => Number(((await t.db('listsync.webhook_inbox').count({ n: '*' })) as { n: string | number }[])[0]!.n);
+  const inboxCount = async (): Promise<number> =>
+    Number(((await t.db('listsync.webhook_inbox').count({ n: '*' })) as { n: string | number }[])[0]!.n);
   const good = () => ({ Channel: 'orders-tasks', Type: '3', 'Content-Type': 'application/json' });
-  const body = (extra: Record<string, unknown> = {}) => JSON.stringify({ TaskID: 't-1', WorkflowID: 'wf-1', Event: 'created', Assignee: 'u-1', Created: '2026-11-22 10:00:00', ...extra });
+  const body = (extra: Record<string, unknown> = {}) =>
+    JSON.stringify({ TaskID: 't-1', WorkflowID: 'wf-1', Event: 'created', Assignee: 'u-1', Created: '2026-11-22 10:00:00', ...extra });
 
   beforeAll(async () => {
     t = await createTestDatabase();
@@ -86,9 +91,21 @@ describe('webhooks', () => {
       },
       onOutcome: metrics.onWebhook,
     });
-    serve = await startServe({ config, db: t.db, client, logger, schedule: false, port: 0, host: '127.0.0.1', routes: { '/hooks/': hooks, '/metrics': metrics.handler } });
+    serve = await startServe({
+      config,
+      db: t.db,
+      client,
+      logger,
+      schedule: false,
+      port: 0,
+      host: '127.0.0.1',
+      routes: { '/hooks/': hooks, '/metrics': metrics.handler },
+    });
     dir = mkdtempSync(join(tmpdir(), 'listsync-hooks-'));
-    writeFileSync(join(dir, 'listsync.config.json'), JSON.stringify({ platform: { baseUrl: emu.baseUrl }, database: { url: t.url }, lists: [] }));
+    writeFileSync(
+      join(dir, 'listsync.config.json'),
+      JSON.stringify({ platform: { baseUrl: emu.baseUrl }, database: { url: t.url }, lists: [] }),
+    );
   });
   afterAll(async () => {
     await serve?.close();
@@ -98,16 +115,25 @@ describe('webhooks', () => {
   });
 
   it('hooks subscribe without a public URL exits 2 and names serve.publicUrl', async () => {
-    const r = await runCli(['hooks', 'subscribe', '--channel', 'orders-tasks', '--type', '3'], { cwd: dir, env: { PLATFORM_API_KEY: emu.apiKey } });
+    const r = await runCli(['hooks', 'subscribe', '--channel', 'orders-tasks', '--type', '3'], {
+      cwd: dir,
+      env: { PLATFORM_API_KEY: emu.apiKey },
+    });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('serve.publicUrl');
-    const bad = await runCli(['hooks', 'subscribe', '--channel', 'orders-tasks', '--type', 'three', '--callback-url', serve.url], { cwd: dir, env: { PLATFORM_API_KEY: emu.apiKey } });
+    const bad = await runCli(['hooks', 'subscribe', '--channel', 'orders-tasks', '--type', 'three', '--callback-url', serve.url], {
+      cwd: dir,
+      env: { PLATFORM_API_KEY: emu.apiKey },
+    });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('--type');
   });
 
   it('hooks subscribe creates the subscription on the platform and prints the callback URL', async () => {
-    const r = await runCli(['hooks', 'subscribe', '--channel', 'orders-tasks', '--type', '3', '--callback-url', serve.url], { cwd: dir, env: { PLATFORM_API_KEY: emu.apiKey } });
+    const r = await runCli(['hooks', 'subscribe', '--channel', 'orders-tasks', '--type', '3', '--callback-url', serve.url], {
+      cwd: dir,
+      env: { PLATFORM_API_KEY: emu.apiKey },
+    });
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     const m = /callback URL:\s+(\S+)/.exec(r.stdout);
@@ -116,13 +142,29 @@ describe('webhooks', () => {
     expect(callbackUrl).toMatch(new RegExp(`^${serve.url}/hooks/[A-Za-z0-9_-]{32}$`));
     expect(r.stdout).toContain('platform subscription ID: hook-1');
 
-    const rows = (await t.db('listsync.webhook_subscriptions').select()) as { id: number; platform_id: string; resource: string; channel: string; type: number; token: string; callback_url: string }[];
+    const rows = (await t.db('listsync.webhook_subscriptions').select()) as {
+      id: number;
+      platform_id: string;
+      resource: string;
+      channel: string;
+      type: number;
+      token: string;
+      callback_url: string;
+    }[];
     expect(rows).toHaveLength(1);
-    expect(rows[0]).toMatchObject({ platform_id: 'hook-1', resource: 'workflow/tasks', channel: 'orders-tasks', type: 3, callback_url: callbackUrl });
+    expect(rows[0]).toMatchObject({
+      platform_id: 'hook-1',
+      resource: 'workflow/tasks',
+      channel: 'orders-tasks',
+      type: 3,
+      callback_url: callbackUrl,
+    });
     expect(callbackUrl.endsWith(rows[0]!.token)).toBe(true);
     subscriptionId = Number(rows[0]!.id);
     const onPlatform = await emu.admin.hooks();
-    expect(onPlatform.subscriptions).toEqual([expect.objectContaining({ Id: 'hook-1', Resource: 'workflow/tasks', Channel: 'orders-tasks', Type: 3, Settings: { callbackUrl } })]);
+    expect(onPlatform.subscriptions).toEqual([
+      expect.objectContaining({ Id: 'hook-1', Resource: 'workflow/tasks', Channel: 'orders-tasks', Type: 3, Settings: { callbackUrl } }),
+    ]);
   });
 
   it('stores each fired event once; a replayed delivery is not stored again; item events ask for early pulls', async () => {
@@ -140,7 +182,13 @@ describe('webhooks', () => {
 
     // Only the new event naming an item was handed on (the replay was not), and it asks for a pull of the scheduled list.
     expect(itemEvents).toHaveLength(1);
-    expect(itemEvents[0]).toMatchObject({ subscriptionId, resource: 'workflow/tasks', channel: 'orders-tasks', type: 3, listDataId: '1234567890123456789' });
+    expect(itemEvents[0]).toMatchObject({
+      subscriptionId,
+      resource: 'workflow/tasks',
+      channel: 'orders-tasks',
+      type: 3,
+      listDataId: '1234567890123456789',
+    });
     expect(pullsRequested).toEqual(['orders']);
     expect(listsToPullFor(config).map((l) => l.name)).toEqual(['orders']);
 
@@ -188,13 +236,28 @@ describe('webhooks', () => {
       ['missing type', post(callbackUrl, { headers: { Channel: 'orders-tasks', 'Content-Type': 'application/json' }, body: body() }), 400],
       ['text/plain', post(callbackUrl, { headers: { ...good(), 'Content-Type': 'text/plain' }, body: body() }), 415],
       ['no content type', post(callbackUrl, { headers: { Channel: 'orders-tasks', Type: '3' }, body: body() }), 415],
-      ['latin1 charset', post(callbackUrl, { headers: { ...good(), 'Content-Type': 'application/json; charset=iso-8859-1' }, body: body() }), 415],
+      [
+        'latin1 charset',
+        post(callbackUrl, { headers: { ...good(), 'Content-Type': 'application/json; charset=iso-8859-1' }, body: body() }),
+        415,
+      ],
       ['oversized (Content-Length)', post(callbackUrl, { headers: good(), body: body({ Notes: 'x'.repeat(LIMIT) }) }), 413],
-      ['oversized (chunked)', post(callbackUrl, { headers: good(), chunks: [Buffer.from(body({ Notes: 'y'.repeat(LIMIT) }).slice(0, 1500)), Buffer.alloc(4096, 0x20)] }), 413],
+      [
+        'oversized (chunked)',
+        post(callbackUrl, {
+          headers: good(),
+          chunks: [Buffer.from(body({ Notes: 'y'.repeat(LIMIT) }).slice(0, 1500)), Buffer.alloc(4096, 0x20)],
+        }),
+        413,
+      ],
       ['malformed JSON', post(callbackUrl, { headers: good(), body: '{"TaskID": "t-1",' }), 400],
       ['JSON array', post(callbackUrl, { headers: good(), body: '[1,2]' }), 400],
       ['JSON null', post(callbackUrl, { headers: good(), body: 'null' }), 400],
-      ['invalid UTF-8', post(callbackUrl, { headers: good(), body: Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d]) }), 400],
+      [
+        'invalid UTF-8',
+        post(callbackUrl, { headers: good(), body: Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d]) }),
+        400,
+      ],
       ['NUL escape', post(callbackUrl, { headers: good(), body: '{"TaskID":"a\\u0000b"}' }), 400],
       ['GET', post(callbackUrl, { method: 'GET' }), 405],
     ];

@@ -19,8 +19,18 @@ describe('webhook events left unprocessed by a stopped serve', () => {
         { name: 'archive', appID: 'a', listID: 'x' },
       ],
     });
-    const [sub] = (await t.db('listsync.webhook_subscriptions').insert({ resource: 'workflow/tasks', channel: 'c', type: 1, token: 'tok-123456', callback_url: 'https://x/hooks/tok-123456' }).returning('id')) as { id: number }[];
-    const row = (n: number, processed: boolean) => ({ subscription_id: sub!.id, dedup_key: `k${n}`, channel: 'c', type: 1, body: JSON.stringify({ ListDataID: String(n) }), processed_at: processed ? t.db.fn.now() : null });
+    const [sub] = (await t
+      .db('listsync.webhook_subscriptions')
+      .insert({ resource: 'workflow/tasks', channel: 'c', type: 1, token: 'tok-123456', callback_url: 'https://x/hooks/tok-123456' })
+      .returning('id')) as { id: number }[];
+    const row = (n: number, processed: boolean) => ({
+      subscription_id: sub!.id,
+      dedup_key: `k${n}`,
+      channel: 'c',
+      type: 1,
+      body: JSON.stringify({ ListDataID: String(n) }),
+      processed_at: processed ? t.db.fn.now() : null,
+    });
     await t.db('listsync.webhook_inbox').insert([row(1, true), row(2, false), row(3, false)]);
 
     const pulls: string[] = [];

@@ -44,7 +44,11 @@ describe('listsync serve wiring', () => {
         serve: { host: '127.0.0.1', port: 0 },
       }),
     );
-    child = spawn(process.execPath, [BIN, 'serve'], { cwd: dir, env: childEnv({ PLATFORM_API_KEY: emu.apiKey, LISTSYNC_LOG_LEVEL: 'info' }), stdio: ['ignore', 'pipe', 'pipe'] });
+    child = spawn(process.execPath, [BIN, 'serve'], {
+      cwd: dir,
+      env: childEnv({ PLATFORM_API_KEY: emu.apiKey, LISTSYNC_LOG_LEVEL: 'info' }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
     url = await until('serve to listen', async () => /listsync serve on (http:\/\/\S+?) /.exec(stdout)?.[1], 30_000);
@@ -59,30 +63,52 @@ describe('listsync serve wiring', () => {
     const metrics = await fetch(`${url}/metrics`);
     expect(metrics.status).toBe(200);
     expect(await metrics.text()).toContain('# TYPE listsync_rows_total counter');
-    const unknown = await fetch(`${url}/hooks/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA`, { method: 'POST', headers: { Channel: 'c', Type: '1', 'Content-Type': 'application/json' }, body: '{}' });
+    const unknown = await fetch(`${url}/hooks/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA`, {
+      method: 'POST',
+      headers: { Channel: 'c', Type: '1', 'Content-Type': 'application/json' },
+      body: '{}',
+    });
     expect(unknown.status).toBe(404);
 
     const [sub] = (await t
       .db('listsync.webhook_subscriptions')
-      .insert({ resource: 'workflow/tasks', channel: 'c', type: 1, token: 'serve-wiring-token-0123456789', callback_url: `${url}/hooks/serve-wiring-token-0123456789` })
+      .insert({
+        resource: 'workflow/tasks',
+        channel: 'c',
+        type: 1,
+        token: 'serve-wiring-token-0123456789',
+        callback_url: `${url}/hooks/serve-wiring-token-0123456789`,
+      })
       .returning('id')) as { id: number }[];
     expect(sub).toBeDefined();
     const ok = await fetch(`${url}/hooks/serve-wiring-token-0123456789`, {
       method: 'POST',
       headers: { Channel: 'c', Type: '1', 'Content-Type': 'application/json' },
-      body: JSON.stringify({ TaskID: 'task-body-marker-42', WorkflowID: 'w', ListDataID: '1', Event: 'approved', Assignee: 'u', Created: '2026-11-22 10:00:00' }),
+      body: JSON.stringify({
+        TaskID: 'task-body-marker-42',
+        WorkflowID: 'w',
+        ListDataID: '1',
+        Event: 'approved',
+        Assignee: 'u',
+        Created: '2026-11-22 10:00:00',
+      }),
     });
     expect(await ok.json()).toEqual({ ok: true, duplicate: false });
     const run = await until('the early pull', async () => {
-      const r = (await t.db('listsync.sync_runs').where({ list_name: 'orders', job: 'pull', status: 'succeeded' }).first()) as { rows_inserted: number } | undefined;
+      const r = (await t.db('listsync.sync_runs').where({ list_name: 'orders', job: 'pull', status: 'succeeded' }).first()) as
+        { rows_inserted: number } | undefined;
       return r;
     });
     expect(run.rows_inserted).toBe(200);
-    const rows = (await fetch(`${url}/metrics`).then((r) => r.text())).match(/^listsync_rows_total\{list="orders",kind="inserted"\} (\d+)$/m);
+    const rows = (await fetch(`${url}/metrics`).then((r) => r.text())).match(
+      /^listsync_rows_total\{list="orders",kind="inserted"\} (\d+)$/m,
+    );
     expect(rows?.[1]).toBe('200');
 
     child.kill('SIGTERM');
-    const code = await new Promise<number | null>((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', (c) => resolve(c))));
+    const code = await new Promise<number | null>((resolve) =>
+      child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', (c) => resolve(c)),
+    );
     expect(code).toBe(0);
     expect(stdout).toContain('listsync serve stopped');
     // Info logs tell what happened, but never hold the token or the body.

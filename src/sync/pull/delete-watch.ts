@@ -31,7 +31,14 @@ export interface WatchState {
   repeats: number;
 }
 
-export const newWatch = (): WatchState => ({ firstTotal: -1, lastTotal: -1, minTotal: -1, decreaseSeen: false, createdSeen: 0, repeats: 0 });
+export const newWatch = (): WatchState => ({
+  firstTotal: -1,
+  lastTotal: -1,
+  minTotal: -1,
+  decreaseSeen: false,
+  createdSeen: 0,
+  repeats: 0,
+});
 
 /** Records one page (pure: returns the next state). */
 export function observePage(w: WatchState, page: { totalCount: number; keys: readonly SortKey[]; repeats: number }): WatchState {
@@ -52,7 +59,8 @@ export function observePage(w: WatchState, page: { totalCount: number; keys: rea
 export function skipSuspected(order: ReadOrder, w: WatchState): string | null {
   if (w.firstTotal < 0) return null;
   if (order === 'newest-first') {
-    if (w.minTotal < w.firstTotal) return `items were deleted on the platform while paging (TotalCount went from ${w.firstTotal} to ${w.minTotal})`;
+    if (w.minTotal < w.firstTotal)
+      return `items were deleted on the platform while paging (TotalCount went from ${w.firstTotal} to ${w.minTotal})`;
     if (w.repeats > 0) return `${w.repeats} item(s) came back on two pages while paging`;
     return null;
   }

@@ -60,8 +60,10 @@ export class PageChecks {
     if (missing) return `${missing} item(s) without ${this.idField}`;
     const expected = Math.max(0, Math.min(this.pageSize, total - (index - 1) * this.pageSize));
     if (result.items.length < expected) return `short page: ${result.items.length} item(s) where TotalCount ${total} implies ${expected}`;
-    if (result.items.length > expected) return `TotalCount ${total} is lower than the items served: ${result.items.length} item(s) where it implies ${expected}`;
-    if (this.previous && ids.length && sameIds(ids as string[], this.previous)) return 'the page equals the previous one (PageIndex ignored)';
+    if (result.items.length > expected)
+      return `TotalCount ${total} is lower than the items served: ${result.items.length} item(s) where it implies ${expected}`;
+    if (this.previous && ids.length && sameIds(ids as string[], this.previous))
+      return 'the page equals the previous one (PageIndex ignored)';
     if (new Set(ids).size !== ids.length) return 'an ID appears twice on the page';
     if (this.order === 'by-created') {
       const again = (ids as string[]).find((id) => this.seen.has(id));
@@ -82,7 +84,13 @@ export class PageChecks {
   }
 }
 
-export async function* readPages(client: PlatformClient, list: ListConfig, query: ItemQuery, opts: ReadOptions, checks: PageChecks): AsyncGenerator<CheckedPage> {
+export async function* readPages(
+  client: PlatformClient,
+  list: ListConfig,
+  query: ItemQuery,
+  opts: ReadOptions,
+  checks: PageChecks,
+): AsyncGenerator<CheckedPage> {
   const isLast =
     opts.order === 'newest-first' && opts.stopBeforeMs !== null
       ? (r: PageResult<Item>) => {

@@ -12,7 +12,11 @@ import type { Page } from '../../platform/types.js';
 import { addToRun, zeroCounters, type RunCounters } from '../../store/runs.js';
 import { writeCheckpoint } from '../../store/state.js';
 
-export type PendingHandler = (trx: Knex.Transaction, mapping: TableMapping, skipped: UpsertResult['skippedPending']) => Promise<{ conflicts: number }>;
+export type PendingHandler = (
+  trx: Knex.Transaction,
+  mapping: TableMapping,
+  skipped: UpsertResult['skippedPending'],
+) => Promise<{ conflicts: number }>;
 
 export interface PageWriterOptions {
   db: Knex;

@@ -43,12 +43,19 @@ export function planWindow(p: PlanInput): PullPlan {
   if (p.mode.kind === 'backfill') return byCreated(p.mode.from, p.mode.to ?? null, null);
   if (p.watermark === null || p.refill) return byCreated(null, null, null);
   const dateWindow = DateTime.fromISO(p.watermark, { zone: p.zone }).minus({ days: p.lookbackDays }).toISODate();
-  if (p.highWater === null) return byCreated(dateWindow, null, 'no high-water modification time recorded yet (first pull after an upgrade)');
+  if (p.highWater === null)
+    return byCreated(dateWindow, null, 'no high-water modification time recorded yet (first pull after an upgrade)');
   if (p.cursorUnsortable !== null) return byCreated(dateWindow, null, p.cursorUnsortable);
   const stop = tryParsePlatformDateTime(p.highWater, p.zone);
   if (!stop) return byCreated(dateWindow, null, `the recorded high-water mark ${JSON.stringify(p.highWater)} does not parse`);
   const from = stop.minus({ minutes: p.overlapMinutes });
-  return { order: 'newest-first', windowFrom: from.toFormat('yyyy-MM-dd'), windowTo: null, stopBefore: from.toFormat('yyyy-MM-dd HH:mm:ss'), fallback: null };
+  return {
+    order: 'newest-first',
+    windowFrom: from.toFormat('yyyy-MM-dd'),
+    windowTo: null,
+    stopBefore: from.toFormat('yyyy-MM-dd HH:mm:ss'),
+    fallback: null,
+  };
 }
 
 /** The plan a newest-first read falls back to within the same run. */
