@@ -387,6 +387,7 @@ async function readWindow(ctx: RunContext, cp: PullCheckpoint): Promise<ReadOutc
       onWritten: (page, result) => reportPage(ctx, page, result),
     },
     cp.nextPage,
+    { ...cp },
   );
   const stopBeforeMs = cp.plan.stopBefore === null ? null : (cursorMillis(cp.plan.stopBefore, ctx.zone) ?? null);
   const checks = new PageChecks(list.idField, list.pageSize, cp.plan.order);
@@ -419,8 +420,10 @@ async function readWindow(ctx: RunContext, cp: PullCheckpoint): Promise<ReadOutc
       }
     }
     await writer.drain();
+    if (stopped) await writer.recordResumePoint();
   } catch (err) {
     await writer.settle();
+    await writer.recordResumePoint().catch(() => undefined); // a database that is gone keeps the last per-page checkpoint
     addCounters(ctx.counters, writer.counters);
     cp.nextPage = writer.nextPage;
     if (cp.plan.order === 'newest-first' && err instanceof ValidationError && writer.counters.pages === 0) {

@@ -4,6 +4,12 @@
  * converting one page can overlap the database writing another. The
  * checkpoint's `nextPage` never passes a page that is not committed yet, and
  * pages are reported in order as they become contiguous.
+ *
+ * The checkpoint written beside a page is the run's accounting as of the page
+ * before `nextPage` (what pages 1..nextPage-1 added up to), not as of the
+ * page in the transaction: with pages committing out of order, a page's own
+ * accounting could otherwise sit beside a `nextPage` past pages it does not
+ * count, and a resumed run would miss their IDs in its completeness check.
  */
 import type { Knex } from '../../db.js';
 import { PG, pgCode } from '../../errors.js';
@@ -38,16 +44,23 @@ export class PageWriter {
   private readonly inFlight = new Set<Promise<void>>();
   private readonly committed = new Set<number>();
   private readonly done = new Map<number, { page: Page; result: UpsertResult }>();
+  /** The accounting after each queued page (pages are queued in order). */
+  private readonly snapshots = new Map<number, Record<string, unknown>>();
+  private readonly startPage: number;
   private error: unknown;
   private frontier: number;
   private reported: number;
 
+  /** `accountingAtStart`: the checkpoint as it stands before `startPage` (what a resume point before any new page holds). */
   constructor(
     private readonly o: PageWriterOptions,
     startPage: number,
+    accountingAtStart: Record<string, unknown>,
   ) {
     this.frontier = startPage;
     this.reported = startPage;
+    this.startPage = startPage;
+    this.snapshots.set(startPage - 1, accountingAtStart);
   }
 
   /** The first page not known committed: where a resumed run starts. */
@@ -59,7 +72,8 @@ export class PageWriter {
   async write(page: Page, checkpoint: Record<string, unknown>): Promise<void> {
     while (this.inFlight.size >= this.o.concurrency) await Promise.race(this.inFlight);
     this.throwIfFailed();
-    const w = this.commit(page, checkpoint).then(
+    this.snapshots.set(page.index, checkpoint);
+    const w = this.commit(page).then(
       (result) => this.report(page, result),
       (err: unknown) => {
         this.error ??= err;
@@ -80,11 +94,22 @@ export class PageWriter {
     await Promise.allSettled(this.inFlight);
   }
 
+  /**
+   * After the writes settled (a stop or a failure): records the exact resume
+   * point, the first page not committed, with the accounting of the pages
+   * before it. The per-page checkpoints may have been conservative.
+   */
+  async recordResumePoint(): Promise<void> {
+    const accounting = this.snapshots.get(this.frontier - 1);
+    if (this.frontier === this.startPage || accounting === undefined) return; // nothing committed: the checkpoint stands
+    await writeCheckpoint(this.o.db, this.o.list, this.o.job, { ...accounting, nextPage: this.frontier });
+  }
+
   private throwIfFailed(): void {
     if (this.error !== undefined) throw this.error;
   }
 
-  private async commit(page: Page, checkpoint: Record<string, unknown>): Promise<UpsertResult> {
+  private async commit(page: Page): Promise<UpsertResult> {
     const { db, mapping, zone, runId } = this.o;
     const { r, delta } = await withDeadlockRetry(() =>
       db.transaction(async (trx) => {
@@ -105,13 +130,14 @@ export class PageWriter {
         // Resume point: the first page not known committed, counting this one (it is, if this commits).
         let next = this.frontier;
         while (next === page.index || this.committed.has(next)) next++;
-        await writeCheckpoint(trx, this.o.list, this.o.job, { ...checkpoint, nextPage: next });
+        await writeCheckpoint(trx, this.o.list, this.o.job, { ...this.snapshots.get(next - 1)!, nextPage: next });
         return { r, delta };
       }),
     );
     for (const [k, v] of Object.entries(delta)) this.counters[k as keyof RunCounters] += v ?? 0;
     this.committed.add(page.index);
     while (this.committed.has(this.frontier)) this.committed.delete(this.frontier++);
+    for (const index of this.snapshots.keys()) if (index < this.frontier - 1) this.snapshots.delete(index);
     return r;
   }
 
