@@ -22,6 +22,7 @@ import type { PlatformClient } from '../../platform/client.js';
 import type { PageResult } from '../../platform/paging.js';
 import type { Item, ItemQuery, Page } from '../../platform/types.js';
 import { cursorMillis, type ReadOrder } from './plan.js';
+import { IdSet } from './id-set.js';
 
 export interface CheckedPage extends Page {
   ids: string[];
@@ -39,7 +40,7 @@ export interface ReadOptions {
 
 /** Checks pages against each other; `verify` is pure, `accept` records a page handed out. */
 export class PageChecks {
-  private readonly seen = new Set<string>();
+  private readonly seen = new IdSet();
   private previous: string[] | null = null;
 
   constructor(
@@ -75,10 +76,7 @@ export class PageChecks {
   accept(items: readonly Item[]): { ids: string[]; repeats: number } {
     const ids = items.map((it) => idOf(it, this.idField)!);
     let repeats = 0;
-    for (const id of ids) {
-      if (this.seen.has(id)) repeats++;
-      else this.seen.add(id);
-    }
+    for (const id of ids) if (!this.seen.add(id)) repeats++;
     this.previous = ids;
     return { ids, repeats };
   }
