@@ -9,43 +9,25 @@
  * of its own is created and dropped.
  */
 import { performance } from 'node:perf_hooks';
-import pg from 'pg';
 import { parseConfig } from '../src/config.js';
-import { createDb, migrateLatest } from '../src/db.js';
 import { SAMPLE_FIELDS, startEmulator } from '../src/emulator/index.js';
 import { createLogger } from '../src/logger.js';
 import { PlatformClient } from '../src/platform/client.js';
 import { pullList } from '../src/sync/pull.js';
 import { runNightlyJob } from '../test/helpers/busy-list.js';
+import { benchDatabase } from './support.js';
 
 const ITEMS = 30_000;
 const EDITS = 50;
 
-async function admin(url: string, sql: string): Promise<void> {
-  const u = new URL(url);
-  u.pathname = '/postgres';
-  const c = new pg.Client({ connectionString: u.toString() });
-  await c.connect();
-  try {
-    await c.query(sql);
-  } finally {
-    await c.end();
-  }
-}
-
 export default async function incrementalBench(): Promise<Record<string, string | number>> {
-  const server = process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-  const name = `listsync_bench_incremental_${process.pid}`;
-  await admin(server, `drop database if exists "${name}" with (force)`);
-  await admin(server, `create database "${name}"`);
-  const u = new URL(server);
-  u.pathname = `/${name}`;
-  const db = createDb({ url: u.toString(), poolMax: 4 });
+  const b = await benchDatabase('incremental');
+  const db = b.db;
   const logger = createLogger({ level: 'warn' });
   const emu = await startEmulator({ sample: true, items: ITEMS });
   const config = parseConfig({
     platform: { baseUrl: emu.baseUrl, apiKey: emu.apiKey },
-    database: { url: u.toString() },
+    database: { url: b.url },
     lists: [{ name: 'orders', appID: 'demo', listID: 'orders' }],
   });
   const client = new PlatformClient({ config: config.platform, logger });
@@ -53,7 +35,6 @@ export default async function incrementalBench(): Promise<Record<string, string 
   const list = config.lists[0]!;
   const queries = async () => (await emu.admin.requests()).filter((e) => e.path.endsWith('/items/query')).length;
   try {
-    await migrateLatest(db);
     await runNightlyJob(emu.admin, { appID: 'demo', listID: 'orders', edits: 33_000, hours: 2 });
     // The emulator's zone is UTC: Modified is UTC wall time. Counted over the job's three hours, not "today",
     // which at 00:30 holds none of them (the old date-granular cursor re-read them all the same: it read from yesterday).
@@ -93,7 +74,6 @@ export default async function incrementalBench(): Promise<Record<string, string 
   } finally {
     await client.close();
     await emu.close();
-    await db.destroy();
-    await admin(server, `drop database if exists "${name}" with (force)`);
+    await b.drop();
   }
 }

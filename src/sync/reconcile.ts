@@ -479,20 +479,8 @@ async function confirmCandidates(deps: ReconcileDeps, list: ListConfig, work: Sw
     const ids = await work.candidates(after);
     if (ids.length === 0) return found;
     after = ids[ids.length - 1]!;
-    // Only platform-shaped IDs are looked up; an In filter with anything else is refused by the platform.
-    const lookup = ids.filter((id) => /^\d{1,20}$/.test(id));
-    if (lookup.length) {
-      const { items } = await deps.client.queryItems(
-        list.appID,
-        list.listID,
-        {
-          Fields: [list.idField],
-          Filters: [{ Field: list.idField, Type: Operator.In, Value: JSON.stringify(lookup) }],
-          PageIndex: 1,
-          PageSize: RECONCILE_PAGE_SIZE,
-        },
-        deps.signal,
-      );
+    const items = await readByIds(deps, list, ids, [list.idField]);
+    if (items.length) {
       const present = items.map((it) => idOf(it, list.idField)).filter((x): x is string => x !== undefined);
       if (present.length) {
         await work.confirmed(present);
@@ -523,18 +511,8 @@ async function healRows(
     const ids = await work.toHeal(after);
     if (ids.length === 0) return healed;
     after = ids[ids.length - 1]!;
-    const lookup = ids.filter((id) => /^\d{1,20}$/.test(id));
-    if (lookup.length) {
-      const { items } = await deps.client.queryItems(
-        list.appID,
-        list.listID,
-        {
-          Filters: [{ Field: list.idField, Type: Operator.In, Value: JSON.stringify(lookup) }],
-          PageIndex: 1,
-          PageSize: RECONCILE_PAGE_SIZE,
-        },
-        deps.signal,
-      );
+    const items = await readByIds(deps, list, ids);
+    if (items.length) {
       await deps.db.transaction(async (trx) => {
         const r = await upsertItems(trx, mapping, items, zone);
         const conflicts = r.skippedPending.length ? (await onPending(trx, mapping, r.skippedPending)).conflicts : 0;
@@ -550,6 +528,22 @@ async function healRows(
     }
     if (ids.length < RECONCILE_PAGE_SIZE) return healed;
   }
+}
+
+/**
+ * The items of up to RECONCILE_PAGE_SIZE IDs, in one `In` query (all fields, or `fields`). Only
+ * platform-shaped IDs are looked up: an In filter with anything else is refused by the platform.
+ */
+async function readByIds(deps: ReconcileDeps, list: ListConfig, ids: readonly string[], fields?: string[]): Promise<Item[]> {
+  const lookup = ids.filter((id) => /^\d{1,20}$/.test(id));
+  if (lookup.length === 0) return [];
+  const query = {
+    ...(fields ? { Fields: fields } : {}),
+    Filters: [{ Field: list.idField, Type: Operator.In, Value: JSON.stringify(lookup) }],
+    PageIndex: 1,
+    PageSize: RECONCILE_PAGE_SIZE,
+  };
+  return (await deps.client.queryItems(list.appID, list.listID, query, deps.signal)).items;
 }
 
 /** The reason to refuse marking, or null when the sweep can be trusted. */
