@@ -9,9 +9,17 @@ const known = new Set<string>();
 /** Shorter values are not masked: they would mangle ordinary words. */
 const MIN_SECRET_LENGTH = 4;
 
-/** Remembers secret values (raw) for `knownSecrets()`; short ones are ignored. */
+/**
+ * Values that are published, not secret: the emulator's default API key
+ * (`DEFAULT_API_KEY` in src/emulator/build-store.ts, printed in the README and
+ * by the demo). Masking it would only turn the demo's advice into
+ * `PLATFORM_API_KEY=[redacted]`.
+ */
+export const PUBLIC_VALUES: ReadonlySet<string> = new Set(['emulator-key']);
+
+/** Remembers secret values (raw) for `knownSecrets()`; short ones and published ones are ignored. */
 export function registerSecrets(values: Iterable<string | undefined>): void {
-  for (const v of values) if (typeof v === 'string' && v.length >= MIN_SECRET_LENGTH) known.add(v);
+  for (const v of values) if (typeof v === 'string' && v.length >= MIN_SECRET_LENGTH && !PUBLIC_VALUES.has(v)) known.add(v);
 }
 
 /** Every secret registered so far in this process. */

@@ -6,7 +6,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config.js';
 import { ConfigError } from '../src/errors.js';
 import { scrub } from '../src/platform/errors.js';
-import { secretForms } from '../src/secrets.js';
+import { DEFAULT_API_KEY } from '../src/emulator/index.js';
+import { PUBLIC_VALUES, registerSecrets, scrubSecrets, secretForms } from '../src/secrets.js';
 import { runCli } from './helpers/cli.js';
 
 const API_KEY = 'SUPERSECRET-KEY-123';
@@ -122,5 +123,15 @@ describe('config errors through the CLI', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('platform.baseUrl');
     expect(r.stderr).toContain('version segment');
+  });
+});
+
+describe('published values', () => {
+  it("the emulator's default key is published, not secret: it is printed as is, while real secrets are masked", () => {
+    registerSecrets(['emulator-key', 'real-secret-9f2c']);
+    expect(PUBLIC_VALUES).toContain(DEFAULT_API_KEY);
+    expect(scrubSecrets('export PLATFORM_API_KEY=emulator-key; other real-secret-9f2c')).toBe(
+      'export PLATFORM_API_KEY=emulator-key; other [redacted]',
+    );
   });
 });
