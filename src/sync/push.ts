@@ -193,13 +193,7 @@ async function pushLocked(deps: PushDeps, list: ListConfig, run: ActiveRun): Pro
     if (handled < rows.length) return await stopped(db, result, log);
     await finishRun(db, runId, 'succeeded', {
       counters: result.counters,
-      details: {
-        created: result.created,
-        deleted: result.deleted,
-        withdrawn: result.withdrawn,
-        retrying: result.retrying,
-        behind: result.behind,
-      },
+      details: runDetails(result),
     });
     log.info(
       {
@@ -222,19 +216,24 @@ async function pushLocked(deps: PushDeps, list: ListConfig, run: ActiveRun): Pro
   }
 }
 
+/** What a push's run row keeps beside its counters. */
+function runDetails(result: PushResult): Record<string, number> {
+  return {
+    created: result.created,
+    deleted: result.deleted,
+    withdrawn: result.withdrawn,
+    retrying: result.retrying,
+    behind: result.behind,
+  };
+}
+
 /** A push stopped by shutdown: what was sent is settled, the rest stays pending; the run is closed as stopped. */
 async function stopped(db: Knex, result: PushResult, log: Logger): Promise<PushResult> {
   result.stopped = true;
   await finishRun(db, result.runId, 'failed', {
     error: 'stopped by shutdown; unsent changes stay pending',
     counters: result.counters,
-    details: {
-      created: result.created,
-      deleted: result.deleted,
-      withdrawn: result.withdrawn,
-      retrying: result.retrying,
-      behind: result.behind,
-    },
+    details: runDetails(result),
   });
   log.warn(
     { applied: result.applied, created: result.created, deleted: result.deleted, conflicts: result.conflicts, failed: result.failed },
@@ -617,8 +616,7 @@ const backoffSeconds = (attempts: number): number => Math.min(30 * 2 ** (attempt
 
 /** A change stopped by an error that ends the push: pending again, with the error and the attempt counted (no backoff: the cause is outside the change). */
 async function interrupted(db: Knex, row: OutboxRow, err: unknown): Promise<void> {
-  const message = err instanceof Error ? err.message : String(err);
-  await outbox.markInterrupted(db, row.id, row.attempts + 1, `interrupted: ${message}`);
+  await outbox.markInterrupted(db, row.id, row.attempts + 1, `interrupted: ${coerceError(err).message}`);
 }
 
 async function conflict(
