@@ -224,6 +224,19 @@ describe('upsertItems', () => {
     expect((row._raw as Row).Customer).toBe('\\u0000 is text');
     expect(row.customer).toBe('\\u0000 is text');
   });
+
+  it("keeps what COPY's text format treats specially (tabs, line breaks, backslashes, a literal \\N) in new rows", async () => {
+    const odd = orderItem(510, 1, {
+      Title: 'tab\there\nnew line\r\nwindows',
+      Notes: '\\N',
+      Status: 'ends with a backslash \\',
+      Tags: '["a\\\\b","c\\td"]',
+    });
+    expect(await upsertItems(t.db, m, [odd], ZONE)).toMatchObject({ inserted: 1, failedValues: 0 });
+    const row = await rowOf(510);
+    expect(row).toMatchObject({ title: odd.Title, notes: '\\N', status: 'ends with a backslash \\', tags: ['a\\b', 'c\td'] });
+    expect(row._raw).toEqual(odd);
+  });
 });
 
 describe('upsertUsers', () => {
