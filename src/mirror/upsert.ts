@@ -274,7 +274,11 @@ async function copyFresh(trx: Knex.Transaction, sql: Statements, encoded: readon
   const synced = copyField(now);
   let text = '';
   for (const values of encoded) {
-    for (const v of values) text += `${copyField(v)}\t`;
+    // `_raw` (last) is JSON.stringify's text, which writes a backslash for every backslash, tab, line break
+    // and quote in any string of the item; every other value is derived from those strings, numbers and
+    // booleans. So a document without a backslash means nothing in the row needs escaping.
+    const clean = !values[values.length - 1]!.includes('\\');
+    for (const v of values) text += `${v === null ? '\\N' : clean ? v : copyField(v)}\t`;
     text += `${synced}\n`;
   }
   try {
