@@ -54,8 +54,17 @@ const platformSchema = z
     apiKey: z.string().min(1, 'is empty: set PLATFORM_API_KEY or platform.apiKey'),
     timeZone: timeZone.default('UTC'),
     requestsPerSecond: z.number().positive().max(1000).default(10),
+    /**
+     * Room kept below requestsPerSecond, as a fraction of the spacing between
+     * requests: covers requests that reach the platform unevenly (network
+     * jitter, a busy server). Raise it if the platform answers 429 while
+     * listsync keeps to the limit.
+     */
+    rateMargin: z.number().min(0).max(1).default(0.02),
     /** Requests that may be in flight at once (pages fetched ahead). */
     maxInFlight: positiveInt.max(64).default(8),
+    /** Bytes of page answers fetched ahead of the writer, at most (estimated from the last page's size; one page always). */
+    maxBytesAhead: positiveInt.default(32 * 1024 * 1024),
     timeoutMs: positiveInt.default(30_000),
     retries: z.number().int().min(0).max(20).default(6),
     maxRetryAfterSeconds: positiveInt.default(120),

@@ -190,19 +190,22 @@ async function upsertBatch(
     return rowCount(res);
   };
   if (fresh.length > 0) {
-    const encoded = fresh.map((r) => encodeRow(mapping, r, zone, fail));
+    const encoded = await encodeRows(mapping, fresh, zone, fail);
     if (await copyFresh(trx, sql, encoded)) {
       inserted = fresh.length;
       if (sql.history) for (const r of fresh) written.push(r.id);
-    } else inserted = await write(sql.insert, bindingsOf(mapping, encoded));
+    } else {
+      const bindings = bindingsOf(mapping, encoded);
+      inserted = await write(sql.insert, bindings);
+      // Inserted meanwhile by another writer (ON CONFLICT DO NOTHING skipped them): update those instead.
+      if (inserted < fresh.length) updated += await write(sql.update, [...bindings, mapping.listName]);
+    }
   }
 
   // 3. Rows whose version moved, or that come back after a soft delete. The conditions are
   // checked again on the row itself: an unchanged item without a version is not rewritten.
-  if (changed.length > 0) updated += await write(sql.update, [...encodeRows(mapping, changed, zone, fail), mapping.listName]);
-  // Inserted meanwhile by another writer (ON CONFLICT DO NOTHING skipped them): update those instead.
-  // Failures were reported when they were first encoded.
-  if (inserted < fresh.length) updated += await write(sql.update, [...encodeRows(mapping, fresh, zone, () => undefined), mapping.listName]);
+  if (changed.length > 0)
+    updated += await write(sql.update, [...bindingsOf(mapping, await encodeRows(mapping, changed, zone, fail)), mapping.listName]);
   // 4. With history: the versions just written, in the same transaction, by one statement.
   if (sql.history && written.length > 0) await trx.raw(sql.history, [arrayLiteral(written)]);
 
@@ -239,14 +242,30 @@ function encodeRow(mapping: TableMapping, r: BatchRow, zone: string, fail: (f: U
   return out;
 }
 
-/** The bindings shared by the insert and the update: one array per column, raw documents joined by U+001E. */
-function encodeRows(mapping: TableMapping, rows: readonly BatchRow[], zone: string, fail: (f: UpsertFailure) => void): string[] {
-  return bindingsOf(
-    mapping,
-    rows.map((r) => encodeRow(mapping, r, zone, fail)),
-  );
+/**
+ * Every row encoded, letting the event loop run between slices of rows: the
+ * rate limiter's timers (and whatever else shares the process) stay on time
+ * while a page is converted.
+ */
+async function encodeRows(
+  mapping: TableMapping,
+  rows: readonly BatchRow[],
+  zone: string,
+  fail: (f: UpsertFailure) => void,
+): Promise<(string | null)[][]> {
+  const out: (string | null)[][] = [];
+  for (let i = 0; i < rows.length; i++) {
+    if (i > 0 && i % ROWS_PER_SLICE === 0) await yieldToEventLoop();
+    out.push(encodeRow(mapping, rows[i]!, zone, fail));
+  }
+  return out;
 }
 
+/** Rows converted between two turns of the event loop (a few milliseconds of work). */
+const ROWS_PER_SLICE = 200;
+const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/** The bindings shared by the insert and the update: one array per column, raw documents joined by U+001E. */
 function bindingsOf(mapping: TableMapping, encoded: readonly (string | null)[][]): string[] {
   const column = (i: number): (string | null)[] => encoded.map((values) => values[i]!);
   const rawAt = 4 + mapping.columns.length;

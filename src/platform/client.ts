@@ -73,12 +73,13 @@ export interface RequestEvent {
 }
 
 export interface PlatformClientOptions {
-  config: PlatformConfig;
+  /** The platform section of the config; keys with defaults may be left out here. */
+  config: PlatformClientConfig;
   logger?: Logger;
   /** Request budget shared through Postgres with every process using the same account. */
   budget?: SharedBudget;
   onRequest?: (e: RequestEvent) => void;
-  /** Extra spacing between requests, as a fraction of 1000 / requestsPerSecond. Default 0.03. */
+  /** Extra spacing between requests, as a fraction of 1000 / requestsPerSecond. Default: `platform.rateMargin` (0.02). */
   rateMargin?: number;
   /** Tests: time source for the rate limiter and backoff sleeps. */
   clock?: Clock;
@@ -97,6 +98,9 @@ export interface ClientStats {
   errors: number;
 }
 
+export type PlatformClientConfig = Omit<PlatformConfig, 'maxBytesAhead' | 'rateMargin'> &
+  Partial<Pick<PlatformConfig, 'maxBytesAhead' | 'rateMargin'>>;
+
 export interface PageOptions {
   /** 1-based page to start at (resume). Default 1. */
   startPage?: number;
@@ -107,7 +111,9 @@ export interface PageOptions {
   verify?: PaginateOptions<Item>['verify'];
   isLast?: PaginateOptions<Item>['isLast'];
   maxPages?: number;
-  confirmEnd?: boolean;
+  confirmEnd?: PaginateOptions<Item>['confirmEnd'];
+  /** TotalCount just answered by a probe with the same filters: pages are fetched ahead from the start. */
+  expectedTotal?: number;
   /** Pages fetched ahead; default maxInFlight. */
   window?: number;
 }
@@ -154,7 +160,7 @@ export interface Envelope {
 }
 
 type Attempt =
-  | { ok: true; envelope: Envelope; httpStatus: number; durationMs: number; location?: string }
+  | { ok: true; envelope: Envelope; httpStatus: number; durationMs: number; location?: string; bytes: number }
   | {
       ok: false;
       kind: 'transport' | 'malformed' | 'answer';
@@ -168,7 +174,7 @@ type Attempt =
     };
 
 export class PlatformClient {
-  readonly config: PlatformConfig;
+  readonly config: PlatformClientConfig;
   private readonly http: PlatformHttp;
   private readonly queue: PQueue;
   private readonly limiter: RateLimiter;
@@ -182,6 +188,8 @@ export class PlatformClient {
   private closed = false;
   /** The Location header of a successful answer, by its envelope (read by subscribeItemHook). */
   private readonly locations = new WeakMap<Envelope, string>();
+  /** Body length (UTF-16 code units) of each answer, for the pager's byte bound. */
+  private readonly sizes = new WeakMap<Envelope, number>();
 
   constructor(options: PlatformClientOptions) {
     const config = options.config;
@@ -202,7 +210,7 @@ export class PlatformClient {
     this.queue = new PQueue({ concurrency: config.maxInFlight });
     this.limiter = new RateLimiter({
       requestsPerSecond: config.requestsPerSecond,
-      margin: options.rateMargin,
+      margin: options.rateMargin ?? config.rateMargin,
       clock: this.clock,
       source: options.budget,
       logger: this.logger,
@@ -475,6 +483,8 @@ export class PlatformClient {
         isLast: options.isLast,
         maxPages: options.maxPages,
         confirmEnd: options.confirmEnd,
+        expectedTotal: options.expectedTotal,
+        maxBytesAhead: this.config.maxBytesAhead,
       },
     );
   }
@@ -520,7 +530,7 @@ export class PlatformClient {
     const body: ItemQuery = { ...query, PageIndex: Math.max(1, query.PageIndex ?? 1), PageSize: query.PageSize ?? MAX_PAGE_SIZE };
     assertPageSize(body.PageSize!, { method: 'POST', path: `/${path}` });
     const env = await this.request({ method: 'POST', endpoint: 'items/query', path, body, repeat: 'read', signal });
-    return { items: asArray(env.Data, 'POST', `/${path}`) as Item[], totalCount: countOf(env.TotalCount) };
+    return { items: asArray(env.Data, 'POST', `/${path}`) as Item[], totalCount: countOf(env.TotalCount), bytes: this.sizes.get(env) };
   }
 
   private async userPage(
@@ -554,6 +564,7 @@ export class PlatformClient {
         this.limiter.succeeded();
         this.report(call, attempt, 'ok', result.httpStatus, result.envelope.Status, result.durationMs);
         if (result.location !== undefined) this.locations.set(result.envelope, result.location);
+        this.sizes.set(result.envelope, result.bytes);
         return result.envelope;
       }
 
@@ -695,7 +706,7 @@ export class PlatformClient {
       return { ok: false, kind: 'answer', httpStatus: statusCode, retryAfterMs, durationMs };
     }
     if (is2xx && envelope.Status === 0)
-      return { ok: true, envelope, httpStatus: statusCode, durationMs, ...(location ? { location } : {}) };
+      return { ok: true, envelope, httpStatus: statusCode, durationMs, bytes: text.length, ...(location ? { location } : {}) };
     return {
       ok: false,
       kind: 'answer',

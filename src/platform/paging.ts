@@ -3,8 +3,9 @@
  * `window` pages are fetched ahead, and no more: a slow consumer means no new
  * requests (backpressure), a fast one keeps the request budget busy.
  *
- * The first page (or `startPage`) is fetched alone to learn TotalCount; the
- * page count is re-evaluated on every page, so a list that grows or shrinks
+ * The first page (or `startPage`) is fetched alone to learn TotalCount, unless
+ * a probe just told it (`expectedTotal`); the page count is re-evaluated on
+ * every page, so a list that grows or shrinks
  * while it is paged is followed to its new end. A page that comes back empty
  * although TotalCount says it should hold items is fetched again
  * (`emptyPageRetries` times) and then fails the run rather than skip items.
@@ -19,6 +20,8 @@ export interface PageResult<T> {
   items: T[];
   /** Undefined when the platform sent no TotalCount: paging then goes on until a short page. */
   totalCount: number | undefined;
+  /** Size of the answer's body, when known: bounds how many pages are fetched ahead (`maxBytesAhead`). */
+  bytes?: number;
 }
 
 export type PageFetcher<T> = (pageIndex: number, pageSize: number, signal: AbortSignal) => Promise<PageResult<T>>;
@@ -46,8 +49,20 @@ export interface PaginateOptions<T = unknown> {
   isLast?: (result: PageResult<T>, index: number) => boolean;
   /** Hard ceiling on the page index; a read that goes past it fails. */
   maxPages?: number;
-  /** After a full last page, ask for the next one: items there mean TotalCount was too low. */
-  confirmEnd?: boolean;
+  /**
+   * After a full last page, ask for the next one: items there mean TotalCount
+   * was too low. A function decides for the last page (false: the page itself
+   * shows nothing can follow, e.g. it reaches an item known to be the last).
+   */
+  confirmEnd?: boolean | ((result: PageResult<T>, index: number) => boolean);
+  /** TotalCount as a probe just answered it: the window is filled from the start instead of after the first page. */
+  expectedTotal?: number;
+  /**
+   * Bytes of pages fetched ahead, at most (estimated from the last page's
+   * size); at least one page is always fetched. Keeps memory flat when items
+   * are large.
+   */
+  maxBytesAhead?: number;
 }
 
 /** A read that failed a completeness check twice; pages before `page` were handed out. */
@@ -163,8 +178,18 @@ export async function* paginate<T>(fetchPage: PageFetcher<T>, options: PaginateO
     );
   };
 
+  /** Pages to keep fetched ahead: the window, fewer when pages are big. */
+  const ahead = (bytes: number | undefined): number => {
+    if (!options.maxBytesAhead || !bytes) return window;
+    return Math.max(1, Math.min(window, Math.floor(options.maxBytesAhead / bytes)));
+  };
+
   try {
     let index = startPage;
+    if (options.expectedTotal !== undefined && options.expectedTotal > (startPage - 1) * size) {
+      const upTo = Math.min(startPage + window - 1, Math.ceil(options.expectedTotal / size), options.maxPages ?? Number.POSITIVE_INFINITY);
+      for (let j = startPage; j <= upTo; j++) start(j);
+    }
     for (;;) {
       if (options.maxPages !== undefined && index > options.maxPages) {
         throw new IncompleteReadError(
@@ -178,12 +203,12 @@ export async function* paginate<T>(fetchPage: PageFetcher<T>, options: PaginateO
       const pageCount = last ? index : countPages(result, index, size);
       const totalCount = result.totalCount ?? (index - 1) * size + result.items.length;
       // Fill the window before handing the page over, so fetching overlaps the consumer's work.
-      const upTo = Math.min(index + window, pageCount, options.maxPages ?? Number.POSITIVE_INFINITY);
+      const upTo = Math.min(index + ahead(result.bytes), pageCount, options.maxPages ?? Number.POSITIVE_INFINITY);
       for (let j = index + 1; j <= upTo; j++) start(j);
       yield { index, pageCount, totalCount, items: result.items };
       if (last) return;
       if (index >= pageCount || result.items.length === 0) {
-        if (options.confirmEnd && result.items.length >= size) await confirmEnd(index);
+        if (result.items.length >= size && wantsEndCheck(options.confirmEnd, result, index)) await confirmEnd(index);
         return;
       }
       index++;
@@ -192,6 +217,10 @@ export async function* paginate<T>(fetchPage: PageFetcher<T>, options: PaginateO
     outer?.removeEventListener('abort', onOuterAbort);
     if (!controller.signal.aborted) controller.abort(new Error('paging stopped'));
   }
+}
+
+function wantsEndCheck<T>(option: PaginateOptions<T>['confirmEnd'], result: PageResult<T>, index: number): boolean {
+  return typeof option === 'function' ? option(result, index) : option === true;
 }
 
 /** The promise, or the signal's reason as soon as it aborts (a fetcher that ignores the signal cannot hang us). */

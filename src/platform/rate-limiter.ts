@@ -4,7 +4,7 @@
  *
  * Slots are evenly spaced (GCRA / leaky bucket): at least
  * `1000 / requestsPerSecond * (1 + margin)` ms apart. Even spacing respects
- * every sliding window and still reaches ~97% of the ceiling; a fixed-window
+ * every sliding window and still reaches ~98% of the ceiling; a fixed-window
  * counter (p-queue's `intervalCap`) lets up to twice the limit into a window
  * that straddles two intervals.
  *
@@ -21,8 +21,10 @@
  *   (decaying), and shared slots are reserved that much further apart.
  *
  * With a `SlotSource` (the Postgres-backed SharedBudget), slots come from a
- * budget shared by every process using the account; a slot that could not be
- * used on time is dropped rather than sent late.
+ * budget shared by every process using the account; while another process
+ * uses it too, a slot that could not be used on time is dropped rather than
+ * sent late. Alone on the account, a late slot is used: the sliding log of
+ * this process's own sends is then the whole truth about the window.
  *
  * Adaptive back-off: `throttled()` (after a 429 or a rate-limit envelope)
  * pauses every request for Retry-After (or an exponential default), locally
@@ -41,18 +43,28 @@ export interface SlotSource {
   reserve(count: number, intervalMs: number): Promise<number[]>;
   /** Pauses every user of the budget until local epoch ms `untilMs`. */
   pause(untilMs: number): Promise<void>;
+  /**
+   * False while no other process uses the budget: a late slot is then still
+   * used (this process's own send log keeps the window), instead of dropped.
+   */
+  readonly contended?: boolean;
 }
 
 export interface RateLimiterOptions {
   requestsPerSecond: number;
-  /** Extra spacing, as a fraction of the nominal interval. Default 0.03. */
+  /** Extra spacing, as a fraction of the nominal interval. Default 0.02 (`platform.rateMargin`). */
   margin?: number;
   clock?: Clock;
   /** Shared budget; without one the limiter paces this process alone. */
   source?: SlotSource;
   /** Most slots reserved from the shared budget in one round trip. Default 4. */
   maxBatch?: number;
-  /** A shared slot more than this late (timer or event-loop delay) is dropped, not used. Default 10 ms. */
+  /**
+   * A shared slot more than this late (timer or event-loop delay) is dropped,
+   * not used. Default: half the margin's width over a window (10 ms at 2%),
+   * so a late slot never puts one request too many into a second, with room
+   * left for jitter on the way.
+   */
   lateToleranceMs?: number;
   /** Lowest fraction of the rate that repeated throttling goes down to. Default 0.25. */
   minRateFactor?: number;
@@ -125,11 +137,11 @@ export class RateLimiter {
   constructor(options: RateLimiterOptions) {
     if (!(options.requestsPerSecond > 0)) throw new TypeError(`requestsPerSecond must be > 0 (got ${options.requestsPerSecond})`);
     this.requestsPerSecond = options.requestsPerSecond;
-    this.margin = options.margin ?? 0.03;
+    this.margin = options.margin ?? 0.02;
     this.clock = options.clock ?? systemClock;
     this.source = options.source;
     this.maxBatch = Math.max(1, options.maxBatch ?? 4);
-    this.lateToleranceMs = options.lateToleranceMs ?? 10;
+    this.lateToleranceMs = options.lateToleranceMs ?? (this.margin * WINDOW_MS) / 2;
     this.minRateFactor = options.minRateFactor ?? 0.25;
     this.recoveryMs = options.recoveryMs ?? 20_000;
     this.throttleBaseMs = options.throttleBaseMs ?? 1000;
@@ -288,7 +300,8 @@ export class RateLimiter {
         let slot: number;
         let fromSource = false;
         if (this.source && this.sharedFailures === 0) {
-          while (this.reserved.length > 0 && this.reserved[0]! < now - this.lateToleranceMs) this.reserved.shift();
+          const tolerance = this.source.contended === false ? Infinity : this.lateToleranceMs;
+          while (this.reserved.length > 0 && this.reserved[0]! < now - tolerance) this.reserved.shift();
           if (this.reserved.length === 0) {
             const count = Math.min(this.maxBatch, this.waiters.length);
             try {

@@ -19,7 +19,7 @@
  * The account key is `platform.account` when configured, otherwise a SHA-256
  * of baseUrl and apiKey: never the key itself.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { PlatformConfig } from '../config.js';
 import { pauseAccount, readPause, reserveSlots } from '../store/rate-budget.js';
@@ -40,6 +40,9 @@ export function budgetAccount(config: Pick<PlatformConfig, 'account' | 'baseUrl'
   return `sha256:${digest}`;
 }
 
+/** How long a reservation by another process counts as "the account is shared right now". */
+const CONTENDED_FOR_MS = 10_000;
+
 export class SharedBudget implements SlotSource {
   readonly account: string;
   private readonly db: Knex;
@@ -53,6 +56,9 @@ export class SharedBudget implements SlotSource {
   private rttEwma = 5;
   private reservations = 0;
   private last: { dbStartMs: number; count: number; intervalMs: number } | undefined;
+  /** Tells this process's reservations apart from other processes'. */
+  private readonly holder = randomUUID();
+  private othersSeenAt = -Infinity;
 
   constructor(options: SharedBudgetOptions) {
     if (!options.account) throw new TypeError('SharedBudget needs an account key');
@@ -64,6 +70,15 @@ export class SharedBudget implements SlotSource {
   /** The last reservation in database time (epoch ms), for diagnostics. */
   get lastReservation(): { dbStartMs: number; count: number; intervalMs: number } | undefined {
     return this.last;
+  }
+
+  /**
+   * Whether another process reserved slots of the account lately. While it
+   * did, a slot this process cannot use on time is dropped: sent late, it
+   * could crowd the other's next slots into one second.
+   */
+  get contended(): boolean {
+    return this.clock.now() - this.othersSeenAt < CONTENDED_FOR_MS;
   }
 
   /** Database round trips made to reserve slots. */
@@ -84,10 +99,12 @@ export class SharedBudget implements SlotSource {
     // ahead so it can be used on time.
     const leadSeconds = Math.min(50, Math.max(1, this.rttEwma)) / 1000;
     const t0 = this.clock.now();
-    const row = await reserveSlots(this.db, this.account, leadSeconds, spanSeconds);
+    const row = await reserveSlots(this.db, this.account, leadSeconds, spanSeconds, this.holder);
     const t1 = this.clock.now();
     this.reservations++;
     if (!row) throw new Error(`reserving request slots for account ${this.account} returned no row`);
+    if (row.previous_holder !== null && row.previous_holder !== this.holder && Number(row.previous_age_ms) < CONTENDED_FOR_MS)
+      this.othersSeenAt = t1;
     this.observeOffset(Number(row.now_ms) - (t0 + t1) / 2, t1 - t0, t1);
     const startDb = Number(row.next_ms) - n * intervalMs;
     this.last = { dbStartMs: startDb, count: n, intervalMs };

@@ -11,24 +11,37 @@ export const RATE_BUDGET_TABLE = 'listsync.rate_budget';
 /**
  * Reserves `spanSeconds` of slots starting no earlier than `leadSeconds` from
  * now, after any earlier reservation and any pause; returns where the
- * reservation ends.
+ * reservation ends, and who made the reservation before this one and how
+ * long ago (ms; null when the account had none).
  */
 export async function reserveSlots(
   db: Knex,
   account: string,
   leadSeconds: number,
   spanSeconds: number,
-): Promise<{ next_ms: number; now_ms: number } | undefined> {
-  const result = await db.raw<{ rows: { next_ms: number; now_ms: number }[] }>(
-    `insert into ${RATE_BUDGET_TABLE} as b (account, next_slot, updated_at)
-       values (?, clock_timestamp() + make_interval(secs => ?) + make_interval(secs => ?), clock_timestamp())
-     on conflict (account) do update
-       set next_slot = greatest(b.next_slot, clock_timestamp() + make_interval(secs => ?), coalesce(b.paused_until, '-infinity'::timestamptz))
-                       + make_interval(secs => ?),
-           updated_at = clock_timestamp()
-     returning extract(epoch from next_slot)::float8 * 1000 as next_ms,
-               extract(epoch from clock_timestamp())::float8 * 1000 as now_ms`,
-    [account, leadSeconds, spanSeconds, leadSeconds, spanSeconds],
+  holder: string,
+): Promise<{ next_ms: number; now_ms: number; previous_holder: string | null; previous_age_ms: number | null } | undefined> {
+  const result = await db.raw<{
+    rows: { next_ms: number; now_ms: number; previous_holder: string | null; previous_age_ms: number | null }[];
+  }>(
+    `with previous as (
+       select last_holder, updated_at from ${RATE_BUDGET_TABLE} where account = ? for update
+     ), reserved as (
+       insert into ${RATE_BUDGET_TABLE} as b (account, next_slot, updated_at, last_holder)
+       values (?, clock_timestamp() + make_interval(secs => ?) + make_interval(secs => ?), clock_timestamp(), ?)
+       on conflict (account) do update
+         set next_slot = greatest(b.next_slot, clock_timestamp() + make_interval(secs => ?), coalesce(b.paused_until, '-infinity'::timestamptz))
+                         + make_interval(secs => ?),
+             updated_at = clock_timestamp(),
+             last_holder = excluded.last_holder
+       returning next_slot
+     )
+     select extract(epoch from r.next_slot)::float8 * 1000 as next_ms,
+            extract(epoch from clock_timestamp())::float8 * 1000 as now_ms,
+            p.last_holder as previous_holder,
+            extract(epoch from clock_timestamp() - p.updated_at)::float8 * 1000 as previous_age_ms
+       from reserved r left join previous p on true`,
+    [account, account, leadSeconds, spanSeconds, holder, leadSeconds, spanSeconds],
   );
   return result.rows[0];
 }

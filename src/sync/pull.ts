@@ -65,9 +65,9 @@ import { pendingConflictHandler } from './conflicts.js';
 import { describeRun, finishRun, zeroCounters, type RunCounters } from '../store/runs.js';
 import { completeState, readState, writeCheckpoint, type SyncState } from '../store/state.js';
 import { buildQuery, cursorMillis, cursorText, fallbackPlan, planWindow, type PlanInput, type PullPlan } from './pull/plan.js';
-import { PageChecks, idOf, readPages, type CheckedPage } from './pull/page-reader.js';
+import { PageChecks, readPages, sortKey, type CheckedPage } from './pull/page-reader.js';
 import { PageWriter, type PendingHandler } from './pull/page-writer.js';
-import { newWatch, observePage, type SortKey, type WatchState } from './pull/delete-watch.js';
+import { newWatch, observePage, type WatchState } from './pull/delete-watch.js';
 import { decideWatermark } from './pull/watermark.js';
 
 export { listLockName };
@@ -370,8 +370,10 @@ interface ReadOutcome {
 async function readWindow(ctx: RunContext, cp: PullCheckpoint): Promise<ReadOutcome> {
   const { deps, list, run } = ctx;
   const query = buildQuery(list, cp.plan);
+  let expectedTotal: number | undefined;
   if (cp.plan.order === 'by-created' && cp.watch.lastKeyAtStart === undefined && cp.nextPage === 1 && ctx.job === 'pull') {
     await probeStart(ctx, cp, query);
+    expectedTotal = cp.watch.firstTotal >= 0 ? cp.watch.firstTotal : undefined;
   }
   const writer = new PageWriter(
     {
@@ -398,7 +400,14 @@ async function readWindow(ctx: RunContext, cp: PullCheckpoint): Promise<ReadOutc
       deps.client,
       list,
       query,
-      { order: cp.plan.order, startPage: cp.nextPage, zone: ctx.zone, stopBeforeMs },
+      {
+        order: cp.plan.order,
+        startPage: cp.nextPage,
+        zone: ctx.zone,
+        stopBeforeMs,
+        expectedTotal,
+        lastKeyAtStart: cp.watch.lastKeyAtStart,
+      },
       checks,
     )) {
       if (cp.plan.order === 'newest-first') {
@@ -443,16 +452,20 @@ async function readWindow(ctx: RunContext, cp: PullCheckpoint): Promise<ReadOutc
  */
 async function probeStart(ctx: RunContext, cp: PullCheckpoint, query: ItemQuery): Promise<void> {
   const { deps, list } = ctx;
-  const last = await deps.client.queryItems(list.appID, list.listID, {
-    ...query,
-    Fields: [list.sortField, list.idField],
-    Sorts: [
-      { Field: list.sortField, Desc: true },
-      { Field: list.idField, Desc: true },
-    ],
-    PageIndex: 1,
-    PageSize: 1,
-  });
+  // Both asked at once, and both answered before any page is asked for.
+  const [last, newest] = await Promise.all([
+    deps.client.queryItems(list.appID, list.listID, {
+      ...query,
+      Fields: [list.sortField, list.idField],
+      Sorts: [
+        { Field: list.sortField, Desc: true },
+        { Field: list.idField, Desc: true },
+      ],
+      PageIndex: 1,
+      PageSize: 1,
+    }),
+    newestModification(ctx),
+  ]);
   const lastItem = last.items[0];
   cp.watch = {
     ...cp.watch,
@@ -461,7 +474,7 @@ async function probeStart(ctx: RunContext, cp: PullCheckpoint, query: ItemQuery)
     lastTotal: last.totalCount,
     minTotal: last.totalCount,
   };
-  cp.highWaterAtStart = await newestModification(ctx);
+  cp.highWaterAtStart = newest;
   await writeCheckpoint(deps.db, list.name, ctx.job, { ...cp, runId: ctx.run.runId });
 }
 
@@ -623,8 +636,4 @@ function runDetails(cp: PullCheckpoint, resumed: boolean): Record<string, unknow
     ...(cp.plan.fallback ? { fallback: cp.plan.fallback } : {}),
     ...(resumed ? { resumedFromPage: cp.nextPage, resumedRun: cp.runId } : {}),
   };
-}
-
-function sortKey(item: Record<string, unknown>, list: ListConfig): SortKey {
-  return [String(item[list.sortField] ?? ''), idOf(item, list.idField) ?? ''];
 }

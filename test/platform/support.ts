@@ -1,9 +1,9 @@
 /** Shared bits of the platform tests: a config for an emulator, a debug logger into memory. */
 import type { DestinationStream } from 'pino';
-import type { PlatformConfig } from '../../src/config.js';
+import type { PlatformClientConfig } from '../../src/platform/client.js';
 import { type Logger, createLogger } from '../../src/logger.js';
 
-export function configFor(emu: { baseUrl: string; apiKey: string }, overrides: Partial<PlatformConfig> = {}): PlatformConfig {
+export function configFor(emu: { baseUrl: string; apiKey: string }, overrides: Partial<PlatformClientConfig> = {}): PlatformClientConfig {
   return {
     baseUrl: emu.baseUrl,
     apiKey: emu.apiKey,

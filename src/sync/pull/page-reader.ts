@@ -15,7 +15,8 @@
  *   newest-first order a repeat is expected at a page boundary and counted
  *   for the delete watch instead;
  * - a full last page is followed by an empty one (the tail past a low
- *   TotalCount), and no read goes past a ceiling of pages.
+ *   TotalCount), unless it reaches the last item that existed when the run
+ *   started; no read goes past a ceiling of pages.
  */
 import type { ListConfig } from '../../config.js';
 import type { PlatformClient } from '../../platform/client.js';
@@ -23,6 +24,7 @@ import type { PageResult } from '../../platform/paging.js';
 import type { Item, ItemQuery, Page } from '../../platform/types.js';
 import { cursorMillis, type ReadOrder } from './plan.js';
 import { IdSet } from './id-set.js';
+import { compareKeys, type SortKey } from './delete-watch.js';
 
 export interface CheckedPage extends Page {
   ids: string[];
@@ -36,6 +38,14 @@ export interface ReadOptions {
   zone: string;
   /** newest-first: the last page wanted is the first one reaching items modified before this (epoch ms). */
   stopBeforeMs: number | null;
+  /** TotalCount as the start probe answered it (same filters): pages are fetched ahead from the first. */
+  expectedTotal?: number;
+  /**
+   * by-created: the last item when the run started (undefined: not known). A
+   * full last page that reaches it needs no look past the end: anything after
+   * it was created during the run, and the next run reads it.
+   */
+  lastKeyAtStart?: SortKey | null;
 }
 
 /** Checks pages against each other; `verify` is pure, `accept` records a page handed out. */
@@ -104,7 +114,12 @@ export async function* readPages(
     verify: (r, i) => checks.verify(r, i),
     isLast,
     maxPages: list.maxPages,
-    confirmEnd: true,
+    confirmEnd: (r) => {
+      const last = r.items[r.items.length - 1];
+      if (!last || !opts.lastKeyAtStart) return true;
+      return compareKeys(sortKey(last, list), opts.lastKeyAtStart) < 0;
+    },
+    expectedTotal: opts.expectedTotal,
     // newest-first usually needs one page: ask for the next only once a page shows it is needed.
     window: opts.order === 'newest-first' ? 1 : undefined,
   });
@@ -124,4 +139,9 @@ export function idOf(item: Item, idField: string): string | undefined {
   if (typeof v === 'bigint') return v.toString();
   if (typeof v === 'number' && Number.isSafeInteger(v)) return String(v);
   return undefined;
+}
+
+/** An item's place in by-created order: the sort field, then the ID. */
+export function sortKey(item: Record<string, unknown>, list: Pick<ListConfig, 'sortField' | 'idField'>): SortKey {
+  return [String(item[list.sortField] ?? ''), idOf(item, list.idField) ?? ''];
 }
