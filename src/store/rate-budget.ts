@@ -24,24 +24,20 @@ export async function reserveSlots(
   const result = await db.raw<{
     rows: { next_ms: number; now_ms: number; previous_holder: string | null; previous_age_ms: number | null }[];
   }>(
-    `with previous as (
-       select last_holder, updated_at from ${RATE_BUDGET_TABLE} where account = ? for update
-     ), reserved as (
-       insert into ${RATE_BUDGET_TABLE} as b (account, next_slot, updated_at, last_holder)
+    `insert into ${RATE_BUDGET_TABLE} as b (account, next_slot, updated_at, last_holder)
        values (?, clock_timestamp() + make_interval(secs => ?) + make_interval(secs => ?), clock_timestamp(), ?)
-       on conflict (account) do update
-         set next_slot = greatest(b.next_slot, clock_timestamp() + make_interval(secs => ?), coalesce(b.paused_until, '-infinity'::timestamptz))
-                         + make_interval(secs => ?),
-             updated_at = clock_timestamp(),
-             last_holder = excluded.last_holder
-       returning next_slot
-     )
-     select extract(epoch from r.next_slot)::float8 * 1000 as next_ms,
-            extract(epoch from clock_timestamp())::float8 * 1000 as now_ms,
-            p.last_holder as previous_holder,
-            extract(epoch from clock_timestamp() - p.updated_at)::float8 * 1000 as previous_age_ms
-       from reserved r left join previous p on true`,
-    [account, account, leadSeconds, spanSeconds, holder, leadSeconds, spanSeconds],
+     on conflict (account) do update
+       set next_slot = greatest(b.next_slot, clock_timestamp() + make_interval(secs => ?), coalesce(b.paused_until, '-infinity'::timestamptz))
+                       + make_interval(secs => ?),
+           prior_holder = b.last_holder,
+           prior_at = b.updated_at,
+           updated_at = clock_timestamp(),
+           last_holder = excluded.last_holder
+     returning extract(epoch from next_slot)::float8 * 1000 as next_ms,
+               extract(epoch from clock_timestamp())::float8 * 1000 as now_ms,
+               prior_holder as previous_holder,
+               extract(epoch from clock_timestamp() - prior_at)::float8 * 1000 as previous_age_ms`,
+    [account, leadSeconds, spanSeconds, holder, leadSeconds, spanSeconds],
   );
   return result.rows[0];
 }

@@ -153,4 +153,52 @@ describe('paginate', () => {
     await expect(next).rejects.toThrow('stop now');
     expect(signals.at(-1)!.aborted).toBe(true);
   });
+
+  it('fills the window from the start when a probe already told TotalCount', async () => {
+    const { calls, fetch } = controllableFetcher();
+    const gen = paginate<number>(fetch, { pageSize: 10, window: 3, expectedTotal: 25 });
+    const first = gen.next();
+    await tick();
+    expect(calls.map((c) => c.index)).toEqual([1, 2, 3]); // 3 pages hold 25 items: not a 4th
+    for (const c of calls) c.resolve({ items: [c.index], totalCount: 25 });
+    expect((await first).value).toMatchObject({ index: 1, pageCount: 3 });
+    expect((await gen.next()).value).toMatchObject({ index: 2 });
+    expect((await gen.next()).value).toMatchObject({ index: 3 });
+    expect((await gen.next()).done).toBe(true);
+    expect(calls).toHaveLength(3);
+  });
+
+  it('keeps fewer pages ahead when pages are big (maxBytesAhead), never fewer than one', async () => {
+    const { calls, fetch } = controllableFetcher();
+    const gen = paginate<number>(fetch, { pageSize: 10, window: 8, maxBytesAhead: 3_000_000 });
+    const first = gen.next();
+    await tick();
+    calls[0]!.resolve({ items: [1], totalCount: 200, bytes: 1_000_000 });
+    await first;
+    expect(calls.map((c) => c.index)).toEqual([1, 2, 3, 4]); // 3 MB ahead of 1 MB pages
+    calls[1]!.resolve({ items: [2], totalCount: 200, bytes: 10_000_000 });
+    await gen.next();
+    expect(calls.map((c) => c.index)).toEqual([1, 2, 3, 4]); // a 10 MB page: one page ahead, and 3 is in flight already
+    calls[2]!.resolve({ items: [3], totalCount: 200, bytes: 100 });
+    await gen.next();
+    expect(calls.map((c) => c.index)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]); // small again: the whole window
+    void gen.return(undefined);
+  });
+
+  it('asks past a full last page only when confirmEnd says the page may not be the end', async () => {
+    const full = (i: number) => Promise.resolve({ items: Array.from({ length: 10 }, (_v, k) => i * 10 + k), totalCount: 20 });
+    const asked = async (confirmEnd: (r: PageResult<number>) => boolean): Promise<number[]> => {
+      const indexes: number[] = [];
+      const fetch = (i: number) => {
+        indexes.push(i);
+        return i <= 2 ? full(i) : Promise.resolve({ items: [], totalCount: 20 });
+      };
+      for await (const _page of paginate<number>(fetch, { pageSize: 10, window: 1, confirmEnd })) void _page;
+      return indexes;
+    };
+    // The last page reaches the item known to be last when the read started: nothing to look for.
+    expect(await asked((r) => r.items.at(-1)! < 29)).toEqual([1, 2]);
+    // It stops short of it: TotalCount may be too low, the page after it is asked for.
+    expect(await asked((r) => r.items.at(-1)! < 35)).toEqual([1, 2, 3]);
+  });
 });

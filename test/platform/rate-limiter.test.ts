@@ -123,6 +123,33 @@ describe('RateLimiter', () => {
     expect(pauses).toHaveLength(1);
   });
 
+  it('drops a shared slot its late timer missed while another process shares the account, and uses it when alone', async () => {
+    const run = async (contended: boolean) => {
+      let n = 0;
+      // Every other timer fires 40 ms late: a busy event loop.
+      const clock = new ManualClock(1_700_000_000_000, () => (n++ % 2 === 0 ? 40 : 0));
+      let next = clock.now();
+      const reserved: number[] = [];
+      const source: SlotSource = {
+        contended,
+        async reserve(count, intervalMs) {
+          const start = Math.max(next, clock.now());
+          next = start + count * intervalMs;
+          const slots = Array.from({ length: count }, (_v, i) => start + i * intervalMs);
+          reserved.push(...slots);
+          return slots;
+        },
+        async pause() {},
+      };
+      const limiter = new RateLimiter({ requestsPerSecond: 10, clock, source, maxBatch: 4 });
+      const times = await grantTimes(limiter, clock, 40);
+      expect(maxInSlidingWindow(times)).toBeLessThanOrEqual(10);
+      return { unused: reserved.length - times.length };
+    };
+    expect((await run(true)).unused).toBeGreaterThan(0); // a late slot could crowd the other process's next ones
+    expect((await run(false)).unused).toBe(0); // alone, the own send log keeps the window
+  });
+
   it('aborting a waiter removes it without disturbing the others', async () => {
     const clock = new ManualClock();
     const limiter = new RateLimiter({ requestsPerSecond: 10, clock });

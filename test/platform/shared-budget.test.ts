@@ -67,6 +67,22 @@ describe('SharedBudget', () => {
     expect(slot!).toBeGreaterThanOrEqual(now + 1490);
   });
 
+  it('knows whether another process reserved slots of the account lately', async () => {
+    const account = 'contended-test';
+    const a = new SharedBudget({ db: tdb.db, account });
+    const b = new SharedBudget({ db: tdb.db, account });
+    await a.reserve(2, 100);
+    await a.reserve(2, 100);
+    expect(a.contended).toBe(false); // only its own reservations so far
+    await b.reserve(1, 100);
+    expect(b.contended).toBe(true);
+    await a.reserve(1, 100);
+    expect(a.contended).toBe(true);
+    const other = new SharedBudget({ db: tdb.db, account: 'contended-test-2' });
+    await other.reserve(1, 100);
+    expect(other.contended).toBe(false); // another account is no contention
+  });
+
   it('two limiters on one account share the rate', async () => {
     const account = 'limiter-test';
     const times: number[] = [];

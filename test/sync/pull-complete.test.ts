@@ -194,3 +194,31 @@ describe('resume stays incremental', () => {
     }, 90_000);
   }
 });
+
+describe('what a first full load costs in requests', () => {
+  it('fields, title, two probes answered before any page, the pages fanned out at once, and no look past a last page that reaches the last item', async () => {
+    // 100 ms per answer, 100 requests/s: a page asked for before page 1 answered can only have been fanned out from the probe.
+    w = await startWorld({ emulator: { items: 400, faults: { latencyMs: 100 } }, list: { pageSize: 100 } });
+    const r = await pullList(w.deps(), w.config.lists[0]!);
+    expect(r.status).toBe('succeeded');
+    expect(r.counters.rows_inserted).toBe(400);
+    const log = await w.emu.admin.requests();
+    const queries = log.filter((e) => e.path.endsWith('/items/query'));
+    const probes = queries.filter((e) => JSON.parse(e.body ?? '{}').PageSize === 1);
+    const pages = queries.filter((e) => JSON.parse(e.body ?? '{}').PageSize === 100);
+    expect(probes).toHaveLength(2);
+    expect(pages.map((e) => e.pageIndex).sort()).toEqual([1, 2, 3, 4]); // 400 items end on a full page 4: page 5 is not asked for
+    expect(log.filter((e) => !e.path.endsWith('/items/query')).map((e) => e.route)).toEqual(
+      expect.arrayContaining(['GET /v1/lists/{appID}/{listID}/fields']),
+    );
+    expect(log).toHaveLength(2 + 2 + 4); // fields, title, probes, pages
+    // The probes were asked together and answered before the first page was asked for.
+    expect(Math.abs(probes[0]!.startedAt - probes[1]!.startedAt)).toBeLessThan(150);
+    const firstPageAsked = Math.min(...pages.map((e) => e.startedAt));
+    for (const p of probes) expect(p.finishedAt!).toBeLessThanOrEqual(firstPageAsked);
+    // Pages 2.. were asked for before page 1 came back: the probe's TotalCount said how many there are.
+    const page1 = pages.find((e) => e.pageIndex === 1)!;
+    expect(pages.filter((e) => e.pageIndex !== 1 && e.startedAt < page1.finishedAt!).length).toBeGreaterThanOrEqual(1);
+    await expectMirrorEqualsPlatform(w);
+  });
+});
