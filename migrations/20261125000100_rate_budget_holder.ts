@@ -8,7 +8,9 @@ import type { Knex } from 'knex';
 
 export async function up(knex: Knex): Promise<void> {
   // prior_*: the reservation before the last one, kept by the statement that makes the last one (RETURNING sees new values only).
-  await knex.raw('alter table listsync.rate_budget add column last_holder text, add column prior_holder text, add column prior_at timestamptz');
+  await knex.raw(
+    'alter table listsync.rate_budget add column last_holder text, add column prior_holder text, add column prior_at timestamptz',
+  );
 }
 
 export async function down(knex: Knex): Promise<void> {
