@@ -51,10 +51,11 @@ export function benchConfig(
   dbUrl: string,
   platform: Record<string, unknown> = {},
   list: Record<string, unknown> = {},
+  database: Record<string, unknown> = {},
 ): Config {
   return parseConfig({
     platform: { baseUrl, apiKey, ...platform },
-    database: { url: dbUrl, schema: 'mirror' },
+    database: { url: dbUrl, schema: 'mirror', ...database },
     lists: [{ name: 'orders', appID: 'demo', listID: 'orders', ...list }],
   });
 }

@@ -1,7 +1,9 @@
 /**
  * Upsert throughput into a mirror table: 100,000 rows of an orders-like list
  * in 1000-row batches (one transaction per batch, as a pull page does):
- * first load, re-upsert of unchanged rows, then every row changed.
+ * first load, re-upsert of unchanged rows, then every row changed; then
+ * another first load with two batches in flight at once, as a pull's two
+ * page writers write (wall time, building the items included).
  *
  * Database: BENCH_DATABASE_URL, else DATABASE_URL, else the local server.
  * Works in a schema of its own (dropped afterwards); listsync's own tables
@@ -79,6 +81,23 @@ export default async function run(): Promise<Record<string, string | number>> {
       history: process.env.BENCH_HISTORY === '1',
     });
 
+    /** Another ROWS new rows, two batches in flight at once (as a pull's two page writers do), wall time. */
+    const concurrentFirstLoad = async (offset: number): Promise<number> => {
+      const t0 = performance.now();
+      let next = 0;
+      let counted = 0;
+      const writer = async (): Promise<void> => {
+        for (let start = next; start < ROWS; start = next) {
+          next += BATCH;
+          const items = Array.from({ length: BATCH }, (_, i) => item(offset + start + i, 1));
+          counted += (await db.transaction((trx) => upsertItems(trx, mapping, items, ZONE))).inserted;
+        }
+      };
+      await Promise.all([writer(), writer()]);
+      if (counted !== ROWS) throw new Error(`expected ${ROWS} rows inserted, counted ${counted}`);
+      return Math.round((ROWS / (performance.now() - t0)) * 1000);
+    };
+
     const phase = async (version: number, expect: 'inserted' | 'updated' | 'unchanged'): Promise<number> => {
       let ms = 0;
       let counted = 0;
@@ -96,6 +115,7 @@ export default async function run(): Promise<Record<string, string | number>> {
     const firstLoad = await phase(1, 'inserted');
     const unchanged = await phase(1, 'unchanged');
     const changed = await phase(2, 'updated');
+    const concurrent = await concurrentFirstLoad(ROWS);
     const version = ((await db.raw('show server_version')) as { rows: { server_version: string }[] }).rows[0]!.server_version;
     return {
       rows: ROWS,
@@ -104,6 +124,7 @@ export default async function run(): Promise<Record<string, string | number>> {
       'first load rows/s': firstLoad,
       'unchanged rows/s': unchanged,
       'all changed rows/s': changed,
+      'first load rows/s, 2 batches at once (wall, items built inside)': concurrent,
       postgres: version,
     };
   } finally {

@@ -144,8 +144,8 @@ const configSchema = z
           })
           .default('mirror'),
         poolMax: positiveInt.max(100).default(10),
-        /** Pages a pull writes at once. 2 overlaps conversion with writing when PostgreSQL has cores of its own. */
-        pageWriters: positiveInt.max(4).default(1),
+        /** Pages a pull writes at once: while PostgreSQL writes one, the next is converted. */
+        pageWriters: positiveInt.max(4).default(2),
         /** Schema of the live (and history) views, one per list; null turns them off. */
         reportingSchema: identifier.nullable().default('reporting'),
       })
