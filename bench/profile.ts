@@ -60,7 +60,7 @@ function summarize(profile: Profile): void {
       continue;
     }
     busy += ms;
-    const file = shortUrl(url) || functionName;
+    const file = shortUrl(url) || functionName || '(native)';
     const fn = `${functionName || '(anonymous)'}${url ? ` ${shortUrl(url)}:${lineNumber + 1}` : ''}`;
     byFunction.set(fn, (byFunction.get(fn) ?? 0) + ms);
     byFile.set(file, (byFile.get(file) ?? 0) + ms);

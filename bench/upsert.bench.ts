@@ -90,7 +90,8 @@ export default async function run(): Promise<Record<string, string | number>> {
         for (let start = next; start < ROWS; start = next) {
           next += BATCH;
           const items = Array.from({ length: BATCH }, (_, i) => item(offset + start + i, 1));
-          counted += (await db.transaction((trx) => upsertItems(trx, mapping, items, ZONE))).inserted;
+          const r = await db.transaction((trx) => upsertItems(trx, mapping, items, ZONE));
+          counted += r.inserted;
         }
       };
       await Promise.all([writer(), writer()]);

@@ -291,14 +291,16 @@ function bindingsOf(mapping: TableMapping, encoded: readonly (string | null)[][]
 async function copyFresh(trx: Knex.Transaction, sql: Statements, encoded: readonly (string | null)[][]): Promise<boolean> {
   const now = ((await trx.raw(`savepoint ${COPY_SAVEPOINT}; select now()::text as now`)) as { rows: { now: string }[] }[])[1]!.rows[0]!.now;
   const synced = copyField(now);
+  const last = sql.copyEscapes.length - 1;
   let text = '';
   for (const values of encoded) {
-    // `_raw` (last) is JSON.stringify's text, which writes a backslash for every backslash, tab, line break
-    // and quote in any string of the item; every other value is derived from those strings, numbers and
-    // booleans. So a document without a backslash means nothing in the row needs escaping.
-    const clean = !values[values.length - 1]!.includes('\\');
-    for (const v of values) text += `${v === null ? '\\N' : clean ? v : copyField(v)}\t`;
-    text += `${synced}\n`;
+    for (let i = 0; i < last; i++) {
+      const v = values[i]!;
+      text += `${v === null ? '\\N' : sql.copyEscapes[i] ? copyField(v) : v}\t`;
+    }
+    // `_raw` is JSON.stringify's text: no raw tab or line break can be in it, only backslashes.
+    const raw = values[last]!;
+    text += `${raw.includes('\\') ? raw.replaceAll('\\', '\\\\') : raw}\t${synced}\n`;
   }
   try {
     const connection = (await trx.client.acquireConnection()) as pg.Client;
@@ -313,6 +315,8 @@ async function copyFresh(trx: Knex.Transaction, sql: Statements, encoded: readon
 }
 
 const COPY_SAVEPOINT = 'listsync_copy';
+/** Column kinds whose converted values are digits, signs, separators and `t`/`f` only. */
+const PLAIN_KINDS: ReadonlySet<ColumnKind> = new Set(['numeric', 'boolean', 'date', 'timestamptz']);
 
 /** A value in COPY's text format: backslash, tab, newline and carriage return escaped; null as \N. */
 function copyField(v: string | null): string {
@@ -332,6 +336,12 @@ interface Statements {
   read: string;
   /** COPY of new rows, every written column in the order of `encodeRow`, then `_synced_at`. */
   copy: string;
+  /**
+   * Per value of `encodeRow`: whether it may hold what COPY treats specially.
+   * Versions, numbers, booleans, dates and times are written by the
+   * converters in formats that never do.
+   */
+  copyEscapes: boolean[];
   /** Bindings: the encoded rows. */
   insert: string;
   /** Bindings: the encoded rows, list name. */
@@ -416,7 +426,15 @@ update ${t} as t set ${sets.join(', ')}
   const copy = `copy ${t} (${[F.id, F.rowVersion, F.createdAt, F.modifiedAt, ...mapping.columns.map((c) => c.column), F.raw, F.syncedAt]
     .map(q)
     .join(', ')}) from stdin`;
-  const statements: Statements = { read, copy, insert, update, ...(mapping.history ? { history: historyStatement(mapping) } : {}) };
+  const copyEscapes = [true, false, false, false, ...mapping.columns.map((c) => !PLAIN_KINDS.has(c.kind)), true];
+  const statements: Statements = {
+    read,
+    copy,
+    copyEscapes,
+    insert,
+    update,
+    ...(mapping.history ? { history: historyStatement(mapping) } : {}),
+  };
   statementCache.set(mapping, statements);
   return statements;
 }
