@@ -60,7 +60,7 @@ const platformSchema = z
      * jitter, a busy server). Raise it if the platform answers 429 while
      * listsync keeps to the limit.
      */
-    rateMargin: z.number().min(0).max(1).default(0.02),
+    rateMargin: z.number().min(0).max(1).default(0.03),
     /** Requests that may be in flight at once (pages fetched ahead). */
     maxInFlight: positiveInt.max(64).default(8),
     /** Bytes of page answers fetched ahead of the writer, at most (estimated from the last page's size; one page always). */

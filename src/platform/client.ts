@@ -79,7 +79,7 @@ export interface PlatformClientOptions {
   /** Request budget shared through Postgres with every process using the same account. */
   budget?: SharedBudget;
   onRequest?: (e: RequestEvent) => void;
-  /** Extra spacing between requests, as a fraction of 1000 / requestsPerSecond. Default: `platform.rateMargin` (0.02). */
+  /** Extra spacing between requests, as a fraction of 1000 / requestsPerSecond. Default: `platform.rateMargin` (0.03). */
   rateMargin?: number;
   /** Tests: time source for the rate limiter and backoff sleeps. */
   clock?: Clock;

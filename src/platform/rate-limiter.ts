@@ -4,7 +4,7 @@
  *
  * Slots are evenly spaced (GCRA / leaky bucket): at least
  * `1000 / requestsPerSecond * (1 + margin)` ms apart. Even spacing respects
- * every sliding window and still reaches ~98% of the ceiling; a fixed-window
+ * every sliding window and still reaches ~97% of the ceiling; a fixed-window
  * counter (p-queue's `intervalCap`) lets up to twice the limit into a window
  * that straddles two intervals.
  *
@@ -52,7 +52,7 @@ export interface SlotSource {
 
 export interface RateLimiterOptions {
   requestsPerSecond: number;
-  /** Extra spacing, as a fraction of the nominal interval. Default 0.02 (`platform.rateMargin`). */
+  /** Extra spacing, as a fraction of the nominal interval. Default 0.03 (`platform.rateMargin`). */
   margin?: number;
   clock?: Clock;
   /** Shared budget; without one the limiter paces this process alone. */
@@ -61,7 +61,7 @@ export interface RateLimiterOptions {
   maxBatch?: number;
   /**
    * A shared slot more than this late (timer or event-loop delay) is dropped,
-   * not used. Default: half the margin's width over a window (10 ms at 2%),
+   * not used. Default: half the margin's width over a window (15 ms at 3%),
    * so a late slot never puts one request too many into a second, with room
    * left for jitter on the way.
    */
@@ -137,7 +137,7 @@ export class RateLimiter {
   constructor(options: RateLimiterOptions) {
     if (!(options.requestsPerSecond > 0)) throw new TypeError(`requestsPerSecond must be > 0 (got ${options.requestsPerSecond})`);
     this.requestsPerSecond = options.requestsPerSecond;
-    this.margin = options.margin ?? 0.02;
+    this.margin = options.margin ?? 0.03;
     this.clock = options.clock ?? systemClock;
     this.source = options.source;
     this.maxBatch = Math.max(1, options.maxBatch ?? 4);
