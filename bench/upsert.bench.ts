@@ -13,7 +13,7 @@
  */
 import { pathToFileURL } from 'node:url';
 import { createDb, migrateLatest, OWN_SCHEMA } from '../src/db.js';
-import { ensureMirrorTable, upsertItems } from '../src/mirror/index.js';
+import { ensureMirrorTable, upsertItems, type UpsertResult } from '../src/mirror/index.js';
 import type { FieldMeta, Item } from '../src/platform/types.js';
 
 const ROWS = 100_000;
@@ -62,6 +62,9 @@ function item(n: number, version: number): Item {
   };
 }
 
+/** As a pull's page writer decides: the next batch is expected new when this one was all new rows. */
+const allNew = (r: UpsertResult, size: number): boolean => r.inserted === size;
+
 export default async function run(): Promise<Record<string, string | number>> {
   const url = process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
   const db = createDb({ url, poolMax: 2, applicationName: 'listsync-bench' });
@@ -86,11 +89,13 @@ export default async function run(): Promise<Record<string, string | number>> {
       const t0 = performance.now();
       let next = 0;
       let counted = 0;
+      let expectNew = false;
       const writer = async (): Promise<void> => {
         for (let start = next; start < ROWS; start = next) {
           next += BATCH;
           const items = Array.from({ length: BATCH }, (_, i) => item(offset + start + i, 1));
-          const r = await db.transaction((trx) => upsertItems(trx, mapping, items, ZONE));
+          const r = await db.transaction((trx) => upsertItems(trx, mapping, items, ZONE, { expectNew }));
+          expectNew = allNew(r, BATCH);
           counted += r.inserted;
         }
       };
@@ -102,11 +107,13 @@ export default async function run(): Promise<Record<string, string | number>> {
     const phase = async (version: number, expect: 'inserted' | 'updated' | 'unchanged'): Promise<number> => {
       let ms = 0;
       let counted = 0;
+      let expectNew = false;
       for (let start = 0; start < ROWS; start += BATCH) {
         const items = Array.from({ length: BATCH }, (_, i) => item(start + i, version));
         const t0 = performance.now();
-        const r = await db.transaction((trx) => upsertItems(trx, mapping, items, ZONE));
+        const r = await db.transaction((trx) => upsertItems(trx, mapping, items, ZONE, { expectNew }));
         ms += performance.now() - t0;
+        expectNew = allNew(r, BATCH);
         counted += r[expect];
       }
       if (counted !== ROWS) throw new Error(`expected ${ROWS} rows ${expect}, counted ${counted}`);

@@ -54,6 +54,7 @@ export {
   emptyUpsertResult,
   UPSERT_BATCH_SIZE,
   MAX_LISTED_FAILURES,
+  type UpsertOptions,
   type UpsertResult,
   type UpsertFailure,
   type SkippedPending,

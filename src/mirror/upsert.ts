@@ -94,19 +94,39 @@ export function emptyUpsertResult(): UpsertResult {
   return { inserted: 0, updated: 0, unchanged: 0, undeleted: 0, failedValues: 0, failures: [], skippedPending: [], invalid: 0 };
 }
 
+export interface UpsertOptions {
+  /**
+   * The items are probably all new (the previous page was): the batch is
+   * first copied in as it is, and the read of what is stored happens only
+   * when one of its IDs turns out to be there already. A hint, never a risk:
+   * the first existing row undoes the copy.
+   */
+  expectNew?: boolean;
+}
+
 /**
  * Upserts platform items into the mirror table. `db` may be a transaction
  * (recommended: the caller's page + checkpoint transaction) or a Knex, in
  * which case the batches run in a transaction of their own. Either way the
  * transaction is marked as listsync's own write first.
  */
-export async function upsertItems(db: Db, mapping: TableMapping, items: readonly Item[], zone: string): Promise<UpsertResult> {
+export async function upsertItems(
+  db: Db,
+  mapping: TableMapping,
+  items: readonly Item[],
+  zone: string,
+  options: UpsertOptions = {},
+): Promise<UpsertResult> {
   const result = emptyUpsertResult();
   if (items.length === 0) return result;
   const sql = statementsFor(mapping);
   await withListsyncWriter(db, async (trx) => {
+    let expectNew = options.expectNew ?? false;
     for (let start = 0; start < items.length; start += UPSERT_BATCH_SIZE) {
-      await upsertBatch(trx, mapping, sql, items.slice(start, start + UPSERT_BATCH_SIZE), zone, result);
+      const batch = items.slice(start, start + UPSERT_BATCH_SIZE);
+      const before = result.inserted;
+      await upsertBatch(trx, mapping, sql, batch, zone, result, expectNew);
+      expectNew = result.inserted - before === batch.length;
     }
   });
   return result;
@@ -135,13 +155,25 @@ async function upsertBatch(
   items: readonly Item[],
   zone: string,
   result: UpsertResult,
+  expectNew: boolean,
 ): Promise<void> {
   const fail = (f: UpsertFailure): void => {
     result.failedValues++;
     if (result.failures.length < MAX_LISTED_FAILURES) result.failures.push(f);
   };
+  const byId = batchRows(mapping, items, result, fail);
+  if (byId.size === 0) return;
+  if (expectNew && (await copyAllNew(trx, mapping, sql, [...byId.values()], zone, result, fail))) return;
+  await upsertRead(trx, mapping, sql, byId, zone, result, fail);
+}
 
-  // One row per id: the highest version wins (later ones on a tie).
+/** One row per id: the highest version wins (later ones on a tie). Items without a usable id are counted and left out. */
+function batchRows(
+  mapping: TableMapping,
+  items: readonly Item[],
+  result: UpsertResult,
+  fail: (f: UpsertFailure) => void,
+): Map<string, BatchRow> {
   const byId = new Map<string, BatchRow>();
   for (const item of items) {
     const id = itemId(item?.[mapping.idField]);
@@ -158,8 +190,42 @@ async function upsertBatch(
     const prev = byId.get(id);
     if (!prev || prev.version === null || (row.version !== null && row.version >= prev.version)) byId.set(id, row);
   }
-  if (byId.size === 0) return;
+  return byId;
+}
 
+/**
+ * A batch expected to be all new, copied in without reading what is stored
+ * first. False when one of its IDs is there already (nothing was written or
+ * counted then; the caller takes the reading path).
+ */
+async function copyAllNew(
+  trx: Knex.Transaction,
+  mapping: TableMapping,
+  sql: Statements,
+  rows: readonly BatchRow[],
+  zone: string,
+  result: UpsertResult,
+  fail: (f: UpsertFailure) => void,
+): Promise<boolean> {
+  const failures: UpsertFailure[] = [];
+  const encoded = await encodeRows(mapping, rows, zone, (f) => failures.push(f));
+  if (!(await copyFresh(trx, sql, encoded))) return false;
+  for (const f of failures) fail(f);
+  result.inserted += rows.length;
+  if (sql.history) await trx.raw(sql.history, [arrayLiteral(rows.map((r) => r.id))]);
+  return true;
+}
+
+/** The reading path: what is stored decides between insert, update, unchanged and an open local change. */
+async function upsertRead(
+  trx: Knex.Transaction,
+  mapping: TableMapping,
+  sql: Statements,
+  byId: ReadonlyMap<string, BatchRow>,
+  zone: string,
+  result: UpsertResult,
+  fail: (f: UpsertFailure) => void,
+): Promise<void> {
   // 1. What is stored for these ids.
   const state = (await trx.raw(sql.read, [arrayLiteral([...byId.keys()]), mapping.listName])) as { rows: StoredState[] };
   const fresh: BatchRow[] = [];

@@ -239,6 +239,52 @@ describe('upsertItems', () => {
   });
 });
 
+describe('upsertItems with expectNew (a first load: copied in before anything is read)', () => {
+  it('copies new rows in, counting values that do not convert once', async () => {
+    const fresh = [orderItem(8000, 1, { Amount: 'abc' }), orderItem(8001, 1)];
+    const r = await upsertItems(t.db, m, fresh, ZONE, { expectNew: true });
+    expect(r).toMatchObject({ inserted: 2, updated: 0, unchanged: 0, failedValues: 1 });
+    expect(r.failures).toEqual([{ id: orderId(8000), field: 'Amount', raw: 'abc' }]);
+    expect(await rowOf(8001)).toMatchObject({ row_version: 1, title: 'Order 8001', amount: '8001.01', paid: true });
+  });
+
+  it('is only a hint: a batch holding stored, soft-deleted and locally edited rows ends exactly as without it', async () => {
+    await upsertItems(t.db, m, items(8100, 8104), ZONE);
+    await t.db.transaction(async (trx) => {
+      await trx.raw(`select set_config('listsync.writer', 'on', true)`);
+      await trx('orders')
+        .withSchema('mirror')
+        .where({ id: orderId(8101) })
+        .update({ _deleted_at: trx.fn.now() });
+    });
+    await t
+      .db('outbox')
+      .withSchema('listsync')
+      .insert({
+        list_name: 'orders',
+        op: 'update',
+        item_id: orderId(8102),
+        changes: { title: 'mine' },
+        base_version: 1,
+        status: 'pending',
+      });
+    const sent = [
+      orderItem(8100, 2, { Title: 'newer', Amount: 'abc' }), // stored at 1: updated
+      orderItem(8101, 1), // soft-deleted: back
+      orderItem(8102, 2), // open local change: left alone
+      orderItem(8103, 1), // same version: unchanged
+      orderItem(8104, 1), // new
+    ];
+    const r = await upsertItems(t.db, m, sent, ZONE, { expectNew: true });
+    expect(r).toMatchObject({ inserted: 1, updated: 2, unchanged: 1, undeleted: 1, failedValues: 1 });
+    expect(r.skippedPending.map((p) => p.id)).toEqual([orderId(8102)]);
+    expect(await rowOf(8100)).toMatchObject({ row_version: 2, title: 'newer', amount: null });
+    expect((await rowOf(8101))._deleted_at).toBeNull();
+    expect((await rowOf(8102)).row_version).toBe(1);
+    expect((await rowOf(8104)).title).toBe('Order 8104');
+  });
+});
+
 describe('upsertUsers', () => {
   it('inserts, leaves unchanged users alone and updates changed ones', async () => {
     await ensureUsersTable(t.db, 'mirror', 'platform_users');

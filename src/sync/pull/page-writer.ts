@@ -48,6 +48,8 @@ export class PageWriter {
   private readonly snapshots = new Map<number, Record<string, unknown>>();
   private readonly startPage: number;
   private error: unknown;
+  /** The last page committed held new rows only (a first load): the next is copied in before anything is read. */
+  private lastAllNew = false;
   private frontier: number;
   private reported: number;
 
@@ -113,7 +115,7 @@ export class PageWriter {
     const { db, mapping, zone, runId } = this.o;
     const { r, delta } = await withDeadlockRetry(() =>
       db.transaction(async (trx) => {
-        const r = await upsertItems(trx, mapping, page.items, zone);
+        const r = await upsertItems(trx, mapping, page.items, zone, { expectNew: this.lastAllNew });
         const conflicts = r.skippedPending.length ? (await this.o.onPending(trx, mapping, r.skippedPending)).conflicts : 0;
         const delta: Partial<RunCounters> = {
           pages: 1,
@@ -135,6 +137,7 @@ export class PageWriter {
       }),
     );
     for (const [k, v] of Object.entries(delta)) this.counters[k as keyof RunCounters] += v ?? 0;
+    this.lastAllNew = r.inserted > 0 && r.updated === 0 && r.unchanged === 0 && r.skippedPending.length === 0;
     this.committed.add(page.index);
     while (this.committed.has(this.frontier)) this.committed.delete(this.frontier++);
     for (const index of this.snapshots.keys()) if (index < this.frontier - 1) this.snapshots.delete(index);
