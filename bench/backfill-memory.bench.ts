@@ -17,13 +17,17 @@ export default async function run(): Promise<Record<string, string | number>> {
     const client = benchClient(config, b.db);
     const rssBefore = process.memoryUsage().rss;
     let peak = rssBefore;
-    const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 50);
+    let atPeak = process.memoryUsage();
+    const sample = (): void => {
+      const m = process.memoryUsage();
+      if (m.rss > peak) [peak, atPeak] = [m.rss, m];
+    };
+    const timer = setInterval(sample, 50);
     const started = performance.now();
-    const r = await pullList(
-      { db: b.db, client, config, logger: silentLogger(), onPage: () => (peak = Math.max(peak, process.memoryUsage().rss)) },
-      config.lists[0]!,
-      { kind: 'backfill', from: '2000-01-01' },
-    );
+    const r = await pullList({ db: b.db, client, config, logger: silentLogger(), onPage: sample }, config.lists[0]!, {
+      kind: 'backfill',
+      from: '2000-01-01',
+    });
     const seconds = (performance.now() - started) / 1000;
     clearInterval(timer);
     await client.close();
@@ -36,6 +40,8 @@ export default async function run(): Promise<Record<string, string | number>> {
       'items/s end to end (no API limit)': Math.round(items / seconds),
       'RSS before (MB)': mb(rssBefore),
       'peak RSS, sampled (MB)': mb(peak),
+      'at the peak: JS heap total / used (MB)': `${mb(atPeak.heapTotal)} / ${mb(atPeak.heapUsed)}`,
+      'at the peak: external / array buffers (MB)': `${mb(atPeak.external)} / ${mb(atPeak.arrayBuffers)}`,
       'peak RSS, process maxRSS (MB)': Math.round(process.resourceUsage().maxRSS / 1024),
     };
   } finally {
