@@ -505,15 +505,7 @@ function dateOfInstant(d: Date, zone: string): string | null {
   return DateTime.fromJSDate(d, { zone }).toFormat(WIRE_DATE_FORMAT);
 }
 
-function wallObject(w: WallTime): {
-  year: number;
-  month: number;
-  day: number;
-  hour: number;
-  minute: number;
-  second: number;
-  millisecond: number;
-} {
+function wallObject(w: WallTime): Omit<WallTime, 'hasTime' | 'offset'> {
   return { year: w.year, month: w.month, day: w.day, hour: w.hour, minute: w.minute, second: w.second, millisecond: w.millisecond };
 }
 

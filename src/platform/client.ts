@@ -676,35 +676,19 @@ export class PlatformClient {
     const durationMs = elapsed();
     const retryAfterMs = parseRetryAfter(retryAfter);
     const is2xx = statusCode >= 200 && statusCode < 300;
+    // A body that cannot be read: malformed when the status said success, else an answer with no message.
+    const unreadable = (message: string, cause?: unknown): Attempt =>
+      is2xx
+        ? { ok: false, kind: 'malformed', httpStatus: statusCode, code: 'EMALFORMED', message, cause, durationMs }
+        : { ok: false, kind: 'answer', httpStatus: statusCode, retryAfterMs, durationMs };
     let parsed: unknown;
     try {
       parsed = parseJson(text);
     } catch (err) {
-      if (is2xx)
-        return {
-          ok: false,
-          kind: 'malformed',
-          httpStatus: statusCode,
-          code: 'EMALFORMED',
-          message: 'response body is not valid JSON',
-          cause: err,
-          durationMs,
-        };
-      return { ok: false, kind: 'answer', httpStatus: statusCode, message: undefined, retryAfterMs, durationMs };
+      return unreadable('response body is not valid JSON', err);
     }
     const envelope = toEnvelope(parsed);
-    if (!envelope) {
-      if (is2xx)
-        return {
-          ok: false,
-          kind: 'malformed',
-          httpStatus: statusCode,
-          code: 'EMALFORMED',
-          message: 'response body is not the {Status, Data, Message} envelope',
-          durationMs,
-        };
-      return { ok: false, kind: 'answer', httpStatus: statusCode, retryAfterMs, durationMs };
-    }
+    if (!envelope) return unreadable('response body is not the {Status, Data, Message} envelope');
     if (is2xx && envelope.Status === 0)
       return { ok: true, envelope, httpStatus: statusCode, durationMs, bytes: text.length, ...(location ? { location } : {}) };
     return {

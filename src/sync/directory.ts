@@ -8,9 +8,6 @@
  * reported (a warning) the first time, then only at debug level while it
  * stays missing (kept in the run state), and its table is left as it is.
  */
-import type { Config } from '../config.js';
-import type { Knex } from '../db.js';
-import type { Logger } from '../logger.js';
 import type { PlatformClient } from '../platform/client.js';
 import { AuthError, PlatformError, RateLimitError, TransportError } from '../platform/errors.js';
 import {
@@ -20,7 +17,7 @@ import {
   type DirectorySyncResult,
   type DirectoryTableSpec,
 } from '../mirror/directory.js';
-import { runJob } from './run-job.js';
+import { runJob, type JobDeps } from './run-job.js';
 import { finishRun, zeroCounters, type RunCounters } from '../store/runs.js';
 import { completeState, readState, writeCheckpoint } from '../store/state.js';
 
@@ -39,14 +36,7 @@ export interface DirectoryResult {
   skipped: Partial<Record<DirectoryPart, string>>;
 }
 
-interface Deps {
-  db: Knex;
-  client: PlatformClient;
-  config: Config;
-  logger: Logger;
-  waitMs?: number;
-  signal?: AbortSignal;
-}
+type Deps = JobDeps;
 
 interface DirectoryState {
   missing?: Partial<Record<DirectoryPart, string>>;

@@ -48,19 +48,17 @@
  * (pull/page-writer.ts) under the delete watch (pull/delete-watch.ts), then
  * decide the marks (pull/watermark.ts) and record the outcome.
  */
-import type { Config, ListConfig } from '../config.js';
-import type { Knex } from '../db.js';
-import type { Logger } from '../logger.js';
+import type { ListConfig } from '../config.js';
 import type { PlatformClient } from '../platform/client.js';
 import { ValidationError } from '../platform/errors.js';
-import type { FieldMeta, ItemQuery } from '../platform/types.js';
+import type { FieldMeta, Item, ItemQuery } from '../platform/types.js';
 import { coerceError } from '../errors.js';
 import { platformDate } from '../platform/dates.js';
 import { ensureMirrorTable, markListsyncWriter, readRegistry, type TableMapping, type UpsertResult } from '../mirror/index.js';
 import { FIELD_APPEARED_KINDS } from '../mirror/schema-change.js';
 import { listTitle } from './list-title.js';
 import { LIST_JOBS, listLockName } from './exclusive.js';
-import { runJob, type ActiveRun } from './run-job.js';
+import { runJob, type ActiveRun, type JobDeps } from './run-job.js';
 import { pendingConflictHandler } from './conflicts.js';
 import { describeRun, finishRun, zeroCounters, type RunCounters } from '../store/runs.js';
 import { completeState, readState, writeCheckpoint, type SyncState } from '../store/state.js';
@@ -86,18 +84,10 @@ export interface PageProgress {
   result: UpsertResult;
 }
 
-export interface PullDeps {
-  db: Knex;
-  client: PlatformClient;
-  config: Config;
-  logger: Logger;
+export interface PullDeps extends JobDeps {
   clock?: () => Date;
   onPage?: (p: PageProgress) => void;
   onPending?: PendingHandler;
-  /** Stop after the page in flight (graceful shutdown). */
-  signal?: AbortSignal;
-  /** Wait this long for another run of the list to finish instead of failing at once. */
-  waitMs?: number;
 }
 
 export interface PullResult {
@@ -453,19 +443,7 @@ async function readWindow(ctx: RunContext, cp: PullCheckpoint): Promise<ReadOutc
 async function probeStart(ctx: RunContext, cp: PullCheckpoint, query: ItemQuery): Promise<void> {
   const { deps, list } = ctx;
   // Both asked at once, and both answered before any page is asked for.
-  const [last, newest] = await Promise.all([
-    deps.client.queryItems(list.appID, list.listID, {
-      ...query,
-      Fields: [list.sortField, list.idField],
-      Sorts: [
-        { Field: list.sortField, Desc: true },
-        { Field: list.idField, Desc: true },
-      ],
-      PageIndex: 1,
-      PageSize: 1,
-    }),
-    newestModification(ctx),
-  ]);
+  const [last, newest] = await Promise.all([topItem(ctx, list.sortField, query), newestModification(ctx)]);
   const lastItem = last.items[0];
   cp.watch = {
     ...cp.watch,
@@ -478,19 +456,26 @@ async function probeStart(ctx: RunContext, cp: PullCheckpoint, query: ItemQuery)
   await writeCheckpoint(deps.db, list.name, ctx.job, { ...cp, runId: ctx.run.runId });
 }
 
+/** The item with the highest `field` (then ID) within the query's filters, and the filters' TotalCount: one item asked for. */
+function topItem(ctx: RunContext, field: string, query: ItemQuery = {}): Promise<{ items: Item[]; totalCount: number }> {
+  const { deps, list } = ctx;
+  return deps.client.queryItems(list.appID, list.listID, {
+    ...query,
+    Fields: [field, list.idField],
+    Sorts: [
+      { Field: field, Desc: true },
+      { Field: list.idField, Desc: true },
+    ],
+    PageIndex: 1,
+    PageSize: 1,
+  });
+}
+
 /** The newest cursor value on the platform now, or null when it cannot be asked or read. */
 async function newestModification(ctx: RunContext): Promise<string | null> {
-  const { deps, list } = ctx;
+  const { list } = ctx;
   try {
-    const { items } = await deps.client.queryItems(list.appID, list.listID, {
-      Fields: [list.cursorField, list.idField],
-      Sorts: [
-        { Field: list.cursorField, Desc: true },
-        { Field: list.idField, Desc: true },
-      ],
-      PageIndex: 1,
-      PageSize: 1,
-    });
+    const { items } = await topItem(ctx, list.cursorField);
     const v = items[0]?.[list.cursorField];
     return typeof v === 'string' && cursorMillis(v, ctx.zone) !== undefined ? cursorText(v, ctx.zone) : null;
   } catch (err) {

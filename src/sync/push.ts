@@ -45,24 +45,18 @@ import type { PlatformClient } from '../platform/client.js';
 import { AuthError, NotFoundError, PlatformError } from '../platform/errors.js';
 import { Operator, type Item } from '../platform/types.js';
 import { LIST_JOBS, listLockName } from './exclusive.js';
-import { runJob, type ActiveRun } from './run-job.js';
+import { runJob, type ActiveRun, type JobDeps } from './run-job.js';
 import { recordConflict } from './conflicts.js';
 import { carries, findCreated, type LostCreateSearch } from './lost-creates.js';
 import { finishRun, zeroCounters, type RunCounters } from '../store/runs.js';
 import * as outbox from '../store/outbox.js';
 import type { OutboxRow } from '../store/outbox.js';
 
-export interface PushDeps {
-  db: Knex;
-  client: PlatformClient;
-  config: Config;
-  logger: Logger;
-  waitMs?: number;
+/** `signal`: the changes in flight are finished; the rest stay pending for the next push. */
+export interface PushDeps extends JobDeps {
   clock?: () => Date;
   /** Pauses before each repeated re-read or lookup (the platform's queries may lag). Default 250, 1000, 2000 ms. */
   rereadDelaysMs?: readonly number[];
-  /** Stop after the changes in flight (graceful shutdown); the rest stay pending for the next push. */
-  signal?: AbortSignal;
 }
 
 export interface PushResult {

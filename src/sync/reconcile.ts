@@ -36,16 +36,14 @@
  * `reconcile`, rows_deleted, rows_undeleted) in the same transaction.
  */
 import { performance } from 'node:perf_hooks';
-import type { Config, ListConfig } from '../config.js';
+import type { ListConfig } from '../config.js';
 import type { Knex } from '../db.js';
-import type { Logger } from '../logger.js';
 import { LOCAL_ID_PREFIX, loadTableMapping, markListsyncWriter, upsertItems, type TableMapping } from '../mirror/index.js';
 import { closeDeletedVersions, reopenVersions } from '../mirror/history.js';
 import { pendingConflictHandler } from './conflicts.js';
-import type { PlatformClient } from '../platform/client.js';
 import { Operator, type Item, type ItemQuery } from '../platform/types.js';
 import { LIST_JOBS, listLockName } from './exclusive.js';
-import { runJob, type ActiveRun } from './run-job.js';
+import { runJob, type ActiveRun, type JobDeps } from './run-job.js';
 import { unsettledChangeExists } from '../store/outbox.js';
 import { finishRun, zeroCounters, type RunCounters } from '../store/runs.js';
 import { coerceError } from '../errors.js';
@@ -53,16 +51,8 @@ import { coerceError } from '../errors.js';
 /** IDs a sweep request asks for, and IDs a confirming In lookup sends. */
 export const RECONCILE_PAGE_SIZE = 1000;
 
-export interface ReconcileDeps {
-  db: Knex;
-  client: PlatformClient;
-  config: Config;
-  logger: Logger;
-  /** Wait this long for another run of the list to finish instead of failing at once. */
-  waitMs?: number;
-  /** Aborted on shutdown: the sweep stops and nothing is marked. */
-  signal?: AbortSignal;
-}
+/** `signal`: the sweep stops and nothing is marked. */
+export type ReconcileDeps = JobDeps;
 
 export interface ReconcileResult {
   runId: number;

@@ -31,6 +31,14 @@ export interface RunJobDeps {
   logger: Logger;
 }
 
+/** What a job's entry point takes: the above, how long to wait for a run holding the lock, and the shutdown signal. */
+export interface JobDeps extends RunJobDeps {
+  /** Wait this long for another run of the list to finish instead of failing at once. */
+  waitMs?: number;
+  /** Aborted on shutdown: the job stops at its next safe point (after the page or change in flight). */
+  signal?: AbortSignal;
+}
+
 export interface RunJobSpec {
   /** The list the run belongs to (`_users` for the users directory). */
   list: string;

@@ -1,25 +1,14 @@
 /** The users directory: POST /users/search paged into the users mirror table. */
-import type { Config } from '../config.js';
-import type { Knex } from '../db.js';
-import type { Logger } from '../logger.js';
-import type { PlatformClient } from '../platform/client.js';
 import { ensureUsersTable, upsertUsers } from '../mirror/index.js';
-import { runJob } from './run-job.js';
+import { runJob, type JobDeps } from './run-job.js';
 import { addToRun, finishRun, zeroCounters, type RunCounters } from '../store/runs.js';
 import { completeState } from '../store/state.js';
 
 export const USERS_JOB_LIST = '_users';
 const USERS_LOCK = 'users';
 
-export interface UsersDeps {
-  db: Knex;
-  client: PlatformClient;
-  config: Config;
-  logger: Logger;
-  waitMs?: number;
-  /** Stop after the page in flight (graceful shutdown); the next run reads the users again. */
-  signal?: AbortSignal;
-}
+/** `signal`: stops after the page in flight; the next run reads the users again. */
+export type UsersDeps = JobDeps;
 
 export async function pullUsers(deps: UsersDeps): Promise<{ runId: number; counters: RunCounters; stopped: boolean }> {
   const { db, client, config } = deps;
