@@ -208,7 +208,7 @@ async function copyAllNew(
   fail: (f: UpsertFailure) => void,
 ): Promise<boolean> {
   const failures: UpsertFailure[] = [];
-  const encoded = await encodeRows(mapping, rows, zone, (f) => failures.push(f));
+  const encoded = new Encoder(mapping, rows, zone, (f) => failures.push(f));
   if (!(await copyFresh(trx, sql, encoded))) return false;
   for (const f of failures) fail(f);
   result.inserted += rows.length;
@@ -256,12 +256,12 @@ async function upsertRead(
     return rowCount(res);
   };
   if (fresh.length > 0) {
-    const encoded = await encodeRows(mapping, fresh, zone, fail);
+    const encoded = new Encoder(mapping, fresh, zone, fail);
     if (await copyFresh(trx, sql, encoded)) {
       inserted = fresh.length;
       if (sql.history) for (const r of fresh) written.push(r.id);
     } else {
-      const bindings = bindingsOf(mapping, encoded);
+      const bindings = bindingsOf(mapping, await encoded.all());
       inserted = await write(sql.insert, bindings);
       // Inserted meanwhile by another writer (ON CONFLICT DO NOTHING skipped them): update those instead.
       if (inserted < fresh.length) updated += await write(sql.update, [...bindings, mapping.listName]);
@@ -271,7 +271,7 @@ async function upsertRead(
   // 3. Rows whose version moved, or that come back after a soft delete. The conditions are
   // checked again on the row itself: an unchanged item without a version is not rewritten.
   if (changed.length > 0)
-    updated += await write(sql.update, [...bindingsOf(mapping, await encodeRows(mapping, changed, zone, fail)), mapping.listName]);
+    updated += await write(sql.update, [...bindingsOf(mapping, await new Encoder(mapping, changed, zone, fail).all()), mapping.listName]);
   // 4. With history: the versions just written, in the same transaction, by one statement.
   if (sql.history && written.length > 0) await trx.raw(sql.history, [arrayLiteral(written)]);
 
@@ -309,22 +309,37 @@ function encodeRow(mapping: TableMapping, r: BatchRow, zone: string, fail: (f: U
 }
 
 /**
- * Every row encoded, letting the event loop run between slices of rows: the
- * rate limiter's timers (and whatever else shares the process) stay on time
- * while a page is converted.
+ * A batch's rows encoded on demand, once each, in slices: the COPY streams
+ * each slice to PostgreSQL as soon as it is encoded (the server parses one
+ * slice while the next is converted), and the event loop runs between
+ * slices, so the rate limiter's timers (and whatever else shares the
+ * process) stay on time while a page is converted.
  */
-async function encodeRows(
-  mapping: TableMapping,
-  rows: readonly BatchRow[],
-  zone: string,
-  fail: (f: UpsertFailure) => void,
-): Promise<(string | null)[][]> {
-  const out: (string | null)[][] = [];
-  for (let i = 0; i < rows.length; i++) {
-    if (i > 0 && i % ROWS_PER_SLICE === 0) await yieldToEventLoop();
-    out.push(encodeRow(mapping, rows[i]!, zone, fail));
+class Encoder {
+  readonly values: (string | null)[][] = [];
+
+  constructor(
+    private readonly mapping: TableMapping,
+    readonly rows: readonly BatchRow[],
+    private readonly zone: string,
+    private readonly fail: (f: UpsertFailure) => void,
+  ) {}
+
+  /** The next slice of rows encoded (first index, end); null when every row is. */
+  async next(): Promise<[number, number] | null> {
+    const start = this.values.length;
+    if (start >= this.rows.length) return null;
+    if (start > 0) await yieldToEventLoop();
+    const end = Math.min(this.rows.length, start + ROWS_PER_SLICE);
+    for (let i = start; i < end; i++) this.values.push(encodeRow(this.mapping, this.rows[i]!, this.zone, this.fail));
+    return [start, end];
   }
-  return out;
+
+  /** Every row's values (the ones not encoded yet are encoded now). */
+  async all(): Promise<(string | null)[][]> {
+    while (await this.next());
+    return this.values;
+  }
 }
 
 /** Rows converted between two turns of the event loop (a few milliseconds of work). */
@@ -354,23 +369,15 @@ function bindingsOf(mapping: TableMapping, encoded: readonly (string | null)[][]
  * caller inserts with ON CONFLICT DO NOTHING instead. Returns whether the
  * COPY wrote every row.
  */
-async function copyFresh(trx: Knex.Transaction, sql: Statements, encoded: readonly (string | null)[][]): Promise<boolean> {
+async function copyFresh(trx: Knex.Transaction, sql: Statements, encoded: Encoder): Promise<boolean> {
   const now = ((await trx.raw(`savepoint ${COPY_SAVEPOINT}; select now()::text as now`)) as { rows: { now: string }[] }[])[1]!.rows[0]!.now;
   const synced = copyField(now);
-  const last = sql.copyEscapes.length - 1;
-  let text = '';
-  for (const values of encoded) {
-    for (let i = 0; i < last; i++) {
-      const v = values[i]!;
-      text += `${v === null ? '\\N' : sql.copyEscapes[i] ? copyField(v) : v}\t`;
-    }
-    // `_raw` is JSON.stringify's text: no raw tab or line break can be in it, only backslashes.
-    const raw = values[last]!;
-    text += `${raw.includes('\\') ? raw.replaceAll('\\', '\\\\') : raw}\t${synced}\n`;
+  async function* lines(): AsyncGenerator<string> {
+    for (let slice = await encoded.next(); slice; slice = await encoded.next()) yield copyLines(sql, encoded.values, slice, synced);
   }
   try {
     const connection = (await trx.client.acquireConnection()) as pg.Client;
-    await pipeline(Readable.from([text]), connection.query(copyFrom(sql.copy)));
+    await pipeline(Readable.from(lines(), { objectMode: false, highWaterMark: COPY_AHEAD_BYTES }), connection.query(copyFrom(sql.copy)));
   } catch (err) {
     if (pgCode(err) !== PG.uniqueViolation) throw err;
     await trx.raw(`rollback to savepoint ${COPY_SAVEPOINT}`);
@@ -379,6 +386,26 @@ async function copyFresh(trx: Knex.Transaction, sql: Statements, encoded: readon
   await trx.raw(`release savepoint ${COPY_SAVEPOINT}`);
   return true;
 }
+
+/** COPY text of rows [start, end), each ending with `_synced_at`. */
+function copyLines(sql: Statements, rows: readonly (string | null)[][], [start, end]: [number, number], synced: string): string {
+  const last = sql.copyEscapes.length - 1;
+  let text = '';
+  for (let r = start; r < end; r++) {
+    const values = rows[r]!;
+    for (let i = 0; i < last; i++) {
+      const v = values[i]!;
+      text += `${v === null ? '\\N' : sql.copyEscapes[i] ? copyField(v) : v}\t`;
+    }
+    // `_raw` is JSON.stringify's text: no raw tab or line break can be in it, only backslashes.
+    const raw = values[last]!;
+    text += `${raw.includes('\\') ? raw.replaceAll('\\', '\\\\') : raw}\t${synced}\n`;
+  }
+  return text;
+}
+
+/** COPY text encoded ahead of what the connection has taken (about two slices). */
+const COPY_AHEAD_BYTES = 256 * 1024;
 
 const COPY_SAVEPOINT = 'listsync_copy';
 /** Column kinds whose converted values are digits, signs, separators and `t`/`f` only. */

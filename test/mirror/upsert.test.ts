@@ -203,6 +203,35 @@ describe('upsertItems', () => {
     expect(await rowOf(600)).toMatchObject({ row_version: 2, title: 'newer' });
   });
 
+  it('falls back cleanly when another writer commits one of a large batch while the COPY is streaming', async () => {
+    const other = await t.db.transaction();
+    try {
+      expect(await upsertItems(other, m, [orderItem(20_010, 1)], ZONE)).toMatchObject({ inserted: 1 });
+      // 1000 new rows: the COPY waits at the 11th for the other transaction while later slices are still being sent.
+      const sent = items(20_000, 21_000, 2).map((it, i) => (i === 900 ? { ...it, Amount: 'abc' } : it));
+      const mine = upsertItems(t.db, m, sent, ZONE);
+      await waitForLockWait();
+      await other.commit();
+      const r = await mine;
+      expect(r).toMatchObject({ inserted: 999, updated: 1, unchanged: 0, failedValues: 1 });
+      expect(r.failures).toEqual([{ id: orderId(20_900), field: 'Amount', raw: 'abc' }]);
+    } finally {
+      if (!other.isCompleted()) await other.rollback();
+    }
+    expect(await rowOf(20_010)).toMatchObject({ row_version: 2 });
+    expect(
+      Number(
+        (
+          await t
+            .db('orders')
+            .withSchema('mirror')
+            .whereBetween('id', [orderId(20_000), orderId(20_999)])
+            .count({ n: '*' })
+        )[0]!.n,
+      ),
+    ).toBe(1000);
+  });
+
   it('keeps odd text intact (quotes, backslashes, braces) and survives what jsonb refuses (NUL, lone surrogates)', async () => {
     const odd = orderItem(500, 1, {
       Title: 'a "quoted" \\ back{slash},',
@@ -282,6 +311,14 @@ describe('upsertItems with expectNew (a first load: copied in before anything is
     expect((await rowOf(8101))._deleted_at).toBeNull();
     expect((await rowOf(8102)).row_version).toBe(1);
     expect((await rowOf(8104)).title).toBe('Order 8104');
+  });
+  it('undoes a large copy when a stored ID turns up past its first slice, and counts each failed value once', async () => {
+    await upsertItems(t.db, m, [orderItem(30_700, 1)], ZONE);
+    const sent = items(30_000, 31_000).map((it, i) => (i === 100 || i === 950 ? { ...it, Amount: 'abc' } : it));
+    const r = await t.db.transaction((trx) => upsertItems(trx, m, sent, ZONE, { expectNew: true }));
+    expect(r).toMatchObject({ inserted: 999, updated: 0, unchanged: 1, failedValues: 2 });
+    expect(r.failures.map((f) => f.id)).toEqual([orderId(30_100), orderId(30_950)]);
+    expect(await rowOf(30_999)).toMatchObject({ row_version: 1, title: 'Order 30999' });
   });
 });
 
