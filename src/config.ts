@@ -145,10 +145,11 @@ const configSchema = z
           .default('mirror'),
         poolMax: positiveInt.max(100).default(10),
         /**
-         * Pages a pull writes at once. 2 converts the next page while PostgreSQL writes one: ~27% faster
-         * backfills, but a 1,000,000-item backfill then peaks near or over 300 MB (npm run bench).
+         * Pages a pull writes at once, each on its own connection. 2 converts the next page while PostgreSQL
+         * writes one: ~40% faster backfills than 1 on two cores, and a 1,000,000-item backfill still peaks
+         * under 300 MB (npm run bench pipeline backfill-memory). 1 keeps a pull to one connection.
          */
-        pageWriters: positiveInt.max(4).default(1),
+        pageWriters: positiveInt.max(4).default(2),
         /** Schema of the live (and history) views, one per list; null turns them off. */
         reportingSchema: identifier.nullable().default('reporting'),
       })
