@@ -4,8 +4,11 @@
  * number of set-based statements, never one per row:
  *
  * 1. one read of the stored state of the batch's ids (version, soft delete,
- *    open local change), through the primary key and the outbox's index;
- * 2. one `INSERT ... SELECT FROM unnest(...)` for the ids not stored yet;
+ *    open local change), through the primary key and the outbox's index
+ *    (skipped while a first load finds only new rows: see `expectNew`);
+ * 2. one `COPY ... FROM STDIN` for the ids not stored yet, streamed a slice
+ *    of rows at a time (`INSERT ... ON CONFLICT DO NOTHING` from unnest(...)
+ *    when another writer inserted one of them meanwhile);
  * 3. one `UPDATE ... FROM unnest(...)` for the rows whose version moved (or
  *    that come back after a soft delete).
  *
@@ -364,10 +367,11 @@ function bindingsOf(mapping: TableMapping, encoded: readonly (string | null)[][]
 
 /**
  * New rows by COPY, the cheapest way into PostgreSQL (no statement to plan,
- * no arrays to unpack). In a savepoint: when another writer inserted one of
- * the ids meanwhile (a unique violation), only the COPY is undone and the
- * caller inserts with ON CONFLICT DO NOTHING instead. Returns whether the
- * COPY wrote every row.
+ * no arrays to unpack), each slice sent as soon as it is encoded. In a
+ * savepoint: when another writer inserted one of the ids meanwhile (a unique
+ * violation, which may arrive while later slices are still being sent), only
+ * the COPY is undone and the caller inserts with ON CONFLICT DO NOTHING
+ * instead. Returns whether the COPY wrote every row.
  */
 async function copyFresh(trx: Knex.Transaction, sql: Statements, encoded: Encoder): Promise<boolean> {
   const now = ((await trx.raw(`savepoint ${COPY_SAVEPOINT}; select now()::text as now`)) as { rows: { now: string }[] }[])[1]!.rows[0]!.now;
