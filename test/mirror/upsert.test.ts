@@ -266,6 +266,15 @@ describe('upsertItems', () => {
     expect(row).toMatchObject({ title: odd.Title, notes: '\\N', status: 'ends with a backslash \\', tags: ['a\\b', 'c\td'] });
     expect(row._raw).toEqual(odd);
   });
+  it('writes text in any script into new rows byte for byte (3- and 4-byte UTF-8, a value made only of them)', async () => {
+    const wide = '订单'.repeat(2000);
+    const odd = orderItem(520, 1, { Title: '客户 «Ünïcødé» 🚚 ₹', Notes: wide, Status: '🙂', Customer: 'ｆｕｌｌ\twidth' });
+    expect(await upsertItems(t.db, m, [odd, orderItem(521, 1)], ZONE, { expectNew: true })).toMatchObject({ inserted: 2, failedValues: 0 });
+    const row = await rowOf(520);
+    expect(row).toMatchObject({ title: odd.Title, notes: wide, status: '🙂', customer: 'ｆｕｌｌ\twidth' });
+    expect(row._raw).toEqual(odd);
+    expect(await rowOf(521)).toMatchObject({ title: 'Order 521' });
+  });
 });
 
 describe('upsertItems with expectNew (a first load: copied in before anything is read)', () => {
