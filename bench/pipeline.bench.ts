@@ -7,7 +7,9 @@
  * Also prints what it costs: CPU seconds per 1,000,000 items of listsync
  * (process.cpuUsage) and of PostgreSQL (the server processes' own CPU time
  * from /proc, when the server runs on this machine), and of the emulator,
- * which runs in a child process.
+ * which runs in a child process. Where the time goes: how busy listsync's
+ * main thread was (event-loop utilization) and how many of the machine's
+ * cores the three processes used together.
  *
  *   BENCH_PIPELINE_ITEMS=200000 npm run bench pipeline
  */
@@ -26,10 +28,12 @@ export default async function run(): Promise<Record<string, string | number>> {
     const pgBefore = postgresCpuSeconds();
     const emuBefore = processCpuSeconds(emu.child.pid);
     const cpuBefore = process.cpuUsage();
+    const eluBefore = performance.eventLoopUtilization();
     const started = performance.now();
     const r = await pullList({ db: b.db, client, config, logger: silentLogger() }, config.lists[0]!);
     const seconds = (performance.now() - started) / 1000;
     const cpu = process.cpuUsage(cpuBefore);
+    const elu = performance.eventLoopUtilization(eluBefore);
     const pgCpu = pgBefore === undefined ? undefined : (postgresCpuSeconds() ?? pgBefore) - pgBefore;
     const emuCpu = emuBefore === undefined ? undefined : (processCpuSeconds(emu.child.pid) ?? emuBefore) - emuBefore;
     await client.close();
@@ -49,11 +53,20 @@ export default async function run(): Promise<Record<string, string | number>> {
       'listsync CPU s per 1M items': perMillion((cpu.user + cpu.system) / 1e6),
       'PostgreSQL CPU s per 1M items': perMillion(pgCpu),
       'emulator CPU s per 1M items': perMillion(emuCpu),
+      'listsync main thread busy (event-loop utilization)': Number(elu.utilization.toFixed(3)),
+      'cores used by listsync, PostgreSQL and the emulator together': coresUsed([(cpu.user + cpu.system) / 1e6, pgCpu, emuCpu], seconds),
     };
   } finally {
     await emu.stop();
     await b.drop();
   }
+}
+
+/** CPU seconds of every process over the wall time; 'n/a' when one of them could not be measured. */
+function coresUsed(cpuSeconds: (number | undefined)[], wallSeconds: number): number | string {
+  if (cpuSeconds.some((s) => s === undefined)) return 'n/a (a process could not be measured)';
+  const total = cpuSeconds.reduce<number>((sum, s) => sum + s!, 0);
+  return Number((total / wallSeconds).toFixed(2));
 }
 
 const TICKS_PER_SECOND = 100;
