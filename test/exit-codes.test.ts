@@ -71,10 +71,12 @@ describe('exit codes', () => {
     ['conflicts, bad id', () => [files.good, ['conflicts', 'show', 'x'], GOOD()], 2],
   ];
 
-  it.each(cases)('%s exits %d', async (_name, make, code) => {
-    const [file, args, env] = make();
-    const r = await runCli(['--config', file, ...args], { env, cwd: w.cwd });
-    expect(r.code, r.stdout + r.stderr).toBe(code);
-    if (code !== 0) expect((r.stdout + r.stderr).trim().length).toBeGreaterThan(0);
-  });
+  for (const [name, make, code] of cases) {
+    it(`${name} exits ${code}`, async () => {
+      const [file, args, env] = make();
+      const r = await runCli(['--config', file, ...args], { env, cwd: w.cwd });
+      expect(r.code, r.stdout + r.stderr).toBe(code);
+      if (code !== 0) expect((r.stdout + r.stderr).trim().length).toBeGreaterThan(0);
+    });
+  }
 });
