@@ -323,7 +323,7 @@ class Encoder {
 
   constructor(
     private readonly mapping: TableMapping,
-    readonly rows: readonly BatchRow[],
+    private readonly rows: readonly BatchRow[],
     private readonly zone: string,
     private readonly fail: (f: UpsertFailure) => void,
   ) {}

@@ -51,3 +51,12 @@ export function orderItem(n: number, version = 1, overrides: Partial<Item> = {})
 }
 
 export const ORDERS_LIST = { name: 'orders', appID: 'app1', listID: 'list1', table: 'orders' };
+
+/** `ensureMirrorTable` options for the orders list in schema `mirror` (its fields, or others given). */
+export const ordersTable = (fields: FieldMeta[] = ORDERS_FIELDS) => ({
+  schema: 'mirror',
+  list: ORDERS_LIST,
+  fields,
+  idField: 'ListDataID',
+  versionField: 'RowVersion',
+});

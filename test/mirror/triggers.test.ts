@@ -11,23 +11,15 @@ import {
 } from '../../src/mirror/index.js';
 import type { FieldMeta } from '../../src/platform/types.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
-import { ORDERS_FIELDS, ORDERS_LIST, orderId, orderItem } from './fixtures.js';
+import { ORDERS_FIELDS, orderId, orderItem, ordersTable } from './fixtures.js';
 
 const ZONE = 'America/New_York';
 let t: TestDatabase;
 let m: TableMapping;
 
-const options = (fields: FieldMeta[]) => ({
-  schema: 'mirror',
-  list: ORDERS_LIST,
-  fields,
-  idField: 'ListDataID',
-  versionField: 'RowVersion',
-});
-
 beforeAll(async () => {
   t = await createTestDatabase();
-  m = await ensureMirrorTable(t.db, options(ORDERS_FIELDS));
+  m = await ensureMirrorTable(t.db, ordersTable());
 });
 afterAll(async () => t?.drop());
 
@@ -171,10 +163,10 @@ describe('change capture', () => {
       ...ORDERS_FIELDS.filter((f) => f.FieldName !== 'Notes'),
       { FieldName: 'Priority', FieldType: 'Text', Type: 'radio' },
     ];
-    const evolved = await ensureMirrorTable(t.db, options(fields));
+    const evolved = await ensureMirrorTable(t.db, ordersTable(fields));
     await t.db.raw(`update mirror.orders set priority = 'high', notes = 'ignored' where id = ?`, [orderId(1)]);
     expect((await outbox())[0]!.changes).toEqual({ priority: 'high' });
-    m = await ensureMirrorTable(t.db, options(ORDERS_FIELDS));
+    m = await ensureMirrorTable(t.db, ordersTable());
     expect(evolved.removedColumns.map((c) => c.column)).toEqual(['notes']);
   });
 });

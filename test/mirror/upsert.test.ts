@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureMirrorTable, ensureUsersTable, toPlatform, upsertItems, upsertUsers, type TableMapping } from '../../src/mirror/index.js';
+import type { Item } from '../../src/platform/types.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
-import { ORDERS_FIELDS, ORDERS_LIST, orderId, orderItem } from './fixtures.js';
+import { orderId, orderItem, ordersTable } from './fixtures.js';
 
 const ZONE = 'Asia/Shanghai';
 let t: TestDatabase;
@@ -9,13 +10,7 @@ let m: TableMapping;
 
 beforeAll(async () => {
   t = await createTestDatabase();
-  m = await ensureMirrorTable(t.db, {
-    schema: 'mirror',
-    list: ORDERS_LIST,
-    fields: ORDERS_FIELDS,
-    idField: 'ListDataID',
-    versionField: 'RowVersion',
-  });
+  m = await ensureMirrorTable(t.db, ordersTable());
 });
 afterAll(async () => t?.drop());
 
@@ -37,6 +32,33 @@ async function waitForLockWait(): Promise<void> {
   }
   throw new Error('the second writer never waited for the first');
 }
+/**
+ * Another transaction writes `first` and holds it while `mine` runs into it (a lock wait on the same
+ * ID), then commits: `mine` sees the row appear in the middle of its write. Returns what `mine` did.
+ */
+async function whileAnotherWriterInserts<T>(first: Item, mine: () => Promise<T>): Promise<T> {
+  const other = await t.db.transaction();
+  try {
+    expect(await upsertItems(other, m, [first], ZONE)).toMatchObject({ inserted: 1 });
+    const pending = mine();
+    await waitForLockWait();
+    await other.commit();
+    return await pending;
+  } finally {
+    if (!other.isCompleted()) await other.rollback();
+  }
+}
+/** Rows stored for orders from..to (inclusive). */
+const storedBetween = async (from: number, to: number): Promise<number> =>
+  Number(
+    (
+      await t
+        .db('orders')
+        .withSchema('mirror')
+        .whereBetween('id', [orderId(from), orderId(to)])
+        .count({ n: '*' })
+    )[0]!.n,
+  );
 const outboxCount = async () => Number((await t.db('outbox').withSchema('listsync').count({ n: '*' }))[0]!.n);
 
 describe('upsertItems', () => {
@@ -185,51 +207,24 @@ describe('upsertItems', () => {
   it('splits large inputs into batches within one call', async () => {
     const r = await upsertItems(t.db, m, items(1000, 3500), ZONE);
     expect(r).toMatchObject({ inserted: 2500, updated: 0, unchanged: 0 });
-    expect(Number((await t.db('orders').withSchema('mirror').where('id', '>=', orderId(1000)).count({ n: '*' }))[0]!.n)).toBe(2500);
+    expect(await storedBetween(1000, 3499)).toBe(2500);
   });
 
   it('copes with another writer inserting the same item at the same time', async () => {
-    const other = await t.db.transaction();
-    try {
-      expect(await upsertItems(other, m, [orderItem(600, 1)], ZONE)).toMatchObject({ inserted: 1 });
-      // This one reads "not stored yet", then its insert waits for the other transaction.
-      const mine = upsertItems(t.db, m, [orderItem(600, 2, { Title: 'newer' })], ZONE);
-      await waitForLockWait();
-      await other.commit();
-      expect(await mine).toMatchObject({ inserted: 0, updated: 1, unchanged: 0 });
-    } finally {
-      if (!other.isCompleted()) await other.rollback();
-    }
+    // This one reads "not stored yet", then its insert waits for the other transaction.
+    const r = await whileAnotherWriterInserts(orderItem(600, 1), () => upsertItems(t.db, m, [orderItem(600, 2, { Title: 'newer' })], ZONE));
+    expect(r).toMatchObject({ inserted: 0, updated: 1, unchanged: 0 });
     expect(await rowOf(600)).toMatchObject({ row_version: 2, title: 'newer' });
   });
 
   it('falls back cleanly when another writer commits one of a large batch while the COPY is streaming', async () => {
-    const other = await t.db.transaction();
-    try {
-      expect(await upsertItems(other, m, [orderItem(20_010, 1)], ZONE)).toMatchObject({ inserted: 1 });
-      // 1000 new rows: the COPY waits at the 11th for the other transaction while later slices are still being sent.
-      const sent = items(20_000, 21_000, 2).map((it, i) => (i === 900 ? { ...it, Amount: 'abc' } : it));
-      const mine = upsertItems(t.db, m, sent, ZONE);
-      await waitForLockWait();
-      await other.commit();
-      const r = await mine;
-      expect(r).toMatchObject({ inserted: 999, updated: 1, unchanged: 0, failedValues: 1 });
-      expect(r.failures).toEqual([{ id: orderId(20_900), field: 'Amount', raw: 'abc' }]);
-    } finally {
-      if (!other.isCompleted()) await other.rollback();
-    }
+    // 1000 new rows: the COPY waits at the 11th for the other transaction while later slices are still being sent.
+    const sent = items(20_000, 21_000, 2).map((it, i) => (i === 900 ? { ...it, Amount: 'abc' } : it));
+    const r = await whileAnotherWriterInserts(orderItem(20_010, 1), () => upsertItems(t.db, m, sent, ZONE));
+    expect(r).toMatchObject({ inserted: 999, updated: 1, unchanged: 0, failedValues: 1 });
+    expect(r.failures).toEqual([{ id: orderId(20_900), field: 'Amount', raw: 'abc' }]);
     expect(await rowOf(20_010)).toMatchObject({ row_version: 2 });
-    expect(
-      Number(
-        (
-          await t
-            .db('orders')
-            .withSchema('mirror')
-            .whereBetween('id', [orderId(20_000), orderId(20_999)])
-            .count({ n: '*' })
-        )[0]!.n,
-      ),
-    ).toBe(1000);
+    expect(await storedBetween(20_000, 20_999)).toBe(1000);
   });
 
   it('keeps odd text intact (quotes, backslashes, braces) and survives what jsonb refuses (NUL, lone surrogates)', async () => {

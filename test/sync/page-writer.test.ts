@@ -10,19 +10,13 @@ import { startRun } from '../../src/store/runs.js';
 import { readState } from '../../src/store/state.js';
 import { PageWriter } from '../../src/sync/pull/page-writer.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
-import { ORDERS_FIELDS, ORDERS_LIST, orderItem } from '../mirror/fixtures.js';
+import { orderItem, ordersTable } from '../mirror/fixtures.js';
 
 let t: TestDatabase;
 let mapping: TableMapping;
 beforeAll(async () => {
   t = await createTestDatabase();
-  mapping = await ensureMirrorTable(t.db, {
-    schema: 'mirror',
-    list: ORDERS_LIST,
-    fields: ORDERS_FIELDS,
-    idField: 'ListDataID',
-    versionField: 'RowVersion',
-  });
+  mapping = await ensureMirrorTable(t.db, ordersTable());
 });
 afterAll(async () => t?.drop());
 
