@@ -26,7 +26,8 @@ const ESCAPE_CHARS = /["\\]/g;
  * they become U+FFFD. `changed` says whether anything was replaced.
  */
 export function jsonbSafe(json: string): { json: string; changed: boolean } {
-  if (!json.includes('\\u0000') && !/\\u[dD][89a-fA-F]/.test(json)) return { json, changed: false };
+  // One scan for the common case: no \u escape at all (JSON.stringify writes one only for control characters and lone surrogates).
+  if (!json.includes('\\u') || (!json.includes('\\u0000') && !/\\u[dD][89a-fA-F]/.test(json))) return { json, changed: false };
   // An escape counts only after an even number of backslashes ("\\u0000" is a backslash and "u0000").
   const out = json.replace(/(?<!\\)((?:\\\\)*)\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})/g, '$1\\ufffd');
   return { json: out, changed: out !== json };

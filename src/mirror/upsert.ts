@@ -44,7 +44,7 @@ import { qualifiedName, quoteIdent } from './naming.js';
 import { arrayLiteral, jsonbSafe } from './pg-text.js';
 import { historyStatement } from './history.js';
 import { FIXED_COLUMNS, type TableMapping } from './table-mapping.js';
-import { withListsyncWriter } from './writer.js';
+import { inTransaction, isMarked, markListsyncWriter, noteMarked, withListsyncWriter, WRITER_MARK } from './writer.js';
 
 export { markListsyncWriter, withListsyncWriter } from './writer.js';
 
@@ -111,7 +111,9 @@ export interface UpsertOptions {
  * Upserts platform items into the mirror table. `db` may be a transaction
  * (recommended: the caller's page + checkpoint transaction) or a Knex, in
  * which case the batches run in a transaction of their own. Either way the
- * transaction is marked as listsync's own write first.
+ * transaction is marked as listsync's own write before anything is written
+ * (by the first statement of a batch that is copied in, so the mark costs no
+ * round trip of its own).
  */
 export async function upsertItems(
   db: Db,
@@ -123,7 +125,7 @@ export async function upsertItems(
   const result = emptyUpsertResult();
   if (items.length === 0) return result;
   const sql = statementsFor(mapping);
-  await withListsyncWriter(db, async (trx) => {
+  await inTransaction(db, async (trx) => {
     let expectNew = options.expectNew ?? false;
     for (let start = 0; start < items.length; start += UPSERT_BATCH_SIZE) {
       const batch = items.slice(start, start + UPSERT_BATCH_SIZE);
@@ -167,6 +169,7 @@ async function upsertBatch(
   const byId = batchRows(mapping, items, result, fail);
   if (byId.size === 0) return;
   if (expectNew && (await copyAllNew(trx, mapping, sql, [...byId.values()], zone, result, fail))) return;
+  await markListsyncWriter(trx);
   await upsertRead(trx, mapping, sql, byId, zone, result, fail);
 }
 
@@ -333,7 +336,7 @@ class Encoder {
     const start = this.values.length;
     if (start >= this.rows.length) return null;
     if (start > 0) await yieldToEventLoop();
-    const end = Math.min(this.rows.length, start + ROWS_PER_SLICE);
+    const end = Math.min(this.rows.length, start + sliceSize(start));
     for (let i = start; i < end; i++) this.values.push(encodeRow(this.mapping, this.rows[i]!, this.zone, this.fail));
     return [start, end];
   }
@@ -345,8 +348,16 @@ class Encoder {
   }
 }
 
-/** Rows converted between two turns of the event loop (a few milliseconds of work). */
-const ROWS_PER_SLICE = 200;
+/**
+ * Rows converted between two turns of the event loop: a small first slice, so
+ * that PostgreSQL has rows to parse early, then doubling up to 200 (a few
+ * milliseconds of work), so that later slices cost few turns.
+ */
+function sliceSize(start: number): number {
+  return Math.min(MAX_ROWS_PER_SLICE, Math.max(FIRST_SLICE_ROWS, start));
+}
+const FIRST_SLICE_ROWS = 25;
+const MAX_ROWS_PER_SLICE = 200;
 const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /** The bindings shared by the insert and the update: one array per column, raw documents joined by U+001E. */
@@ -372,9 +383,17 @@ function bindingsOf(mapping: TableMapping, encoded: readonly (string | null)[][]
  * violation, which may arrive while later slices are still being sent), only
  * the COPY is undone and the caller inserts with ON CONFLICT DO NOTHING
  * instead. Returns whether the COPY wrote every row.
+ *
+ * One round trip before the COPY: the writer mark (when the transaction does
+ * not carry it yet), the savepoint and the time for `_synced_at` go together.
+ * The savepoint is not released: it ends with the transaction, and releasing
+ * it would cost a round trip per page for nothing.
  */
 async function copyFresh(trx: Knex.Transaction, sql: Statements, encoded: Encoder): Promise<boolean> {
-  const now = ((await trx.raw(`savepoint ${COPY_SAVEPOINT}; select now()::text as now`)) as { rows: { now: string }[] }[])[1]!.rows[0]!.now;
+  const mark = isMarked(trx) ? '' : `${WRITER_MARK}; `;
+  const results = (await trx.raw(`${mark}savepoint ${COPY_SAVEPOINT}; select now()::text as now`)) as { rows: { now: string }[] }[];
+  noteMarked(trx);
+  const now = results.at(-1)!.rows[0]!.now;
   const synced = copyField(now);
   async function* lines(): AsyncGenerator<string> {
     for (let slice = await encoded.next(); slice; slice = await encoded.next()) yield copyLines(sql, encoded.values, slice, synced);
@@ -387,7 +406,6 @@ async function copyFresh(trx: Knex.Transaction, sql: Statements, encoded: Encode
     await trx.raw(`rollback to savepoint ${COPY_SAVEPOINT}`);
     return false;
   }
-  await trx.raw(`release savepoint ${COPY_SAVEPOINT}`);
   return true;
 }
 

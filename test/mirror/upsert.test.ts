@@ -318,11 +318,33 @@ describe('upsertItems with expectNew (a first load: copied in before anything is
   });
   it('undoes a large copy when a stored ID turns up past its first slice, and counts each failed value once', async () => {
     await upsertItems(t.db, m, [orderItem(30_700, 1)], ZONE);
+    const outboxBefore = await outboxCount();
     const sent = items(30_000, 31_000).map((it, i) => (i === 100 || i === 950 ? { ...it, Amount: 'abc' } : it));
     const r = await t.db.transaction((trx) => upsertItems(trx, m, sent, ZONE, { expectNew: true }));
     expect(r).toMatchObject({ inserted: 999, updated: 0, unchanged: 1, failedValues: 2 });
     expect(r.failures.map((f) => f.id)).toEqual([orderId(30_100), orderId(30_950)]);
     expect(await rowOf(30_999)).toMatchObject({ row_version: 1, title: 'Order 30999' });
+    // The writer mark came before the savepoint the undone COPY rolled back to: the rows written
+    // after it are still listsync's own, not local creates waiting to be pushed.
+    expect(await outboxCount()).toBe(outboxBefore);
+  });
+
+  it('costs one round trip before the COPY of a first-load batch (writer mark, savepoint and time together) and none after it', async () => {
+    const statements: string[] = [];
+    const onQuery = (q: { sql: string }): void => void statements.push(q.sql);
+    t.db.on('query', onQuery);
+    try {
+      const r = await t.db.transaction((trx) => upsertItems(trx, m, items(32_000, 33_000), ZONE, { expectNew: true }));
+      expect(r).toMatchObject({ inserted: 1000, updated: 0, unchanged: 0 });
+    } finally {
+      t.db.removeListener('query', onQuery);
+    }
+    expect(statements.map((s) => s.replace(/\s+/g, ' ').trim())).toEqual([
+      'BEGIN;',
+      "select set_config('listsync.writer', 'on', true); savepoint listsync_copy; select now()::text as now",
+      'COMMIT;',
+    ]);
+    expect(await storedBetween(32_000, 32_999)).toBe(1000);
   });
 });
 

@@ -50,6 +50,7 @@ describe('parseJson fast path', () => {
     expect(parseJson('{"a":"x:12345678901234567890"}')).toEqual({ a: 'x:12345678901234567890' });
     expect(parseJson('[ 12345678901234567890 ]')).toEqual(['12345678901234567890']);
     expect(parseJson('12345678901234567890')).toBe('12345678901234567890');
+    expect(parseJson(' \n-12345678901234567890')).toBe('-12345678901234567890');
     expect(parseJson('{"a" :\n 1234567890123456789}')).toEqual({ a: '1234567890123456789' });
   });
 });
