@@ -43,6 +43,7 @@ import { USERS_COLUMNS } from './ddl.js';
 import { qualifiedName, quoteIdent } from './naming.js';
 import { arrayLiteral, jsonbSafe } from './pg-text.js';
 import { historyStatement } from './history.js';
+import { RawJsonWriter } from './raw-json.js';
 import { FIXED_COLUMNS, type TableMapping } from './table-mapping.js';
 import { inTransaction, isMarked, markListsyncWriter, noteMarked, withListsyncWriter, WRITER_MARK } from './writer.js';
 
@@ -295,7 +296,13 @@ function rowCount(res: unknown): number {
  * One row's values in the order of `FIXED_COLUMNS` id, row version, created,
  * modified, then the mapped columns, then `_raw`: SQL text, or null.
  */
-function encodeRow(mapping: TableMapping, r: BatchRow, zone: string, fail: (f: UpsertFailure) => void): (string | null)[] {
+function encodeRow(
+  mapping: TableMapping,
+  r: BatchRow,
+  zone: string,
+  raw: RawJsonWriter,
+  fail: (f: UpsertFailure) => void,
+): (string | null)[] {
   const out: (string | null)[] = [
     r.id,
     r.versionText,
@@ -310,7 +317,7 @@ function encodeRow(mapping: TableMapping, r: BatchRow, zone: string, fail: (f: U
       out.push(null);
     } else out.push(v);
   }
-  out.push(rawJson(r, fail));
+  out.push(rawJson(r, raw, fail));
   return out;
 }
 
@@ -323,6 +330,9 @@ function encodeRow(mapping: TableMapping, r: BatchRow, zone: string, fail: (f: U
  */
 class Encoder {
   readonly values: (string | null)[][] = [];
+  /** Per row: whether its `_raw` text may hold a backslash (COPY's text format doubles them). */
+  readonly rawBackslashes: boolean[] = [];
+  private readonly raw = new RawJsonWriter();
 
   constructor(
     private readonly mapping: TableMapping,
@@ -337,7 +347,10 @@ class Encoder {
     if (start >= this.rows.length) return null;
     if (start > 0) await yieldToEventLoop();
     const end = Math.min(this.rows.length, start + sliceSize(start));
-    for (let i = start; i < end; i++) this.values.push(encodeRow(this.mapping, this.rows[i]!, this.zone, this.fail));
+    for (let i = start; i < end; i++) {
+      this.values.push(encodeRow(this.mapping, this.rows[i]!, this.zone, this.raw, this.fail));
+      this.rawBackslashes.push(this.raw.lastHadBackslash);
+    }
     return [start, end];
   }
 
@@ -396,7 +409,7 @@ async function copyFresh(trx: Knex.Transaction, sql: Statements, encoded: Encode
   const now = results.at(-1)!.rows[0]!.now;
   const synced = copyField(now);
   async function* lines(): AsyncGenerator<string> {
-    for (let slice = await encoded.next(); slice; slice = await encoded.next()) yield copyLines(sql, encoded.values, slice, synced);
+    for (let slice = await encoded.next(); slice; slice = await encoded.next()) yield copyLines(sql, encoded, slice, synced);
   }
   try {
     const connection = (await trx.client.acquireConnection()) as pg.Client;
@@ -410,18 +423,19 @@ async function copyFresh(trx: Knex.Transaction, sql: Statements, encoded: Encode
 }
 
 /** COPY text of rows [start, end), each ending with `_synced_at`. */
-function copyLines(sql: Statements, rows: readonly (string | null)[][], [start, end]: [number, number], synced: string): string {
+function copyLines(sql: Statements, encoded: Encoder, [start, end]: [number, number], synced: string): string {
   const last = sql.copyEscapes.length - 1;
   let text = '';
   for (let r = start; r < end; r++) {
-    const values = rows[r]!;
+    const values = encoded.values[r]!;
     for (let i = 0; i < last; i++) {
       const v = values[i]!;
       text += `${v === null ? '\\N' : sql.copyEscapes[i] ? copyField(v) : v}\t`;
     }
-    // `_raw` is JSON.stringify's text: no raw tab or line break can be in it, only backslashes.
+    // `_raw` is JSON text: no raw tab or line break can be in it, only backslashes, and the
+    // encoder knows which rows have none (scanning would cost a copy of each row's text).
     const raw = values[last]!;
-    text += `${raw.includes('\\') ? raw.replaceAll('\\', '\\\\') : raw}\t${synced}\n`;
+    text += `${encoded.rawBackslashes[r] ? raw.replaceAll('\\', '\\\\') : raw}\t${synced}\n`;
   }
   return text;
 }
@@ -563,13 +577,15 @@ function instant(r: BatchRow, field: string, zone: string, fail: (f: UpsertFailu
 }
 
 /** The item as JSON for `_raw`; what jsonb cannot hold (NUL, unpaired surrogates) becomes U+FFFD and is reported. */
-function rawJson(r: BatchRow, fail: (f: UpsertFailure) => void): string {
+function rawJson(r: BatchRow, writer: RawJsonWriter, fail: (f: UpsertFailure) => void): string {
   let json: string;
   try {
-    json = JSON.stringify(r.item);
+    json = writer.write(r.item);
   } catch {
     json = JSON.stringify(r.item, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
   }
+  // Without a backslash there is no escape jsonb could refuse.
+  if (!writer.lastHadBackslash) return json;
   const safe = jsonbSafe(json);
   if (safe.changed) fail({ id: r.id, field: FIXED_COLUMNS.raw, raw: 'NUL characters or unpaired surrogates replaced by U+FFFD' });
   return safe.json;
