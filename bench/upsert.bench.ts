@@ -1,10 +1,15 @@
 /**
  * Upsert throughput into a mirror table: 100,000 rows of an orders-like list
- * in 1000-row batches (one transaction per batch, as a pull page does), after
- * a 20,000-row first load into another table to warm up: first load,
- * re-upsert of unchanged rows, then every row changed; then another first
- * load with two batches in flight at once, as a pull's two page writers write
- * (wall time, building the items included).
+ * in 1000-row batches, each in a transaction of its own as a pull page is,
+ * after a 20,000-row first load into another table to warm up.
+ *
+ * - First load, as a pull writes one by default: `database.pageWriters` (2)
+ *   batches in flight, the next batch copied in before anything is read once
+ *   a batch was all new rows. Wall time from the first batch to the last
+ *   commit; the items are built beforehand (a pull has them parsed already).
+ * - The same with one batch at a time (`pageWriters: 1`), into a table of
+ *   its own.
+ * - Then the first table's rows again: unchanged, then every row changed.
  *
  * Database: BENCH_DATABASE_URL, else DATABASE_URL, else the local server.
  * Works in a schema of its own (dropped afterwards); listsync's own tables
@@ -13,8 +18,9 @@
  *   npx tsx bench/upsert.bench.ts            (BENCH_HISTORY=1: with version history)
  */
 import { pathToFileURL } from 'node:url';
+import { DEFAULT_PAGE_WRITERS } from '../src/config.js';
 import { createDb, migrateLatest, OWN_SCHEMA } from '../src/db.js';
-import { ensureMirrorTable, upsertItems, type UpsertResult } from '../src/mirror/index.js';
+import { ensureMirrorTable, upsertItems, type TableMapping, type UpsertResult } from '../src/mirror/index.js';
 import type { FieldMeta, Item } from '../src/platform/types.js';
 
 const ROWS = 100_000;
@@ -93,56 +99,50 @@ export default async function run(): Promise<Record<string, string | number>> {
       await db.transaction((trx) => upsertItems(trx, warmup, items, ZONE, { expectNew: start > 0 }));
     }
     const mapping = await table(listName, 'orders');
+    const batches = (version: number): Item[][] =>
+      Array.from({ length: ROWS / BATCH }, (_, b) => Array.from({ length: BATCH }, (_, i) => item(b * BATCH + i, version)));
 
-    /** Another ROWS new rows, two batches in flight at once (as a pull's two page writers do), wall time. */
-    const concurrentFirstLoad = async (offset: number): Promise<number> => {
-      const t0 = performance.now();
+    /**
+     * All batches into `into`, `writers` at a time, as a pull's page writers write them: wall
+     * time. Each writer copies its next batch in without reading first once its last batch was all new.
+     */
+    const load = async (
+      into: TableMapping,
+      all: Item[][],
+      writers: number,
+      expect: 'inserted' | 'updated' | 'unchanged',
+    ): Promise<number> => {
       let next = 0;
       let counted = 0;
-      let expectNew = false;
       const writer = async (): Promise<void> => {
-        for (let start = next; start < ROWS; start = next) {
-          next += BATCH;
-          const items = Array.from({ length: BATCH }, (_, i) => item(offset + start + i, 1));
-          const r = await db.transaction((trx) => upsertItems(trx, mapping, items, ZONE, { expectNew }));
+        let expectNew = false;
+        for (let b = next++; b < all.length; b = next++) {
+          const r = await db.transaction((trx) => upsertItems(trx, into, all[b]!, ZONE, { expectNew }));
           expectNew = allNew(r, BATCH);
-          counted += r.inserted;
+          counted += r[expect];
         }
       };
-      await Promise.all([writer(), writer()]);
-      if (counted !== ROWS) throw new Error(`expected ${ROWS} rows inserted, counted ${counted}`);
-      return Math.round((ROWS / (performance.now() - t0)) * 1000);
-    };
-
-    const phase = async (version: number, expect: 'inserted' | 'updated' | 'unchanged'): Promise<number> => {
-      let ms = 0;
-      let counted = 0;
-      let expectNew = false;
-      for (let start = 0; start < ROWS; start += BATCH) {
-        const items = Array.from({ length: BATCH }, (_, i) => item(start + i, version));
-        const t0 = performance.now();
-        const r = await db.transaction((trx) => upsertItems(trx, mapping, items, ZONE, { expectNew }));
-        ms += performance.now() - t0;
-        expectNew = allNew(r, BATCH);
-        counted += r[expect];
-      }
+      const t0 = performance.now();
+      await Promise.all(Array.from({ length: writers }, writer));
+      const ms = performance.now() - t0;
       if (counted !== ROWS) throw new Error(`expected ${ROWS} rows ${expect}, counted ${counted}`);
       return Math.round((ROWS / ms) * 1000);
     };
 
-    const firstLoad = await phase(1, 'inserted');
-    const unchanged = await phase(1, 'unchanged');
-    const changed = await phase(2, 'updated');
-    const concurrent = await concurrentFirstLoad(ROWS);
+    const firstLoad = await load(mapping, batches(1), DEFAULT_PAGE_WRITERS, 'inserted');
+    const oneAtATime = await load(await table(`${listName}_one`, 'orders_one'), batches(1), 1, 'inserted');
+    const unchanged = await load(mapping, batches(1), 1, 'unchanged');
+    const changed = await load(mapping, batches(2), 1, 'updated');
     const version = ((await db.raw('show server_version')) as { rows: { server_version: string }[] }).rows[0]!.server_version;
     return {
       rows: ROWS,
       batch: BATCH,
       columns: mapping.columns.length,
-      'first load rows/s': firstLoad,
+      'batches in flight (database.pageWriters default)': DEFAULT_PAGE_WRITERS,
+      'first load rows/s, as a pull writes (default page writers)': firstLoad,
+      'first load rows/s, one batch at a time (pageWriters 1)': oneAtATime,
       'unchanged rows/s': unchanged,
       'all changed rows/s': changed,
-      'first load rows/s, 2 batches at once (wall, items built inside)': concurrent,
       postgres: version,
     };
   } finally {
@@ -150,7 +150,7 @@ export default async function run(): Promise<Record<string, string | number>> {
     if (hadOwnSchema)
       await db('lists')
         .withSchema(OWN_SCHEMA)
-        .whereIn('name', [listName, `${listName}_warmup`])
+        .whereIn('name', [listName, `${listName}_warmup`, `${listName}_one`])
         .del();
     else await db.raw('drop schema if exists ?? cascade', [OWN_SCHEMA]);
     await db.destroy();

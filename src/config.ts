@@ -22,6 +22,8 @@ import { passwordOf, registerSecrets, scrubSecrets } from './secrets.js';
 const OWN_SCHEMA = 'listsync';
 
 export const DEFAULT_CONFIG_FILE = 'listsync.config.json';
+/** `database.pageWriters` when not set: pages a pull writes at once. */
+export const DEFAULT_PAGE_WRITERS = 2;
 
 const cron = z.string().refine((s) => validateCron(s), {
   message: 'not a valid cron expression (5 or 6 fields, e.g. "*/10 * * * *")',
@@ -149,7 +151,7 @@ const configSchema = z
          * writes one: ~15% faster backfills than 1 on two cores, and a 1,000,000-item backfill still peaks
          * under 300 MB (npm run bench pipeline backfill-memory). 1 keeps a pull to one connection.
          */
-        pageWriters: positiveInt.max(4).default(2),
+        pageWriters: positiveInt.max(4).default(DEFAULT_PAGE_WRITERS),
         /** Schema of the live (and history) views, one per list; null turns them off. */
         reportingSchema: identifier.nullable().default('reporting'),
       })
