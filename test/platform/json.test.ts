@@ -46,11 +46,25 @@ describe('parseJson fast path', () => {
       { ListDataID: '7', Title: ':[,' },
     ];
     for (const o of objects) expect(parseJson(JSON.stringify(o))).toEqual(o);
-    // Digits in a string after a colon take the lossless path; the result is the same.
     expect(parseJson('{"a":"x:12345678901234567890"}')).toEqual({ a: 'x:12345678901234567890' });
     expect(parseJson('[ 12345678901234567890 ]')).toEqual(['12345678901234567890']);
     expect(parseJson('12345678901234567890')).toBe('12345678901234567890');
     expect(parseJson(' \n-12345678901234567890')).toBe('-12345678901234567890');
     expect(parseJson('{"a" :\n 1234567890123456789}')).toEqual({ a: '1234567890123456789' });
+  });
+
+  it('finds an integer beyond 2^53 at any depth, and leaves every other number a JS number', () => {
+    expect(parseJson('{"Data":{"Items":[{"x":[1,{"id":9007199254740993}]}]}}')).toEqual({
+      Data: { Items: [{ x: [1, { id: '9007199254740993' }] }] },
+    });
+    // 16 digits within 2^53, a long decimal, exponents: numbers, as JSON.parse gives them.
+    expect(parseJson('[1234567890123456, 9007199254740991, 12345678901234567.5, 1e20, -2.5e-3]')).toEqual([
+      1234567890123456,
+      9007199254740991,
+      Number('12345678901234567.5'),
+      1e20,
+      -2.5e-3,
+    ]);
+    expect(parseJson('{"a":[12345678901234567.5, 9007199254740993]}')).toEqual({ a: [Number('12345678901234567.5'), '9007199254740993'] });
   });
 });
