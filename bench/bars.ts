@@ -12,9 +12,15 @@ export interface Bar {
   better: 'higher' | 'lower';
 }
 
+/**
+ * Pull: the brief's bar is the sustained rate ("≥ 9,500 items/s sustained"). The pull bench
+ * also prints the whole run, start-up and last answer included, which is not held to 0.95:
+ * a 100-page full load takes 104 requests, and at 10 per 1.03 s (platform.rateMargin) the
+ * last of them cannot leave before 10.3 s, so even a run with no start-up at all, sending in
+ * bursts, would end near 10.5 s with its answer: 0.952 at best.
+ */
 export const BARS: readonly Bar[] = [
   { bench: 'pull', figure: 'sustained items/s over the ceiling (page 1 to last page committed)', bar: 0.95, better: 'higher' },
-  { bench: 'pull', figure: 'items/s over the ceiling (10 req/s x 1000)', bar: 0.95, better: 'higher' },
   { bench: 'pull', figure: '429s (emulator)', bar: 0, better: 'lower' },
   { bench: 'pull', figure: 'max requests in a sliding second (emulator)', bar: 10, better: 'lower' },
   { bench: 'pipeline', figure: 'items/s, first request to last commit', bar: 30_000, better: 'higher' },
