@@ -148,7 +148,7 @@ const configSchema = z
         poolMax: positiveInt.max(100).default(10),
         /**
          * Pages a pull writes at once, each on its own connection. 2 converts the next page while PostgreSQL
-         * writes one: ~15% faster backfills than 1 on two cores, and a 1,000,000-item backfill still peaks
+         * writes one: ~12% faster backfills than 1 on two cores, and a 1,000,000-item backfill still peaks
          * under 300 MB (npm run bench pipeline backfill-memory). 1 keeps a pull to one connection.
          */
         pageWriters: positiveInt.max(4).default(DEFAULT_PAGE_WRITERS),
