@@ -428,14 +428,17 @@ function copyLines(sql: Statements, encoded: Encoder, [start, end]: [number, num
   let text = '';
   for (let r = start; r < end; r++) {
     const values = encoded.values[r]!;
+    // Every value of a row comes from the item's strings, numbers and booleans, and its JSON text
+    // (`_raw`) has a backslash for every backslash, tab, line break and quote in any of its strings:
+    // a row whose `_raw` has none has nothing to escape. The encoder knows which rows those are
+    // without scanning their text.
+    const escapes = encoded.rawBackslashes[r]!;
     for (let i = 0; i < last; i++) {
       const v = values[i]!;
-      text += `${v === null ? '\\N' : sql.copyEscapes[i] ? copyField(v) : v}\t`;
+      text += `${v === null ? '\\N' : escapes && sql.copyEscapes[i] ? copyField(v) : v}\t`;
     }
-    // `_raw` is JSON text: no raw tab or line break can be in it, only backslashes, and the
-    // encoder knows which rows have none (scanning would cost a copy of each row's text).
     const raw = values[last]!;
-    text += `${encoded.rawBackslashes[r] ? raw.replaceAll('\\', '\\\\') : raw}\t${synced}\n`;
+    text += `${escapes ? raw.replaceAll('\\', '\\\\') : raw}\t${synced}\n`;
   }
   return text;
 }
