@@ -1,5 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureMirrorTable, ensureUsersTable, toPlatform, upsertItems, upsertUsers, type TableMapping } from '../../src/mirror/index.js';
+import {
+  ensureMirrorTable,
+  ensureUsersTable,
+  toPlatform,
+  upsertItems,
+  upsertUsers,
+  withListsyncWriter,
+  type TableMapping,
+} from '../../src/mirror/index.js';
 import type { Item } from '../../src/platform/types.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { orderId, orderItem, ordersTable } from './fixtures.js';
@@ -59,6 +67,14 @@ const storedBetween = async (from: number, to: number): Promise<number> =>
         .count({ n: '*' })
     )[0]!.n,
   );
+/** Marks a stored row deleted, as reconcile does (listsync's own write, not captured). */
+const softDelete = (n: number): Promise<void> =>
+  withListsyncWriter(t.db, async (trx) => {
+    await trx('orders')
+      .withSchema('mirror')
+      .where({ id: orderId(n) })
+      .update({ _deleted_at: trx.fn.now() });
+  });
 const outboxCount = async () => Number((await t.db('outbox').withSchema('listsync').count({ n: '*' }))[0]!.n);
 
 describe('upsertItems', () => {
@@ -137,13 +153,7 @@ describe('upsertItems', () => {
   });
 
   it('undeletes a soft-deleted row that arrives again, even at the same version', async () => {
-    await t.db.transaction(async (trx) => {
-      await trx.raw(`select set_config('listsync.writer', 'on', true)`);
-      await trx('orders')
-        .withSchema('mirror')
-        .where({ id: orderId(2) })
-        .update({ _deleted_at: trx.fn.now() });
-    });
+    await softDelete(2);
     const r = await upsertItems(t.db, m, [orderItem(2), orderItem(4)], ZONE);
     expect(r).toMatchObject({ updated: 1, unchanged: 1, undeleted: 1 });
     expect((await rowOf(2))._deleted_at).toBeNull();
@@ -283,13 +293,7 @@ describe('upsertItems with expectNew (a first load: copied in before anything is
 
   it('is only a hint: a batch holding stored, soft-deleted and locally edited rows ends exactly as without it', async () => {
     await upsertItems(t.db, m, items(8100, 8104), ZONE);
-    await t.db.transaction(async (trx) => {
-      await trx.raw(`select set_config('listsync.writer', 'on', true)`);
-      await trx('orders')
-        .withSchema('mirror')
-        .where({ id: orderId(8101) })
-        .update({ _deleted_at: trx.fn.now() });
-    });
+    await softDelete(8101);
     await t
       .db('outbox')
       .withSchema('listsync')
