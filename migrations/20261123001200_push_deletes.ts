@@ -53,7 +53,7 @@ export async function down(knex: Knex): Promise<void> {
   await previous.up(knex);
 }
 
-function captureFunction(): string {
+export function captureFunction(): string {
   return String.raw`
 create or replace function listsync.mirror_capture() returns trigger
 language plpgsql

@@ -106,6 +106,8 @@ const listSchema = z
     maxPushAttempts: positiveInt.max(100).default(5),
     /** A DELETE on a mirror row deletes the item on the platform (version-checked); off: deletes are refused. */
     pushDeletes: z.boolean().default(false),
+    /** Days applied changes stay in listsync.outbox (for a look back) before a push prunes them. */
+    appliedRetentionDays: z.number().int().min(0).max(3650).default(7),
     /** reconcile refuses to mark deletes when it saw fewer than this share of the mirror's live rows. */
     reconcileMinSeenRatio: z.number().min(0).max(1).default(0.5),
     /** Columns named from the fields' display names (`order_no`) or their field names (`text1`). */

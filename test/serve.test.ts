@@ -153,6 +153,6 @@ describe('serve', () => {
     const items = (await w.emu.admin.exportList('demo', 'orders')).items;
     expect(items.filter((i) => !String(i[F.customer]).startsWith('Shutdown '))).toEqual([]);
     expect(items.filter((i) => Number(i.RowVersion) !== before.get(String(i.ListDataID))! + 1).map((i) => i.ListDataID)).toEqual([]);
-    expect(await w.t.db('listsync.outbox').count('* as n').first()).toEqual({ n: 0 });
+    expect(await w.t.db('listsync.outbox').whereNot({ status: 'applied' }).count('* as n').first()).toEqual({ n: 0 });
   });
 });

@@ -83,6 +83,15 @@ const settingsSchema = z.strictObject({
   fieldMeta: z.enum(FIELD_META_ARRANGEMENTS).optional(),
   fieldFlags: z.enum(FIELD_FLAG_STYLES).optional(),
   queryLagMs: z.number().int().min(0).max(600_000).optional(),
+  unknownItem: z
+    .strictObject({
+      httpStatus: z.number().int().min(200).max(599),
+      status: z
+        .number()
+        .int()
+        .refine((n) => n !== 0, 'must not be 0'),
+    })
+    .optional(),
 });
 
 const redeliverSchema = z.strictObject({ deliveryIndex: z.number().int().min(0) });
@@ -322,7 +331,7 @@ async function route(
 
 export const ADMIN_ROUTES = [
   'POST /_admin/reset {sample?, items?, seedNumber?, seed?, timeZone?, apiKeys?, referenceDate?}',
-  'GET|PUT /_admin/settings {fieldMeta?: exported|swapped|type-only|control-only, fieldFlags?: boolean|number|string, queryLagMs?}',
+  'GET|PUT /_admin/settings {fieldMeta?: exported|swapped|type-only|control-only, fieldFlags?: boolean|number|string, queryLagMs?, unknownItem?: {httpStatus, status}}',
   'GET|PUT /_admin/faults (PUT: partial, null restores a default)',
   'DELETE /_admin/faults (all faults off)',
   'GET /_admin/requests?since=<seq>',

@@ -184,10 +184,21 @@ function create(state: EmulatorState, appID: string, listID: string, input: Requ
   return ok(JSON.stringify(id));
 }
 
+/** The item's slot; an unknown item is answered as `settings.unknownItem` says. */
+function requireApiItem(state: EmulatorState, list: ListData, itemID: string): number {
+  try {
+    return requireItem(list, itemID);
+  } catch (err) {
+    if (!(err instanceof ApiError) || err.status !== STATUS.notFound) throw err;
+    const answer = state.unknownItem;
+    throw new ApiError(answer.status, err.message, answer.httpStatus);
+  }
+}
+
 /** One item by ID, as it is now (a lagging query index does not apply to reads by ID). */
 function readItem(state: EmulatorState, appID: string, listID: string, itemID: string): ApiReply {
   const list = requireList(state, appID, listID);
-  const slot = requireItem(list, itemID);
+  const slot = requireApiItem(state, list, itemID);
   const json = itemsJson(buildProjection(list, undefined, state.idsAsNumbers), [slot]);
   return ok(json.slice(1, -1));
 }
@@ -195,7 +206,7 @@ function readItem(state: EmulatorState, appID: string, listID: string, itemID: s
 /** Deletes an item (no tombstone) and tells `workflow/tasks` subscribers, as a delete by another user would. */
 function removeItem(state: EmulatorState, appID: string, listID: string, itemID: string): ApiReply {
   const list = requireList(state, appID, listID);
-  const id = deleteItem(list, requireItem(list, itemID), { lag: state.lag, events: state.itemHooks });
+  const id = deleteItem(list, requireApiItem(state, list, itemID), { lag: state.lag, events: state.itemHooks });
   const { ms, naive } = state.now();
   const event = state.hooks.taskEvent(
     { Event: 'TaskCancelled' },
@@ -213,7 +224,7 @@ function update(state: EmulatorState, appID: string, listID: string, itemID: str
     throw badRequest(`RowVersion must be an integer >= 0 (0 overwrites) (got ${JSON.stringify(rv)})`);
   }
   const data = validateWriteData(list, body['Data']);
-  const slot = requireItem(list, itemID);
+  const slot = requireApiItem(state, list, itemID);
   updateItem(list, slot, data, {
     userId: state.store.apiUser.UserID,
     modifiedNaive: state.now().naive,

@@ -41,7 +41,20 @@ export interface RuntimeSettings {
   fieldMeta: FieldMetaShape['arrangement'];
   fieldFlags: FieldMetaShape['flags'];
   queryLagMs: number;
+  /**
+   * How a read, update or delete of an unknown item is answered (default HTTP
+   * 200 with Status 40400). Codes are undocumented: another platform may
+   * answer HTTP 200 with any non-zero Status, or HTTP 404.
+   */
+  unknownItem: UnknownItemAnswer;
 }
+
+export interface UnknownItemAnswer {
+  httpStatus: number;
+  status: number;
+}
+
+export const DEFAULT_UNKNOWN_ITEM: Readonly<UnknownItemAnswer> = Object.freeze({ httpStatus: 200, status: 40400 });
 
 export class EmulatorState {
   store: EmulatorStore;
@@ -57,6 +70,7 @@ export class EmulatorState {
   readonly timers = new TimerSet();
   readonly lag: QueryLag;
   fieldMeta: FieldMetaShape;
+  unknownItem: UnknownItemAnswer = { ...DEFAULT_UNKNOWN_ITEM };
   private readonly initial: ResetOptions;
   private readonly initialReferenceMs: number;
 
@@ -81,7 +95,12 @@ export class EmulatorState {
   }
 
   get settings(): RuntimeSettings {
-    return { fieldMeta: this.fieldMeta.arrangement, fieldFlags: this.fieldMeta.flags, queryLagMs: this.lag.lagMs };
+    return {
+      fieldMeta: this.fieldMeta.arrangement,
+      fieldFlags: this.fieldMeta.flags,
+      queryLagMs: this.lag.lagMs,
+      unknownItem: { ...this.unknownItem },
+    };
   }
 
   /** Changes the runtime settings given (validated by the caller). */
@@ -89,6 +108,7 @@ export class EmulatorState {
     if (patch.queryLagMs !== undefined) this.lag.lagMs = patch.queryLagMs;
     if (patch.fieldMeta !== undefined) this.fieldMeta = { ...this.fieldMeta, arrangement: patch.fieldMeta };
     if (patch.fieldFlags !== undefined) this.fieldMeta = { ...this.fieldMeta, flags: patch.fieldFlags };
+    if (patch.unknownItem !== undefined) this.unknownItem = { ...patch.unknownItem };
     return this.settings;
   }
 

@@ -256,7 +256,15 @@ async function ensureInTransaction(trx: Knex.Transaction, o: EnsureMirrorTableOp
   }
   await ensureIndexes(trx, schema, table);
   const active: MappedColumn[] = entries.map(({ field, column, kind }) => ({ field, column, kind }));
-  await attachCaptureTriggers(trx, { schema, table, listName: list.name, columns: active, pushDeletes: o.pushDeletes });
+  await attachCaptureTriggers(trx, {
+    schema,
+    table,
+    listName: list.name,
+    columns: active,
+    removedColumns: removed.map(({ field, column, kind }) => ({ field, column, kind })),
+    versionField: o.versionField,
+    pushDeletes: o.pushDeletes,
+  });
 
   // Registry: fixed fields first, then the field columns in the platform's order, then removed ones.
   const fixedEntries: RegistryField[] = [...fixedByField].map(([fieldName, column]) => {

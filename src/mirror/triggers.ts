@@ -20,7 +20,6 @@
  *   refused with an exception (SQLSTATE P0001) whose message says why.
  */
 import type { Knex } from '../db.js';
-import type { ColumnKind } from './column-types.js';
 import { qualifiedName, quoteLiteral } from './naming.js';
 import type { MappedColumn } from './table-mapping.js';
 
@@ -44,25 +43,44 @@ export interface AttachTriggerOptions {
   schema: string;
   table: string;
   listName: string;
-  /** The field columns whose edits are captured (removed fields' columns are left out). */
+  /** The field columns whose edits are captured. */
   columns: readonly MappedColumn[];
+  /** Columns of fields removed from the platform: an edit of one is refused (it could never be sent). */
+  removedColumns?: readonly MappedColumn[];
+  /** The platform's version field (e.g. `RowVersion`): an edit's base version is read from `_raw` when `row_version` is a refill marker. */
+  versionField?: string;
   /** `lists[].pushDeletes`: a DELETE is captured (true) or refused (false, the default). */
   pushDeletes?: boolean;
 }
 
-/** The delete trigger's arguments: the capture arguments and whether deletes are written back. */
-export function deleteArguments(listName: string, columns: readonly MappedColumn[], pushDeletes: boolean): string[] {
-  return [...captureArguments(listName, columns), pushDeletes ? 'push-deletes' : 'refuse-deletes'];
+/**
+ * A PostgreSQL text-array literal of `names`, every element quoted, so that
+ * any column name (`null`, `NULL`, `{a,b}`, quotes, backslashes, commas)
+ * reads back as itself.
+ */
+export function textArrayLiteral(names: readonly string[]): string {
+  return `{${names.map((n) => `"${n.replace(/[\\"]/g, (c) => `\\${c}`)}"`).join(',')}}`;
 }
 
-/** The trigger arguments for a table: list name, field columns, numeric columns (as Postgres array literals). */
-export function captureArguments(listName: string, columns: readonly MappedColumn[]): [string, string, string] {
-  const names = (kind?: ColumnKind): string =>
-    `{${columns
-      .filter((c) => kind === undefined || c.kind === kind)
-      .map((c) => c.column)
-      .join(',')}}`;
-  return [listName, names(), names('numeric')];
+/** Whole-number fields: their slot says so (`Bigint1`). */
+const isWholeNumberField = (c: MappedColumn): boolean => c.kind === 'numeric' && /^bigint/i.test(c.field.trim());
+
+/**
+ * The capture function's arguments, the same for every trigger of a table:
+ * list name, field columns, numeric columns, the delete option, the version
+ * field, removed fields' columns, whole-number columns.
+ */
+export function captureArguments(options: Omit<AttachTriggerOptions, 'schema' | 'table'>): string[] {
+  const columns = options.columns;
+  return [
+    options.listName,
+    textArrayLiteral(columns.map((c) => c.column)),
+    textArrayLiteral(columns.filter((c) => c.kind === 'numeric').map((c) => c.column)),
+    options.pushDeletes ? 'push-deletes' : 'refuse-deletes',
+    options.versionField ?? '',
+    textArrayLiteral((options.removedColumns ?? []).map((c) => c.column)),
+    textArrayLiteral(columns.filter(isWholeNumberField).map((c) => c.column)),
+  ];
 }
 
 /**
@@ -72,9 +90,8 @@ export function captureArguments(listName: string, columns: readonly MappedColum
 export async function attachCaptureTriggers(db: Knex | Knex.Transaction, options: AttachTriggerOptions): Promise<boolean> {
   const table = qualifiedName(options.schema, options.table);
   const existing = await readTriggerArguments(db, options.schema, options.table);
-  const captureArgs = captureArguments(options.listName, options.columns);
+  const captureArgs = captureArguments(options);
   const guardArgs = [options.listName];
-  const deleteArgs = deleteArguments(options.listName, options.columns, options.pushDeletes ?? false);
   const wanted: { name: string; args: string[]; sql: (args: string) => string }[] = [
     {
       name: TRIGGER_NAMES.capture,
@@ -84,7 +101,7 @@ export async function attachCaptureTriggers(db: Knex | Knex.Transaction, options
     },
     {
       name: TRIGGER_NAMES.noDelete,
-      args: deleteArgs,
+      args: captureArgs,
       sql: (args) =>
         `create trigger ${TRIGGER_NAMES.noDelete} before delete on ${table} for each row when (${NOT_LISTSYNC_WRITER}) execute function ${CAPTURE_FUNCTION}(${args})`,
     },

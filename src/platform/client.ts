@@ -135,11 +135,13 @@ export interface HookSubscription {
 
 /**
  * How a request may be repeated: `read` always (GET and read-only POSTs),
- * `create` only when it surely did not arrive or was refused with 429,
+ * `lookup` (a read by ID) like `read`, except that an answer with an unknown
+ * non-zero Status is final (it may mean "no such item"; the caller asks again
+ * another way, see src/platform/item-lookup.ts), `create` only when it surely did not arrive or was refused with 429,
  * `update` (version-checked) and `delete` (a repeat finds nothing to delete)
  * on transport errors and 5xx too.
  */
-export type Repeat = 'read' | 'create' | 'update' | 'delete';
+export type Repeat = 'read' | 'lookup' | 'create' | 'update' | 'delete';
 
 interface Call {
   method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
@@ -347,10 +349,16 @@ export class PlatformClient {
     });
   }
 
-  /** One item by its ID, as it is now. An unknown item throws NotFoundError. */
+  /**
+   * One item by its ID, as it is now. An unknown item throws a PlatformError
+   * (NotFoundError where the answer says so in a known way; any other non-zero
+   * Status is not retried). Whether the item is gone is decided by
+   * `readItemOrGone` / `lookUpItems` (src/platform/item-lookup.ts), never by
+   * the error's class alone.
+   */
   async getItem(appID: string, listID: string, itemID: string, signal?: AbortSignal): Promise<Item> {
     const path = itemPath(appID, listID, itemID);
-    const env = await this.request({ method: 'GET', endpoint: 'items/{itemID}', path, repeat: 'read', signal });
+    const env = await this.request({ method: 'GET', endpoint: 'items/{itemID}', path, repeat: 'lookup', signal });
     const data = Array.isArray(env.Data) && env.Data.length === 1 ? (env.Data[0] as unknown) : env.Data;
     return asObject(data, 'GET', `/${path}`) as Item;
   }
@@ -574,7 +582,7 @@ export class PlatformClient {
       const retryable =
         this.isRetryable(call.repeat, result, rateLimited) ||
         (call.repeat === 'read' && result.kind === 'answer' && errorClass === PlatformError);
-      if (call.repeat !== 'read' && this.mayHaveReachedServer(result, rateLimited)) maybeApplied = true;
+      if (call.repeat !== 'read' && call.repeat !== 'lookup' && this.mayHaveReachedServer(result, rateLimited)) maybeApplied = true;
       const final = !retryable || attempt >= this.config.retries;
       this.report(
         call,

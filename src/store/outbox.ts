@@ -6,8 +6,14 @@
  *
  * A change is open while `pending` (waiting to be sent, maybe after a
  * backoff), `sending` (in flight; a stopped push leaves it so) or `conflict`
- * (held for `listsync conflicts resolve`). `applied` rows are deleted at the
- * end of the push batch; `failed` and `superseded` rows stay to be looked at.
+ * (held for `listsync conflicts resolve`). `failed` and `superseded` rows stay
+ * to be looked at; `applied` rows stay for `lists[].appliedRetentionDays`
+ * (pruned by the push).
+ *
+ * `mirror_behind`: the change was applied on the platform and what the write
+ * produced (the new version, the values sent) is in the mirror row's `_raw`,
+ * but the item was not re-read yet. The push re-reads such items before
+ * anything else (src/sync/settle-mirror.ts) and clears the flag.
  */
 import type { Knex } from '../db.js';
 
@@ -163,12 +169,29 @@ export async function countByStatus(db: Db, listName: string): Promise<Partial<R
   return Object.fromEntries(rows.map((c) => [c.status, Number(c.count)]));
 }
 
-/** Applied changes of the batch are done (the run's counters keep the tally): removed. */
-export async function deleteApplied(db: Db, listName: string, ids: readonly number[]): Promise<void> {
-  await db(OUTBOX_TABLE)
-    .where({ list_name: listName, status: 'applied' })
-    .whereIn('id', [...ids])
+/** Applied changes older than `retentionDays` whose items were re-read: removed. Returns how many. */
+export async function pruneApplied(db: Db, listName: string, retentionDays: number): Promise<number> {
+  return db(OUTBOX_TABLE)
+    .where({ list_name: listName, status: 'applied', mirror_behind: false })
+    .where('applied_at', '<', db.raw('now() - make_interval(days => ?)', [retentionDays]))
     .delete();
+}
+
+/** Items whose applied changes the mirror has not re-read yet (`mirror_behind`). */
+export async function behindItems(db: Db, listName: string): Promise<string[]> {
+  const rows = (await db(OUTBOX_TABLE).where({ list_name: listName, mirror_behind: true }).whereNotNull('item_id').distinct('item_id')) as {
+    item_id: string;
+  }[];
+  return rows.map((r) => r.item_id);
+}
+
+/** The items' mirror rows were re-read: their changes are settled. */
+export async function clearBehind(db: Db, listName: string, itemIds: readonly string[]): Promise<void> {
+  if (itemIds.length === 0) return;
+  await db(OUTBOX_TABLE)
+    .where({ list_name: listName, mirror_behind: true })
+    .whereIn('item_id', [...itemIds])
+    .update({ mirror_behind: false, updated_at: db.fn.now() });
 }
 
 /** Marks the change as being sent with what is sent; a create also counts the send and keeps its first attempt's time (`now`). */
@@ -194,7 +217,7 @@ export async function supersede(db: Db, id: number, reason: string): Promise<voi
   await db(OUTBOX_TABLE).where({ id }).update({ status: 'superseded', sent_changes: null, last_error: reason, updated_at: db.fn.now() });
 }
 
-/** A delete went through. */
+/** A delete went through (nothing to re-read: the mirror row stays marked deleted). */
 export async function markApplied(db: Db, id: number): Promise<void> {
   await db(OUTBOX_TABLE)
     .where({ id })
@@ -217,14 +240,21 @@ export async function settleSentEdit(db: Db, id: number, sent: Record<string, un
         set status = case when cur.rest = '{}'::jsonb then 'applied' else 'pending' end,
             changes = case when cur.rest = '{}'::jsonb then o.changes else cur.rest end,
             base_version = case when cur.rest = '{}'::jsonb then o.base_version else coalesce(?::bigint, o.base_version) end,
-            applied_at = now(), last_error = null, sent_changes = null, updated_at = now(), next_attempt_at = now()
+            applied_at = now(), last_error = null, sent_changes = null, updated_at = now(), next_attempt_at = now(),
+            mirror_behind = true
        from cur where o.id = cur.id`,
     [JSON.stringify(sent), id, newVersion],
   );
 }
 
-/** A create went through as item `itemId`; edits made while it was being created stay pending as an update of the new item (version 1). */
-export async function settleSentCreate(trx: Knex.Transaction, id: number, sent: Record<string, unknown>, itemId: string): Promise<void> {
+/** A create went through as item `itemId` at `version`; edits made while it was being created stay pending as an update of the new item. */
+export async function settleSentCreate(
+  trx: Knex.Transaction,
+  id: number,
+  sent: Record<string, unknown>,
+  itemId: string,
+  version: number,
+): Promise<void> {
   await trx.raw(
     `with cur as (
        select o.id, ${REMAINDER} as rest
@@ -234,11 +264,41 @@ export async function settleSentCreate(trx: Knex.Transaction, id: number, sent: 
             status = case when cur.rest = '{}'::jsonb then 'applied' else 'pending' end,
             op = case when cur.rest = '{}'::jsonb then 'create' else 'update' end,
             changes = case when cur.rest = '{}'::jsonb then o.changes else cur.rest end,
-            base_version = case when cur.rest = '{}'::jsonb then null else 1 end,
-            applied_at = now(), last_error = null, sent_changes = null, updated_at = now()
+            base_version = case when cur.rest = '{}'::jsonb then null else ?::bigint end,
+            applied_at = now(), last_error = null, sent_changes = null, updated_at = now(), mirror_behind = true
        from cur where o.id = cur.id`,
-    [JSON.stringify(sent), id, itemId],
+    [JSON.stringify(sent), id, itemId, version],
   );
+}
+
+/**
+ * Part of a settled edit names columns of fields removed from the platform:
+ * it is taken out of the change (which is applied when nothing else is left)
+ * and kept as a failed change of its own, with `error`.
+ */
+export async function keepUnsendable(trx: Knex.Transaction, id: number, removed: Record<string, unknown>, error: string): Promise<void> {
+  const keys = Object.keys(removed);
+  const rows = (await trx.raw(
+    `update ${OUTBOX_TABLE} o
+        set changes = o.changes - ?::text[],
+            status = case when o.status = 'pending' and (o.changes - ?::text[]) = '{}'::jsonb then 'applied' else o.status end,
+            updated_at = now()
+      where o.id = ?
+      returning o.list_name, o.item_id, o.base_version`,
+    [keys, keys, id],
+  )) as { rows: { list_name: string; item_id: string; base_version: number | null }[] };
+  const r = rows.rows[0];
+  if (!r) return;
+  await trx(OUTBOX_TABLE).insert({
+    list_name: r.list_name,
+    op: 'update',
+    item_id: r.item_id,
+    changes: JSON.stringify(removed),
+    base_version: r.base_version,
+    status: 'failed',
+    attempts: 1,
+    last_error: error,
+  });
 }
 
 /** Locks the row and tells whether its create was withdrawn (the local row deleted while it was in flight). */

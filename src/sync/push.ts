@@ -19,10 +19,29 @@
  *   not found → sent again, once; ambiguous → failed, naming the candidates.
  *   A withdrawn create (its local row was deleted) is looked for the same way
  *   and the item deleted if it was created after all.
- * - After each batch, the items written are re-read (one In query per 1000
- *   IDs); a re-read that does not show the version written (the platform's
- *   queries lag) is retried with backoff, then by GET; what is still behind
- *   is reported. Versions never go backwards in the mirror.
+ * - A change is settled with its row: what a write is known to have produced
+ *   (the new version, the new ID, the values sent) goes into the mirror row
+ *   (src/mirror/written.ts) in the transaction that marks the change applied,
+ *   flagged `mirror_behind` until the item is re-read. Before sending
+ *   anything, and after each batch, those items are re-read
+ *   (src/sync/settle-mirror.ts); versions never go backwards in the mirror.
+ *   So a kill between a write and its re-read never makes the next edit of
+ *   the row carry a stale base version.
+ * - A change whose base version is unknown is never sent with RowVersion 0:
+ *   the item is read first; unless the platform still holds what the mirror
+ *   last saw, it is a conflict. RowVersion 0 is sent only when a user asked
+ *   to overwrite (local-wins, `conflicts resolve --keep local`).
+ * - "The item is gone" is decided by asking both ways (a refused read by ID
+ *   and an In query without it: src/platform/item-lookup.ts), never by one
+ *   Status code. A delete of an item already gone is applied.
+ * - A failing change does not stop the push: it is left pending with its
+ *   error and backoff, and the others are sent. After
+ *   MAX_CONSECUTIVE_FAILURES failures in a row (the platform is down) the
+ *   push stops starting new changes; a refused key or a database error stops
+ *   it at once.
+ * - An edit naming a field since removed from the platform: the rest of it
+ *   is sent; the removed field's part is kept, marked failed with a message.
+ * - Applied changes stay in the outbox for `lists[].appliedRetentionDays`.
  * - While a change is being sent its row is 'sending' with a snapshot of what
  *   was sent; edits made meanwhile stay pending as the remainder. A change
  *   interrupted by an error (a refused key included) goes back to pending
@@ -41,9 +60,11 @@ import {
   type TableMapping,
   type UpsertResult,
 } from '../mirror/index.js';
-import type { PlatformClient } from '../platform/client.js';
-import { AuthError, NotFoundError, PlatformError } from '../platform/errors.js';
-import { Operator, type Item } from '../platform/types.js';
+import { AuthError, PlatformError } from '../platform/errors.js';
+import { isRefusalAnswer, queryItemsByIds, readItemOrGone, type ItemListRef } from '../platform/item-lookup.js';
+import type { Item } from '../platform/types.js';
+import { recordWrite } from '../mirror/written.js';
+import { DEFAULT_REREAD_DELAYS_MS, settleMirror } from './settle-mirror.js';
 import { LIST_JOBS, listLockName } from './exclusive.js';
 import { runJob, type ActiveRun, type JobDeps } from './run-job.js';
 import { recordConflict } from './conflicts.js';
@@ -72,8 +93,10 @@ export interface PushResult {
   failed: number;
   /** Changes left pending with an error (retried later). */
   retrying: number;
-  /** Items written whose new version the mirror could not read back yet (the next pull brings it). */
+  /** Items written whose new version the mirror could not read back yet (the next push or pull brings it). */
   behind: number;
+  /** The push stopped starting changes after this many failed in a row (0: it did not). */
+  stoppedAfterFailures: number;
   /** Stopped by shutdown before every due change was sent; the rest stay pending. */
   stopped: boolean;
   counters: RunCounters;
@@ -89,9 +112,8 @@ type Outcome =
   | { kind: 'failed'; error: string };
 
 const BATCH = 1000;
-const DEFAULT_REREAD_DELAYS_MS = [250, 1000, 2000] as const;
-/** Items still behind after the repeated queries are read one by one (GET shows writes at once), up to this many a batch. */
-const MAX_GET_REREADS = 200;
+/** Changes failing in a row (each after the client's retries) that stop a push: the platform is down, not the change. */
+export const MAX_CONSECUTIVE_FAILURES = 10;
 
 export async function pushList(deps: PushDeps, list: ListConfig): Promise<PushResult> {
   return runJob(
@@ -122,6 +144,8 @@ export async function syncDeleteCapture(db: Knex, mapping: TableMapping, list: L
       table: mapping.table,
       listName: list.name,
       columns: mapping.columns,
+      removedColumns: mapping.removedColumns,
+      versionField: mapping.versionField,
       pushDeletes: list.pushDeletes,
     }),
   );
@@ -144,6 +168,7 @@ async function pushLocked(deps: PushDeps, list: ListConfig, run: ActiveRun): Pro
     failed: 0,
     retrying: 0,
     behind: 0,
+    stoppedAfterFailures: 0,
     stopped: false,
     counters: zeroCounters(),
   };
@@ -159,31 +184,31 @@ async function pushLocked(deps: PushDeps, list: ListConfig, run: ActiveRun): Pro
     };
   };
 
+  const settle = { db, client, logger: log, zone: deps.config.platform.timeZone, rereadDelaysMs: deps.rereadDelaysMs };
   try {
+    // Writes of an earlier run that were never re-read come first.
+    await settleMirror(settle, list, mapping);
     const rows = await outbox.dueChanges(db, list.name, now);
     log.info({ changes: rows.length }, 'push started');
+    const failures = failureStreak();
     // The shutdown signal is checked between changes, not passed down: a change in flight is sent and settled.
-    const stopping = (): boolean => deps.signal?.aborted === true;
+    const stopping = (): boolean => deps.signal?.aborted === true || failures.tooMany();
     let handled = 0;
     for (let i = 0; i < rows.length && !stopping(); i += BATCH) {
       const batch = rows.slice(i, i + BATCH);
       const outcomes = await mapConcurrent(
         batch,
         Math.max(2, deps.config.platform.maxInFlight * 2),
-        (row) => pushOne(deps, list, mapping, row),
+        async (row) => failures.count(await pushOne(deps, list, mapping, row)),
         stopping,
       );
       handled += outcomes.length;
-      const written = tally(result, outcomes);
-      result.behind += (await rereadWritten(deps, list, mapping, written)).length;
-      // Applied changes are done (the run's counters keep the tally); the outbox holds only what is open or needs a look.
-      await outbox.deleteApplied(
-        db,
-        list.name,
-        batch.map((r) => r.id),
-      );
+      tally(result, outcomes);
+      result.behind = (await settleMirror(settle, list, mapping)).length;
     }
+    await outbox.pruneApplied(db, list.name, list.appliedRetentionDays);
     result.counters = { ...result.counters, ...counters() };
+    if (failures.tooMany()) return await gaveUp(db, result, log, failures.streak);
     if (handled < rows.length) return await stopped(db, result, log);
     await finishRun(db, runId, 'succeeded', {
       counters: result.counters,
@@ -236,18 +261,37 @@ async function stopped(db: Knex, result: PushResult, log: Logger): Promise<PushR
   return result;
 }
 
-/** Counts the outcomes into the result; returns the items written, with the version each should now have (null: unknown). */
-function tally(result: PushResult, outcomes: readonly Outcome[]): Map<string, number | null> {
-  const written = new Map<string, number | null>();
+/** Changes failing in a row: the push stops starting new ones at MAX_CONSECUTIVE_FAILURES. */
+function failureStreak(): { count(o: Outcome): Outcome; tooMany(): boolean; streak: number } {
+  const s = {
+    streak: 0,
+    count(o: Outcome): Outcome {
+      s.streak = o.kind === 'retry' || o.kind === 'failed' ? s.streak + 1 : 0;
+      return o;
+    },
+    tooMany: (): boolean => s.streak >= MAX_CONSECUTIVE_FAILURES,
+  };
+  return s;
+}
+
+/** A push that stopped after changes kept failing in a row: the rest stay pending; the run failed. */
+async function gaveUp(db: Knex, result: PushResult, log: Logger, streak: number): Promise<PushResult> {
+  result.stoppedAfterFailures = streak;
+  const error = `stopped after ${streak} changes in a row failed (is the platform down?); the rest stay pending for the next push`;
+  await finishRun(db, result.runId, 'failed', { error, counters: result.counters, details: runDetails(result) });
+  log.error({ applied: result.applied, retrying: result.retrying, failed: result.failed }, error);
+  return result;
+}
+
+/** Counts the outcomes into the result. */
+function tally(result: PushResult, outcomes: readonly Outcome[]): void {
   for (const o of outcomes) {
     switch (o.kind) {
       case 'applied':
         result.applied++;
-        written.set(o.id, o.version);
         break;
       case 'created':
         result.created++;
-        written.set(o.id, 1);
         break;
       case 'deleted':
         result.deleted++;
@@ -257,7 +301,6 @@ function tally(result: PushResult, outcomes: readonly Outcome[]): Map<string, nu
         break;
       case 'conflict':
         result.conflicts++;
-        if (o.reread) written.set(o.id, o.version);
         break;
       case 'failed':
         result.failed++;
@@ -267,7 +310,6 @@ function tally(result: PushResult, outcomes: readonly Outcome[]): Map<string, nu
         break;
     }
   }
-  return written;
 }
 
 /** Column values of a change -> the platform's field strings. */
@@ -286,7 +328,12 @@ export function toWire(mapping: TableMapping, changes: Record<string, unknown>, 
   return data;
 }
 
-/** One change. Whatever interrupts it (a refused key, a lost database) puts it back to pending with the error, its attempt counted. */
+/**
+ * One change. A platform failure of this change (after the client's retries)
+ * leaves it pending with its error and backoff, and the push goes on. What
+ * stops the push (a refused key, a lost database) puts it back to pending with
+ * the error, its attempt counted, and is thrown.
+ */
 async function pushOne(deps: PushDeps, list: ListConfig, mapping: TableMapping, row: OutboxRow): Promise<Outcome> {
   try {
     if (row.op === 'create')
@@ -294,25 +341,38 @@ async function pushOne(deps: PushDeps, list: ListConfig, mapping: TableMapping, 
     if (row.op === 'delete') return await pushDelete(deps, list, mapping, row);
     return await pushUpdate(deps, list, mapping, row);
   } catch (err) {
+    if (err instanceof PlatformError && !(err instanceof AuthError))
+      return fail(deps.db, row, `${describeOp(row)} failed: ${err.message}`, false, list.maxPushAttempts);
     await interrupted(deps.db, row, err).catch(() => undefined);
     throw err;
   }
 }
 
+const describeOp = (row: OutboxRow): string =>
+  row.op === 'create'
+    ? `create of ${row.local_id ?? 'a new row'}`
+    : `${row.op === 'delete' ? 'delete' : 'update'} of item ${row.item_id ?? '?'}`;
+
 async function pushUpdate(deps: PushDeps, list: ListConfig, mapping: TableMapping, row: OutboxRow): Promise<Outcome> {
   const { db, client } = deps;
   const recovering = row.status === 'sending';
-  const sent = recovering && row.sent_changes ? row.sent_changes : row.changes;
+  const { sendable, removed } = splitRemoved(mapping, recovering && row.sent_changes ? row.sent_changes : row.changes);
+  if (Object.keys(sendable).length === 0) return fail(db, row, removedFieldsError(mapping, removed), true, list.maxPushAttempts);
+  const sent = sendable;
   const data = wireOrFail(deps, mapping, sent);
   if (!data.ok) return fail(db, row, data.error, true, list.maxPushAttempts);
 
   const itemId = row.item_id!;
-  const base = Number(row.base_version ?? 0);
+  const known = await knownBase(deps, list, mapping, row);
+  if (known.kind !== 'base') return known.outcome;
+  const base = known.base;
   await markSending(db, row, sent);
+  const write = { mapping, id: itemId, data: data.value, removed };
   try {
     await client.updateItem(list.appID, list.listID, itemId, base, data.value);
-    await settleApplied(db, row, sent, base === 0 ? null : base + 1);
-    return { kind: 'applied', id: itemId, version: base === 0 ? null : base + 1 };
+    const version = base === 0 ? null : base + 1;
+    await settleApplied(db, row, sent, version, { ...write, version });
+    return { kind: 'applied', id: itemId, version };
   } catch (err) {
     if (err instanceof AuthError) throw err;
     if (!(err instanceof PlatformError) && !recovering) return fail(db, row, coerceError(err).message, false, list.maxPushAttempts);
@@ -320,14 +380,7 @@ async function pushUpdate(deps: PushDeps, list: ListConfig, mapping: TableMappin
     const remote = await readItem(deps, list, itemId);
     if (remote.kind === 'error')
       return fail(db, row, `${coerceError(err).message}; and the item could not be re-read: ${remote.error}`, false, list.maxPushAttempts);
-    if (remote.kind === 'gone')
-      return fail(
-        db,
-        row,
-        `item ${itemId} no longer exists on the platform (deleted there?); the change cannot be applied`,
-        true,
-        list.maxPushAttempts,
-      );
+    if (remote.kind === 'gone') return fail(db, row, goneMessage(itemId), true, list.maxPushAttempts);
     const remoteVersion = Number(remote.item[list.versionField]);
     if (base === 0 || remoteVersion === base) return fail(db, row, coerceError(err).message, false, list.maxPushAttempts);
     if (
@@ -336,12 +389,70 @@ async function pushUpdate(deps: PushDeps, list: ListConfig, mapping: TableMappin
       carries(remote.item, data.value)
     ) {
       // Our own earlier attempt was applied; the retry saw its echo.
-      await settleApplied(db, row, sent, remoteVersion);
+      await settleApplied(db, row, sent, remoteVersion, { ...write, version: remoteVersion });
       return { kind: 'applied', id: itemId, version: remoteVersion };
     }
     return conflict(deps, list, mapping, row, sent, data.value, remote.item, remoteVersion);
   }
 }
+
+/** An edit's columns split into those of fields the platform still has and those of removed fields. */
+function splitRemoved(
+  mapping: TableMapping,
+  changes: Record<string, unknown>,
+): { sendable: Record<string, unknown>; removed: Record<string, unknown> } {
+  const sendable: Record<string, unknown> = {};
+  const removed: Record<string, unknown> = {};
+  for (const [column, value] of Object.entries(changes)) {
+    if (mapping.byColumn(column)?.removed) removed[column] = value;
+    else sendable[column] = value;
+  }
+  return { sendable, removed };
+}
+
+function removedFieldsError(mapping: TableMapping, removed: Record<string, unknown>): string {
+  const names = Object.keys(removed).map((c) => `${c} (field ${mapping.byColumn(c)?.field ?? '?'})`);
+  return `not sent: ${names.join(', ')} ${names.length === 1 ? 'belongs to a field that was' : 'belong to fields that were'} removed from the platform; the rest of the change, if any, was applied`;
+}
+
+type KnownBase = { kind: 'base'; base: number } | { kind: 'settled'; outcome: Outcome };
+
+/**
+ * The version the change was made on. Unknown (NULL or a refill marker, from
+ * a capture made before the mirror knew the item's version): the item is read
+ * and its version is the base only when it still holds what the mirror last
+ * saw of it (`_raw`); otherwise it is a conflict. Never RowVersion 0 by default.
+ */
+async function knownBase(deps: PushDeps, list: ListConfig, mapping: TableMapping, row: OutboxRow): Promise<KnownBase> {
+  if (row.base_version !== null && Number(row.base_version) >= 0) return { kind: 'base', base: Number(row.base_version) };
+  const itemId = row.item_id!;
+  const remote = await readItem(deps, list, itemId);
+  if (remote.kind === 'error')
+    return {
+      kind: 'settled',
+      outcome: await fail(deps.db, row, `the item could not be read: ${remote.error}`, false, list.maxPushAttempts),
+    };
+  if (remote.kind === 'gone')
+    return { kind: 'settled', outcome: await fail(deps.db, row, goneMessage(itemId), true, list.maxPushAttempts) };
+  const remoteVersion = Number(remote.item[list.versionField]);
+  const seen = await lastSeen(deps.db, mapping, itemId);
+  if (seen && mapping.columns.every((c) => sameValue(seen[c.field], remote.item[c.field]))) return { kind: 'base', base: remoteVersion };
+  const sent = row.changes;
+  const data = wireOrFail(deps, mapping, sent);
+  if (!data.ok) return { kind: 'settled', outcome: await fail(deps.db, row, data.error, true, list.maxPushAttempts) };
+  return { kind: 'settled', outcome: await conflict(deps, list, mapping, row, sent, data.value, remote.item, remoteVersion) };
+}
+
+/** What the mirror last saw of the item (`_raw`), if anything. */
+async function lastSeen(db: Knex, mapping: TableMapping, id: string): Promise<Item | null> {
+  const row = (await db.withSchema(mapping.schema).from(mapping.table).where({ id }).first('_raw')) as { _raw: Item | null } | undefined;
+  return row?._raw ?? null;
+}
+
+const sameValue = (a: unknown, b: unknown): boolean => (a ?? '') === (b ?? '') || String(a ?? '') === String(b ?? '');
+
+const goneMessage = (itemId: string): string =>
+  `item ${itemId} no longer exists on the platform (deleted there?); the change cannot be applied`;
 
 async function pushDelete(deps: PushDeps, list: ListConfig, mapping: TableMapping, row: OutboxRow): Promise<Outcome> {
   const { db } = deps;
@@ -356,20 +467,26 @@ async function pushDelete(deps: PushDeps, list: ListConfig, mapping: TableMappin
     return { kind: 'deleted' };
   }
   const remoteVersion = Number(remote.item[list.versionField]);
-  if (base !== 0 && remoteVersion !== base) return deleteConflict(deps, list, mapping, row, remote.item, remoteVersion);
+  // A base that is unknown (NULL) is never an overwrite: only a version that matches deletes.
+  if (row.base_version === null || (base !== 0 && remoteVersion !== base))
+    return deleteConflict(deps, list, mapping, row, remote.item, remoteVersion);
   await deleteOnPlatform(deps, list, itemId);
   await settleApplied(db, row, row.changes, null);
   return { kind: 'deleted' };
 }
 
-/** Deletes an item; one already gone counts as deleted. */
+/** Deletes an item; one already gone (asked both ways) counts as deleted. */
 async function deleteOnPlatform(deps: PushDeps, list: ListConfig, itemId: string): Promise<void> {
   try {
     await deps.client.deleteItem(list.appID, list.listID, itemId);
   } catch (err) {
-    if (!(err instanceof NotFoundError)) throw err;
+    if (!isRefusalAnswer(err)) throw err;
+    const now = await readItemOrGone(deps.client, itemRef(list), itemId);
+    if (now.kind !== 'gone') throw err;
   }
 }
+
+const itemRef = (list: ListConfig): ItemListRef => ({ appID: list.appID, listID: list.listID, idField: list.idField });
 
 async function deleteConflict(
   deps: PushDeps,
@@ -520,13 +637,13 @@ async function withdrawCreate(deps: PushDeps, list: ListConfig, mapping: TableMa
 
 type Remote = { kind: 'found'; item: Item } | { kind: 'gone' } | { kind: 'error'; error: string };
 
-/** One item by ID (GET shows writes at once). A refused key ends the push. */
+/** One item by ID (GET shows writes at once); gone when asked both ways. A refused key ends the push. */
 async function readItem(deps: PushDeps, list: ListConfig, id: string): Promise<Remote> {
   try {
-    return { kind: 'found', item: await deps.client.getItem(list.appID, list.listID, id) };
+    const now = await readItemOrGone(deps.client, itemRef(list), id);
+    return now.kind === 'present' ? { kind: 'found', item: now.item } : { kind: 'gone' };
   } catch (err) {
     if (err instanceof AuthError) throw err;
-    if (err instanceof NotFoundError) return { kind: 'gone' };
     return { kind: 'error', error: coerceError(err).message };
   }
 }
@@ -550,18 +667,37 @@ async function markSending(db: Knex, row: OutboxRow, sent: Record<string, unknow
   return now;
 }
 
+/** What an applied edit wrote: kept in the mirror row with the change's settlement. */
+interface AppliedWrite {
+  mapping: TableMapping;
+  id: string;
+  /** The version the write produced (null: unknown, e.g. after an overwrite with RowVersion 0). */
+  version: number | null;
+  data: Record<string, string>;
+  /** Columns of removed fields the edit also named: kept, marked failed. */
+  removed?: Record<string, unknown>;
+}
+
 /**
- * The sent part is applied. Edits made while it was in flight (the remainder)
- * stay pending against the new version.
+ * The sent part is applied, in one transaction with what the mirror row learns
+ * from the write. Edits made while it was in flight (the remainder) stay
+ * pending against the new version; a part naming removed fields is kept, failed.
  */
 async function settleApplied(
   db: Knex | Knex.Transaction,
   row: OutboxRow,
   sent: Record<string, unknown>,
   newVersion: number | null,
+  write?: AppliedWrite,
 ): Promise<void> {
-  if (row.op === 'delete') await outbox.markApplied(db, row.id);
-  else await outbox.settleSentEdit(db, row.id, sent, newVersion);
+  if (row.op === 'delete') return outbox.markApplied(db, row.id);
+  const settle = async (trx: Knex.Transaction): Promise<void> => {
+    await outbox.settleSentEdit(trx, row.id, sent, newVersion);
+    if (write && write.version !== null) await recordWrite(trx, write.mapping, { id: write.id, version: write.version, data: write.data });
+    if (write?.removed && Object.keys(write.removed).length)
+      await outbox.keepUnsendable(trx, row.id, write.removed, removedFieldsError(write.mapping, write.removed));
+  };
+  await (db.isTransaction ? settle(db as Knex.Transaction) : db.transaction(settle));
 }
 
 /**
@@ -576,7 +712,9 @@ async function settleCreated(
   row: OutboxRow,
   sent: Record<string, unknown>,
   id: string,
+  version = FIRST_VERSION,
 ): Promise<Outcome> {
+  const data = wireOrFail(deps, mapping, sent);
   const withdrawn = await deps.db.transaction(async (trx) => {
     if (await outbox.lockWithdrawn(trx, row.id)) return true;
     await markListsyncWriter(trx);
@@ -584,8 +722,9 @@ async function settleCreated(
     const taken = (await trx.raw('select 1 from ?? where id = ?', [table, id])) as { rows: unknown[] };
     if (taken.rows.length > 0) await trx.raw('delete from ?? where id = ?', [table, row.local_id]);
     else await trx.raw('update ?? set id = ? where id = ?', [table, id, row.local_id]);
-    // Edits made to the row while it was being created stay pending as an update of the new item (version 1).
-    await outbox.settleSentCreate(trx, row.id, sent, id);
+    // Edits made to the row while it was being created stay pending as an update of the new item.
+    await outbox.settleSentCreate(trx, row.id, sent, id, version);
+    await recordWrite(trx, mapping, { id, version, data: data.ok ? data.value : {} });
     return false;
   });
   if (!withdrawn) return { kind: 'created', id };
@@ -597,6 +736,9 @@ async function settleCreated(
   );
   return { kind: 'withdrawn' };
 }
+
+/** The version of an item just created (the platform counts versions from 1; a later write is checked against it). */
+const FIRST_VERSION = 1;
 
 /** Records an error: pending with backoff (retryable) or failed (final, or out of attempts). */
 async function fail(db: Knex, row: OutboxRow, error: string, final: boolean, maxAttempts: number): Promise<Outcome> {
@@ -668,76 +810,15 @@ async function holdConflict(
   });
 }
 
-/** Items by ID (In, 1000 per request), as the platform's queries show them now. */
-async function queryByIds(client: PlatformClient, list: ListConfig, ids: readonly string[]): Promise<Item[]> {
-  const out: Item[] = [];
-  for (let i = 0; i < ids.length; i += 1000) {
-    const chunk = ids.slice(i, i + 1000);
-    const { items } = await client.queryItems(list.appID, list.listID, {
-      Filters: [{ Field: list.idField, Type: Operator.In, Value: JSON.stringify(chunk) }],
-      PageIndex: 1,
-      PageSize: 1000,
-    });
-    out.push(...items);
-  }
-  return out;
-}
-
 /** Re-reads items by ID (In, 1000 per request) and writes them to the mirror. */
 export async function rereadItems(
   deps: Pick<PushDeps, 'db' | 'client' | 'config'>,
   list: ListConfig,
   mapping: TableMapping,
   ids: readonly string[],
-): Promise<UpsertResult[]> {
-  const out: UpsertResult[] = [];
-  for (let i = 0; i < ids.length; i += 1000) {
-    const items = await queryByIds(deps.client, list, ids.slice(i, i + 1000));
-    out.push(await deps.db.transaction((trx) => upsertItems(trx, mapping, items, deps.config.platform.timeZone)));
-  }
-  return out;
-}
-
-/**
- * Brings the written items' new versions into the mirror. Items the query does
- * not yet show at the version written are asked again with backoff, then read
- * one by one; returns the IDs still behind.
- */
-async function rereadWritten(
-  deps: PushDeps,
-  list: ListConfig,
-  mapping: TableMapping,
-  written: ReadonlyMap<string, number | null>,
-): Promise<string[]> {
-  const zone = deps.config.platform.timeZone;
-  const upToDate = (item: Item | undefined, id: string): boolean => {
-    if (!item) return false;
-    const want = written.get(id);
-    return want === null || want === undefined || Number(item[list.versionField]) >= want;
-  };
-  const store = (items: Item[]) => deps.db.transaction((trx) => upsertItems(trx, mapping, items, zone));
-
-  let behind = [...written.keys()];
-  for (const delay of [0, ...(deps.rereadDelaysMs ?? DEFAULT_REREAD_DELAYS_MS)]) {
-    if (behind.length === 0) return [];
-    if (delay > 0) await sleep(delay);
-    const items = await queryByIds(deps.client, list, behind);
-    await store(items);
-    const byId = new Map(items.map((i) => [String(i[list.idField]), i]));
-    behind = behind.filter((id) => !upToDate(byId.get(id), id));
-  }
-  const stillBehind: string[] = behind.slice(MAX_GET_REREADS);
-  for (const id of behind.slice(0, MAX_GET_REREADS)) {
-    const remote = await readItem(deps, list, id);
-    if (remote.kind === 'found') await store([remote.item]);
-    if (remote.kind !== 'found' || !upToDate(remote.item, id)) stillBehind.push(id);
-  }
-  if (stillBehind.length)
-    deps.logger.warn(
-      { list: list.name, behind: stillBehind.length },
-      "the platform's queries did not show the versions written yet; the next pull brings them",
-    );
-  return stillBehind;
+): Promise<UpsertResult> {
+  const items = await queryItemsByIds(deps.client, itemRef(list), ids);
+  return deps.db.transaction((trx) => upsertItems(trx, mapping, items, deps.config.platform.timeZone));
 }
 
 /**
