@@ -16,6 +16,7 @@ import type { Knex } from '../db.js';
 import type { Logger } from '../logger.js';
 import { upsertItems, type TableMapping } from '../mirror/index.js';
 import type { PlatformClient } from '../platform/client.js';
+import { AuthError, PlatformError } from '../platform/errors.js';
 import { queryItemsByIds, readItemOrGone } from '../platform/item-lookup.js';
 import type { Item } from '../platform/types.js';
 import * as outbox from '../store/outbox.js';
@@ -34,10 +35,28 @@ export const DEFAULT_REREAD_DELAYS_MS = [250, 1000, 2000] as const;
 /** Items still behind after the repeated queries are read one by one, up to this many a call. */
 const MAX_GET_REREADS = 200;
 
-/** Re-reads the list's items whose applied changes the mirror has not caught up with; returns the IDs still behind. */
+/**
+ * Re-reads the list's items whose applied changes the mirror has not caught up
+ * with; returns the IDs still behind. A platform that cannot answer now leaves
+ * them flagged for the next run (the edits captured meanwhile already carry
+ * the right base version); a refused key or a database error is thrown.
+ */
 export async function settleMirror(deps: SettleDeps, list: ListConfig, mapping: TableMapping): Promise<string[]> {
   const ids = await outbox.behindItems(deps.db, list.name);
   if (ids.length === 0) return [];
+  try {
+    return await settleItems(deps, list, mapping, ids);
+  } catch (err) {
+    if (!(err instanceof PlatformError) || err instanceof AuthError) throw err;
+    deps.logger.warn(
+      { list: list.name, behind: ids.length, err: err.message },
+      'the items written could not be re-read now; they stay flagged and the next push or pull re-reads them',
+    );
+    return ids;
+  }
+}
+
+async function settleItems(deps: SettleDeps, list: ListConfig, mapping: TableMapping, ids: string[]): Promise<string[]> {
   const wanted = await knownVersions(deps.db, mapping, ids);
   const behind = await rereadUntilShown(deps, list, mapping, wanted);
   const stillBehind = new Set(behind);

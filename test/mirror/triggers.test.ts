@@ -158,13 +158,20 @@ describe('change capture', () => {
     expect(await outbox()).toHaveLength(1);
   });
 
-  it('follows schema evolution: new columns are captured, removed ones are not', async () => {
+  it("follows schema evolution: new columns are captured; an edit of a removed field's column is refused, not silently dropped", async () => {
     const fields: FieldMeta[] = [
       ...ORDERS_FIELDS.filter((f) => f.FieldName !== 'Notes'),
       { FieldName: 'Priority', FieldType: 'Text', Type: 'radio' },
     ];
     const evolved = await ensureMirrorTable(t.db, ordersTable(fields));
-    await t.db.raw(`update mirror.orders set priority = 'high', notes = 'ignored' where id = ?`, [orderId(1)]);
+    const notesBefore = (await t.db('mirror.orders').where({ id: orderId(1) }).first('notes')) as { notes: string | null };
+    await expect(t.db.raw(`update mirror.orders set priority = 'high', notes = 'ignored' where id = ?`, [orderId(1)])).rejects.toThrow(
+      /column notes of mirror\.orders keeps the data of a field that was removed from the platform/,
+    );
+    expect(await t.db('mirror.orders').where({ id: orderId(1) }).first('notes')).toEqual(notesBefore);
+    expect(await outbox()).toEqual([]);
+    await expect(t.db.raw(`insert into mirror.orders (notes) values ('new')`)).rejects.toThrow(/removed from the platform/);
+    await t.db.raw(`update mirror.orders set priority = 'high' where id = ?`, [orderId(1)]);
     expect((await outbox())[0]!.changes).toEqual({ priority: 'high' });
     m = await ensureMirrorTable(t.db, ordersTable());
     expect(evolved.removedColumns.map((c) => c.column)).toEqual(['notes']);
