@@ -93,8 +93,17 @@ function judge(
       row.sends > 0 ? 'would be looked for on the platform first (an earlier attempt got no answer), then created' : 'would be created',
     );
   }
-  const baseVersion = Number(row.base_version ?? 0);
   const remoteVersion = remote === undefined ? undefined : Number(remote[list.versionField]);
+  if (row.base_version === null || Number(row.base_version) < 0) {
+    if (remoteVersion === undefined)
+      return entry(row.op === 'delete' ? 'DELETE' : 'PATCH', row.op === 'delete' ? 'apply' : 'fail', 'the item is no longer on the platform');
+    return entry(
+      row.op === 'delete' ? 'DELETE' : 'PATCH',
+      'conflict',
+      `the version the change was made on is unknown; platform at version ${remoteVersion}: applied only if the platform still holds what the mirror last saw, else a conflict`,
+    );
+  }
+  const baseVersion = Number(row.base_version);
   if (row.op === 'delete') {
     if (remoteVersion === undefined) return entry('DELETE', 'apply', 'already gone from the platform');
     if (baseVersion === 0 || remoteVersion === baseVersion)

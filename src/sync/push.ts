@@ -435,18 +435,18 @@ async function knownBase(deps: PushDeps, list: ListConfig, mapping: TableMapping
   if (remote.kind === 'gone')
     return { kind: 'settled', outcome: await fail(deps.db, row, goneMessage(itemId), true, list.maxPushAttempts) };
   const remoteVersion = Number(remote.item[list.versionField]);
-  const seen = await lastSeen(deps.db, mapping, itemId);
-  if (seen && mapping.columns.every((c) => sameValue(seen[c.field], remote.item[c.field]))) return { kind: 'base', base: remoteVersion };
+  if (await unchangedSinceSeen(deps.db, mapping, itemId, remote.item)) return { kind: 'base', base: remoteVersion };
   const sent = row.changes;
   const data = wireOrFail(deps, mapping, sent);
   if (!data.ok) return { kind: 'settled', outcome: await fail(deps.db, row, data.error, true, list.maxPushAttempts) };
   return { kind: 'settled', outcome: await conflict(deps, list, mapping, row, sent, data.value, remote.item, remoteVersion) };
 }
 
-/** What the mirror last saw of the item (`_raw`), if anything. */
-async function lastSeen(db: Knex, mapping: TableMapping, id: string): Promise<Item | null> {
+/** The platform's item still holds, field for field, what the mirror last saw of it (`_raw`). */
+async function unchangedSinceSeen(db: Knex, mapping: TableMapping, id: string, remote: Item): Promise<boolean> {
   const row = (await db.withSchema(mapping.schema).from(mapping.table).where({ id }).first('_raw')) as { _raw: Item | null } | undefined;
-  return row?._raw ?? null;
+  const seen = row?._raw;
+  return Boolean(seen) && mapping.columns.every((c) => sameValue(seen![c.field], remote[c.field]));
 }
 
 const sameValue = (a: unknown, b: unknown): boolean => (a ?? '') === (b ?? '') || String(a ?? '') === String(b ?? '');
@@ -467,8 +467,9 @@ async function pushDelete(deps: PushDeps, list: ListConfig, mapping: TableMappin
     return { kind: 'deleted' };
   }
   const remoteVersion = Number(remote.item[list.versionField]);
-  // A base that is unknown (NULL) is never an overwrite: only a version that matches deletes.
-  if (row.base_version === null || (base !== 0 && remoteVersion !== base))
+  // A base that is unknown (NULL) is never an overwrite: the item must still hold what the mirror last saw.
+  const unknownBase = row.base_version === null || base < 0;
+  if (unknownBase ? !(await unchangedSinceSeen(db, mapping, itemId, remote.item)) : base !== 0 && remoteVersion !== base)
     return deleteConflict(deps, list, mapping, row, remote.item, remoteVersion);
   await deleteOnPlatform(deps, list, itemId);
   await settleApplied(db, row, row.changes, null);

@@ -137,6 +137,32 @@ describe('write-back settles each change with its row', () => {
   });
 });
 
+describe('an edit whose base version is unknown', () => {
+  it('is sent against the platform version only when the item still holds what the mirror last saw; else a conflict, never RowVersion 0', async () => {
+    w = await startWorld({ emulator: { items: 10 } });
+    const list = w.config.lists[0]!;
+    await pullList(w.deps(), list);
+    const [same, moved] = (await w.t.db('mirror.orders').orderBy('id').limit(2).pluck('id')) as string[];
+    // Rows as an older listsync left them: no version anywhere.
+    await w.t.db.transaction(async (trx) => {
+      await trx.raw(`select set_config('listsync.writer', 'on', true)`);
+      await trx.raw(`update mirror.orders set row_version = null, _raw = _raw - 'RowVersion' where id = any(?)`, [[same, moved]]);
+    });
+    await w.t.db.raw(`update mirror.orders set customer = 'unknown base' where id = any(?)`, [[same, moved]]);
+    expect((await outboxRows(w)).map((o) => o.base_version)).toEqual([null, null]);
+    await w.emu.admin.editItem('demo', 'orders', moved!, { Data: { [F.status]: 'moved on the platform' } });
+    await w.emu.admin.clearRequests();
+    const r = await pushList({ ...w.deps(), ...fast }, list);
+    expect(r).toMatchObject({ applied: 1, conflicts: 1 });
+    const patches = (await w.emu.admin.requests()).filter((e) => e.method === 'PATCH');
+    expect(patches.map((p) => (JSON.parse(p.body!) as { RowVersion: number }).RowVersion).every((v) => v > 0)).toBe(true);
+    const platform = await itemsById(w);
+    expect(platform.get(same!)![F.customer]).toBe('unknown base');
+    expect(platform.get(moved!)![F.status]).toBe('moved on the platform');
+    expect(platform.get(moved!)![F.customer]).not.toBe('unknown base');
+  });
+});
+
 describe('gone is decided by asking, whatever the Status code', () => {
   it('with unknown items answered HTTP 200 and a six-digit Status, deletes of items already gone are applied, edits of them fail at once', async () => {
     w = await startWorld({ emulator: { items: 40 }, list: { pushDeletes: true } });
