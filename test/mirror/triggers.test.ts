@@ -164,11 +164,19 @@ describe('change capture', () => {
       { FieldName: 'Priority', FieldType: 'Text', Type: 'radio' },
     ];
     const evolved = await ensureMirrorTable(t.db, ordersTable(fields));
-    const notesBefore = (await t.db('mirror.orders').where({ id: orderId(1) }).first('notes')) as { notes: string | null };
+    const notesBefore = (await t
+      .db('mirror.orders')
+      .where({ id: orderId(1) })
+      .first('notes')) as { notes: string | null };
     await expect(t.db.raw(`update mirror.orders set priority = 'high', notes = 'ignored' where id = ?`, [orderId(1)])).rejects.toThrow(
       /column notes of mirror\.orders keeps the data of a field that was removed from the platform/,
     );
-    expect(await t.db('mirror.orders').where({ id: orderId(1) }).first('notes')).toEqual(notesBefore);
+    expect(
+      await t
+        .db('mirror.orders')
+        .where({ id: orderId(1) })
+        .first('notes'),
+    ).toEqual(notesBefore);
     expect(await outbox()).toEqual([]);
     await expect(t.db.raw(`insert into mirror.orders (notes) values ('new')`)).rejects.toThrow(/removed from the platform/);
     await t.db.raw(`update mirror.orders set priority = 'high' where id = ?`, [orderId(1)]);

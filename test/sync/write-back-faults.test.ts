@@ -142,7 +142,7 @@ describe('an edit whose base version is unknown', () => {
     w = await startWorld({ emulator: { items: 10 } });
     const list = w.config.lists[0]!;
     await pullList(w.deps(), list);
-    const [same, moved] = (await w.t.db('mirror.orders').orderBy('id').limit(2).pluck('id')) as string[];
+    const [same, moved] = (await w.t.db('mirror.orders').orderBy('id').limit(2).pluck('id')) as [string, string];
     // Rows as an older listsync left them: no version anywhere.
     await w.t.db.transaction(async (trx) => {
       await trx.raw(`select set_config('listsync.writer', 'on', true)`);
@@ -150,16 +150,16 @@ describe('an edit whose base version is unknown', () => {
     });
     await w.t.db.raw(`update mirror.orders set customer = 'unknown base' where id = any(?)`, [[same, moved]]);
     expect((await outboxRows(w)).map((o) => o.base_version)).toEqual([null, null]);
-    await w.emu.admin.editItem('demo', 'orders', moved!, { Data: { [F.status]: 'moved on the platform' } });
+    await w.emu.admin.editItem('demo', 'orders', moved, { Data: { [F.status]: 'moved on the platform' } });
     await w.emu.admin.clearRequests();
     const r = await pushList({ ...w.deps(), ...fast }, list);
     expect(r).toMatchObject({ applied: 1, conflicts: 1 });
     const patches = (await w.emu.admin.requests()).filter((e) => e.method === 'PATCH');
     expect(patches.map((p) => (JSON.parse(p.body!) as { RowVersion: number }).RowVersion).every((v) => v > 0)).toBe(true);
     const platform = await itemsById(w);
-    expect(platform.get(same!)![F.customer]).toBe('unknown base');
-    expect(platform.get(moved!)![F.status]).toBe('moved on the platform');
-    expect(platform.get(moved!)![F.customer]).not.toBe('unknown base');
+    expect(platform.get(same)![F.customer]).toBe('unknown base');
+    expect(platform.get(moved)![F.status]).toBe('moved on the platform');
+    expect(platform.get(moved)![F.customer]).not.toBe('unknown base');
   });
 });
 
@@ -312,7 +312,8 @@ describe('applied changes are kept for a while', () => {
 
 describe('kill -9 at random moments of a push', () => {
   it('20 kills of a 300-change push (updates, creates, deletes): the next push leaves the mirror equal to the platform, no create twice, and a second round of edits is applied with platform edits surfacing as conflicts', async () => {
-    w = await startWorld({ emulator: { items: 400 }, list: { pushDeletes: true } });
+    // 20 requests a second: a push of 300 changes takes 15 s, so later kills still land in work.
+    w = await startWorld({ emulator: { items: 400 }, list: { pushDeletes: true }, platform: { requestsPerSecond: 20 } });
     const list = w.config.lists[0]!;
     await pullList(w.deps(), list);
     const ids = (await w.t.db('mirror.orders').orderBy('id').limit(250).pluck('id')) as string[];
@@ -330,10 +331,16 @@ describe('kill -9 at random moments of a push', () => {
     const env = childEnv({ PLATFORM_API_KEY: w.emu.apiKey });
     let seed = 7;
     const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const pushRuns = async () =>
+      Number(((await w!.t.db('listsync.sync_runs').where({ job: 'push' }).count('* as n').first()) as { n: string }).n);
     for (let kill = 0; kill < 20; kill++) {
+      const started = await pushRuns();
       const child = spawn(process.execPath, [BIN, '--config', w.configFile, 'push'], { env, stdio: 'ignore' });
-      const exited = new Promise((r) => child.once('exit', r));
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 900 + random() * 1800))]);
+      let done = false;
+      const exited = new Promise((r) => child.once('exit', r)).then(() => (done = true));
+      // Kill at a random moment after the push has begun (its run is recorded), not while the process starts.
+      while (!done && (await pushRuns()) === started) await new Promise((r) => setTimeout(r, 20));
+      await Promise.race([exited, new Promise((r) => setTimeout(r, random() * 1500))]);
       child.kill('SIGKILL');
       await exited;
     }
@@ -374,5 +381,5 @@ describe('kill -9 at random moments of a push', () => {
     for (const id of editedThere) expect(after.get(id)![F.status]).toBe('platform edit');
     expect([...updated, ...created].filter((id) => !editedThere.includes(id) && after.get(id)![F.notes] !== 'round 2')).toEqual([]);
     await expectMirrorEqualsPlatform(w);
-  });
+  }, 240_000);
 });
