@@ -2,13 +2,15 @@
  * Real time for `serve`: at start, each list with `realtime` gets its item
  * event subscriptions (reused when stored); stored events a previous process
  * did not apply are replayed; item events from the receiver go to the
- * applier; /healthz is degraded while a realtime list lacks a subscription.
+ * applier; /healthz is degraded while a realtime list lacks a subscription,
+ * or an item event waits unapplied longer than serve.realtimeStaleAfterSeconds.
  */
 import type { Config } from '../config.js';
 import type { Knex } from '../db.js';
 import { coerceError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { PlatformClient } from '../platform/client.js';
+import { unappliedItemEventAges } from '../store/webhook-inbox.js';
 import type { ItemEvent } from '../webhooks/receiver.js';
 import { RealtimeApplier, type ApplierOptions } from './applier.js';
 import { ensureItemSubscriptions, listsMissingSubscriptions } from './subscriptions.js';
@@ -34,8 +36,14 @@ export interface Realtime {
    * applied); any other goes to `other` (the early pull).
    */
   onItemEvent(event: ItemEvent): 'deferred' | undefined;
-  health(): Promise<{ degraded: boolean; realtime: { missingSubscriptions: string[] } }>;
+  health(): Promise<{ degraded: boolean; realtime: RealtimeHealth }>;
   close(): Promise<void>;
+}
+
+export interface RealtimeHealth {
+  missingSubscriptions: string[];
+  /** Per list with item events not applied yet: how many, the oldest one's age, those that failed and the latest error. */
+  waiting: { list: string; events: number; oldestSeconds: number; failing: number; lastError: string | null; stale: boolean }[];
 }
 
 export interface RealtimeOptions extends Omit<ApplierOptions, 'db' | 'client' | 'config' | 'logger'> {
@@ -87,7 +95,19 @@ export async function startRealtime(opts: RealtimeOptions): Promise<Realtime> {
     },
     async health() {
       const missing = await listsMissingSubscriptions(db, config);
-      return { degraded: missing.length > 0, realtime: { missingSubscriptions: missing } };
+      const limit = config.serve.realtimeStaleAfterSeconds;
+      const waiting = (await unappliedItemEventAges(db))
+        .filter((w) => config.lists.some((l) => l.name === w.list_name))
+        .map((w) => ({
+          list: w.list_name,
+          events: w.unapplied,
+          oldestSeconds: Math.round(w.oldest_seconds * 10) / 10,
+          failing: w.failing,
+          lastError: w.last_error,
+          stale: w.oldest_seconds > limit,
+        }));
+      const degraded = missing.length > 0 || waiting.some((w) => w.stale);
+      return { degraded, realtime: { missingSubscriptions: missing, waiting } };
     },
     close: () => applier.close(),
   };
