@@ -13,13 +13,14 @@ import type { PlatformClient } from '../platform/client.js';
 import { unappliedItemEventAges } from '../store/webhook-inbox.js';
 import type { ItemEvent } from '../webhooks/receiver.js';
 import { RealtimeApplier, type ApplierOptions } from './applier.js';
-import { ensureItemSubscriptions, listsMissingSubscriptions } from './subscriptions.js';
+import { ensureItemSubscriptions, listsMissingSubscriptions, removeRetiredSubscriptions } from './subscriptions.js';
 
 export { RealtimeApplier, REREAD_BATCH, type ApplierOptions, type FlushResult } from './applier.js';
 export {
   ensureItemSubscriptions,
   listsMissingSubscriptions,
   removeSubscription,
+  removeRetiredSubscriptions,
   itemResource,
   ITEM_EVENT,
   REALTIME_CHANNEL,
@@ -55,11 +56,29 @@ export interface RealtimeOptions extends Omit<ApplierOptions, 'db' | 'client' | 
   callbackBase?: string;
 }
 
+/** Removes the subscriptions listsync replaced on the platform; one that fails stays for the next start. */
+async function removeRetired(deps: Parameters<typeof removeRetiredSubscriptions>[0], log: Logger): Promise<void> {
+  try {
+    for (const r of await removeRetiredSubscriptions(deps)) {
+      if (r.outcome === 'removed')
+        log.info({ resource: r.resource, platformId: r.platformId }, 'replaced item subscription removed from the platform');
+      else
+        log.warn(
+          { resource: r.resource, platformId: r.platformId, error: r.error },
+          'could not remove a replaced item subscription from the platform; tried again at the next start',
+        );
+    }
+  } catch (err) {
+    log.warn({ err: coerceError(err) }, 'could not remove replaced item subscriptions; tried again at the next start');
+  }
+}
+
 /** Subscribes the realtime lists (once), replays unapplied events and returns the applier's hooks. */
 export async function startRealtime(opts: RealtimeOptions): Promise<Realtime> {
   const { db, client, config, logger } = opts;
   const log = logger.child({ component: 'realtime' });
   const applier = new RealtimeApplier(opts);
+  await removeRetired({ db, client, config }, log);
   for (const list of config.lists.filter((l) => l.realtime)) {
     try {
       const subs = await ensureItemSubscriptions(
