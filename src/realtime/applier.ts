@@ -89,7 +89,7 @@ export interface ApplierOptions {
   maxRechecks?: number;
   /** Wait before trying failed events again: doubles per failed attempt. Default 1 s. */
   retryDelayMs?: number;
-  /** Longest wait between two attempts of failed events. Default 60 s. */
+  /** Longest wait between two attempts of failed events. Default 30 s. */
   maxRetryDelayMs?: number;
   /** A list that has no mirror table yet: asks for a pull (which reads everything). */
   requestPull?: (list: string) => void;
@@ -163,7 +163,7 @@ export class RealtimeApplier {
     this.recheckDelayMs = opts.recheckDelayMs ?? 500;
     this.maxRechecks = opts.maxRechecks ?? 5;
     this.retryDelayMs = opts.retryDelayMs ?? 1000;
-    this.maxRetryDelayMs = opts.maxRetryDelayMs ?? 60_000;
+    this.maxRetryDelayMs = opts.maxRetryDelayMs ?? 30_000;
   }
 
   /** The configured list an item subscription's resource (`lists/{appID}/{listID}`) belongs to. */
@@ -356,7 +356,8 @@ export class RealtimeApplier {
 
     const chunks = [...(fresh.size ? [[...fresh.values()]] : []), ...retryChunks(due)];
     let failedInRow = 0;
-    let failedChunks = 0;
+    let freshFailed = false;
+    let succeeded = false;
     for (const [i, chunk] of chunks.entries()) {
       if (failedInRow >= FAILED_CHUNKS_TO_STOP) {
         // Not tried: back to the queue as they were.
@@ -366,18 +367,31 @@ export class RealtimeApplier {
       try {
         await this.applyChunk(q, mapping, chunk, rows);
         failedInRow = 0;
+        succeeded = true;
       } catch (err) {
         failedInRow++;
-        failedChunks++;
+        if (i === 0 && fresh.size) freshFailed = true;
         await this.chunkFailed(q, chunk, coerceError(err));
       }
     }
-    if (failedChunks === 0) {
+    this.settleBackoff(q, { stopped: failedInRow >= FAILED_CHUNKS_TO_STOP || freshFailed, succeeded });
+  }
+
+  /**
+   * New events failing, or chunks failing in a row, make the list back off
+   * (doubling). Once a chunk is applied again after that, the platform
+   * answers: every waiting claim is tried at the next flush, not at the end
+   * of its own backoff. One item that keeps failing alone backs off alone.
+   */
+  private settleBackoff(q: ListQueue, flush: { stopped: boolean; succeeded: boolean }): void {
+    const now = Date.now();
+    if (flush.stopped) {
+      q.failedFlushes++;
+      q.backoffUntil = now + this.backoff(q.failedFlushes);
+    } else if (flush.succeeded && q.failedFlushes > 0) {
       q.failedFlushes = 0;
       q.backoffUntil = 0;
-    } else if (failedInRow >= FAILED_CHUNKS_TO_STOP || failedChunks === chunks.length) {
-      q.failedFlushes++;
-      q.backoffUntil = Date.now() + this.backoff(q.failedFlushes);
+      for (const c of q.retry.values()) c.retryAt = Math.min(c.retryAt, now);
     }
   }
 
