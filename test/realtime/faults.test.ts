@@ -6,6 +6,7 @@
  * others, and /healthz says degraded while events wait.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { runStatus } from '../../src/commands/status.js';
 import { SAMPLE_FIELDS } from '../../src/emulator/index.js';
 import { expectMirrorEqualsPlatform } from '../helpers/world.js';
 import { APP, closeRunning, LIST, liveIds, openEvents, settled, start, until, type Running } from './support.js';
@@ -121,6 +122,16 @@ describe('realtime under faults', () => {
     const h = await health(r);
     expect(h.status).toBe('degraded');
     expect(h.realtime.waiting).toMatchObject([{ list: LIST, events: 1, failing: 1 }]);
+    const io = { out: () => undefined, err: () => undefined, isTTY: false };
+    const status = await runStatus({
+      db: r.w.t.db,
+      client: r.client,
+      config: r.config,
+      logger: r.w.logger,
+      io,
+      close: async () => undefined,
+    });
+    expect(status).toMatch(new RegExp(`${LIST}: 1 item event\\(s\\) failed and are retried with backoff; .*last error: .*50\\d`));
 
     // Once the item can be read again, its event is applied too: the row is marked deleted.
     await r.w.emu.admin.setFaults({ errorRate: 0, faultPaths: null });
