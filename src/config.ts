@@ -194,6 +194,8 @@ const configSchema = z
         webhookBodyLimitBytes: positiveInt.default(256 * 1024),
         webhookDedupWindowMinutes: positiveInt.default(24 * 60),
         shutdownTimeoutMs: positiveInt.default(30_000),
+        /** An item event of a realtime list still unapplied after this long makes /healthz degraded. */
+        realtimeStaleAfterSeconds: positiveInt.default(120),
       })
       .strict()
       .default({
@@ -203,6 +205,7 @@ const configSchema = z
         webhookBodyLimitBytes: 256 * 1024,
         webhookDedupWindowMinutes: 24 * 60,
         shutdownTimeoutMs: 30_000,
+        realtimeStaleAfterSeconds: 120,
       }),
     log: z
       .object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') })

@@ -352,6 +352,24 @@ const FROM_POSTGRES: readonly ReadMetric<Snapshot>[] = [
   },
   {
     kind: 'gauge',
+    name: 'listsync_realtime_oldest_unapplied_seconds',
+    help: 'Age of the oldest item event of the list not applied yet (0 when none waits); past serve.realtimeStaleAfterSeconds /healthz is degraded.',
+    labels: ['list'],
+    read: (v, s) => {
+      for (const r of s.realtime) v.set(perList(r.list), r.oldestUnappliedSeconds);
+    },
+  },
+  {
+    kind: 'gauge',
+    name: 'listsync_realtime_failing_events',
+    help: 'Item events not applied yet whose apply failed at least once (retried with backoff).',
+    labels: ['list'],
+    read: (v, s) => {
+      for (const r of s.realtime) v.set(perList(r.list), r.failing);
+    },
+  },
+  {
+    kind: 'gauge',
     name: 'listsync_realtime_last_applied_timestamp_seconds',
     help: 'When the latest item event of the list was applied (Unix seconds).',
     labels: ['list'],
@@ -377,6 +395,13 @@ const FROM_CONFIG: readonly ReadMetric<Config>[] = [
     help: 'The lag past which a list counts as stale (serve.maxLagMinutes).',
     labels: ['list'],
     read: (v, c) => c.lists.forEach((l) => v.set(perList(l.name), c.serve.maxLagMinutes * 60)),
+  },
+  {
+    kind: 'gauge',
+    name: 'listsync_realtime_stale_after_seconds',
+    help: 'The age past which an unapplied item event makes /healthz degraded (serve.realtimeStaleAfterSeconds).',
+    labels: ['list'],
+    read: (v, c) => c.lists.filter((l) => l.realtime).forEach((l) => v.set(perList(l.name), c.serve.realtimeStaleAfterSeconds)),
   },
   {
     kind: 'gauge',

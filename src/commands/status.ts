@@ -82,6 +82,10 @@ export async function runStatus(ctx: AppContext): Promise<string> {
           ]),
         ),
     );
+    for (const r of realtime.filter((x) => x.failing > 0))
+      lines.push(
+        `${r.list}: ${r.failing} item event(s) failed and are retried with backoff; the oldest unapplied waits ${Math.round(r.oldestUnappliedSeconds)} s; last error: ${truncate(r.lastFailure ?? '', 200)}`,
+      );
   }
   return lines.join('\n');
 }

@@ -13,8 +13,9 @@
  *    already holds needs nothing (duplicates, reordering); with
  *    `realtimeTrust: "body"` a newer body is applied as sent;
  * 3. re-reads the rest with `In` queries (up to 1000 IDs each) through the
- *    shared client; an ID the query does not find, or a delete the query still
- *    shows, is read by ID: 40400 confirms the delete;
+ *    shared client; an ID the query does not find, or a delete claim, is read
+ *    by ID: an item is gone when the read is refused (any Status) and an `In`
+ *    query does not return it (src/platform/item-lookup.ts);
  * 4. writes in one transaction: the upsert of the pull (same conversion,
  *    version guard, open local changes left alone and settled by the pull's
  *    conflict rules), `_deleted_at` for confirmed deletes, the events marked
@@ -25,6 +26,14 @@
  * later by ID, up to `maxRechecks` times; a row marked deleted is never
  * brought back by a query that may lag. Events stay unprocessed until applied,
  * so a stop at any point replays them at the next start.
+ *
+ * No event is dropped: a chunk of claims that fails (the platform or the
+ * database failing, or one item that cannot be read or written) stays queued
+ * here and unprocessed in the inbox, with its attempts and last error, and is
+ * tried again after a doubling backoff, split in smaller chunks each time so
+ * that one bad item ends up alone and the others are applied. An item whose
+ * read by ID fails (5xx, transport) fails alone, the rest of its chunk is
+ * applied. Two chunks failing in a row stop the flush: the list backs off.
  */
 import type { Config, ListConfig } from '../config.js';
 import type { Knex } from '../db.js';
@@ -43,16 +52,27 @@ import {
 } from '../mirror/index.js';
 import { arrayLiteral } from '../mirror/pg-text.js';
 import type { PlatformClient } from '../platform/client.js';
-import { NotFoundError } from '../platform/errors.js';
+import type { PlatformError } from '../platform/errors.js';
+import { confirmAbsent, isPlatformId, isRefusalAnswer, queryItemsByIds } from '../platform/item-lookup.js';
 import { parseJson } from '../platform/json.js';
-import { Operator, type Item } from '../platform/types.js';
+import type { Item } from '../platform/types.js';
 import { addFlush } from '../store/realtime-stats.js';
-import { markProcessed, markUnprocessedDone, unappliedItemEvents, unprocessedEvents, type ItemEventRow } from '../store/webhook-inbox.js';
+import {
+  markProcessed,
+  markUnprocessedDone,
+  recordEventFailure,
+  unappliedItemEvents,
+  unprocessedEvents,
+  type ItemEventRow,
+} from '../store/webhook-inbox.js';
 import { pendingConflictHandler } from '../sync/conflicts.js';
 import { ITEM_EVENT } from './subscriptions.js';
 
 /** IDs per `In` query (the platform's largest page). */
 export const REREAD_BATCH = 1000;
+
+/** Failed chunks in a row after which a flush stops trying the rest (the platform is failing, not one item). */
+const FAILED_CHUNKS_TO_STOP = 2;
 
 export interface ApplierOptions {
   db: Knex;
@@ -67,6 +87,10 @@ export interface ApplierOptions {
   recheckDelayMs?: number;
   /** Re-reads of such an item before leaving it to the scheduled pull. Default 5. */
   maxRechecks?: number;
+  /** Wait before trying failed events again: doubles per failed attempt. Default 1 s. */
+  retryDelayMs?: number;
+  /** Longest wait between two attempts of failed events. Default 30 s. */
+  maxRetryDelayMs?: number;
   /** A list that has no mirror table yet: asks for a pull (which reads everything). */
   requestPull?: (list: string) => void;
   /** Called after each flush with what it did (metrics, tests). */
@@ -84,6 +108,8 @@ export interface FlushResult {
   deleted: number;
   /** IDs left for a later re-read. */
   recheck: number;
+  /** Items whose events failed and wait for a retry. */
+  failed: number;
 }
 
 interface Claim {
@@ -97,15 +123,25 @@ interface Claim {
   receivedAt: Date;
   /** Re-reads already made because the platform showed an older version. */
   rechecks: number;
+  /** Failed attempts to apply this item's events. */
+  attempts: number;
+  /** When a failed claim is tried again (epoch ms). */
+  retryAt: number;
 }
 
 interface ListQueue {
   list: ListConfig;
   inbox: Set<number>;
   rechecks: Map<string, Claim>;
+  /** Claims whose apply failed, by item ID: tried again from `retryAt`, in ever smaller chunks. */
+  retry: Map<string, Claim>;
   timer: NodeJS.Timeout | null;
+  timerAt: number;
   running: Promise<void> | null;
   lastFlushAt: number;
+  /** Flushes in a row that failed as a whole (the platform or the database failing): the list backs off. */
+  failedFlushes: number;
+  backoffUntil: number;
 }
 
 export class RealtimeApplier {
@@ -116,6 +152,8 @@ export class RealtimeApplier {
   private readonly minIntervalMs: number;
   private readonly recheckDelayMs: number;
   private readonly maxRechecks: number;
+  private readonly retryDelayMs: number;
+  private readonly maxRetryDelayMs: number;
   private recentRequests: { at: number; requests: number } = { at: Date.now(), requests: 0 };
 
   constructor(private readonly opts: ApplierOptions) {
@@ -124,6 +162,8 @@ export class RealtimeApplier {
     this.minIntervalMs = opts.minIntervalMs ?? 900;
     this.recheckDelayMs = opts.recheckDelayMs ?? 500;
     this.maxRechecks = opts.maxRechecks ?? 5;
+    this.retryDelayMs = opts.retryDelayMs ?? 1000;
+    this.maxRetryDelayMs = opts.maxRetryDelayMs ?? 30_000;
   }
 
   /** The configured list an item subscription's resource (`lists/{appID}/{listID}`) belongs to. */
@@ -149,28 +189,33 @@ export class RealtimeApplier {
     return rows.length;
   }
 
-  /** Runs every due or queued flush now and waits for them (tests, shutdown). */
+  /** Runs every queued flush now, failed events included, and waits for them (tests, shutdown). */
   async flushAll(): Promise<void> {
     for (const q of this.queues.values()) {
-      if (q.timer) clearTimeout(q.timer);
-      q.timer = null;
+      this.disarm(q);
       await q.running;
-      if (q.inbox.size || q.rechecks.size) await this.run(q);
+      q.backoffUntil = 0;
+      for (const c of q.retry.values()) c.retryAt = 0;
+      if (q.inbox.size || q.rechecks.size || q.retry.size) await this.run(q);
     }
   }
 
-  /** Whether anything is queued or running. */
+  /** Whether anything is queued, waiting for a retry, or running. */
   busy(): boolean {
-    return [...this.queues.values()].some((q) => q.inbox.size > 0 || q.rechecks.size > 0 || q.running !== null);
+    return [...this.queues.values()].some((q) => q.inbox.size > 0 || q.rechecks.size > 0 || q.retry.size > 0 || q.running !== null);
+  }
+
+  /** Items whose events failed and wait for a retry, per list. */
+  failing(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const [name, q] of this.queues) if (q.retry.size) out[name] = q.retry.size;
+    return out;
   }
 
   /** Stops the timers and waits for a flush in flight; what is queued stays unprocessed in the inbox. */
   async close(): Promise<void> {
     this.closed = true;
-    for (const q of this.queues.values()) {
-      if (q.timer) clearTimeout(q.timer);
-      q.timer = null;
-    }
+    for (const q of this.queues.values()) this.disarm(q);
     await Promise.allSettled([...this.queues.values()].map((q) => q.running));
   }
 
@@ -179,20 +224,54 @@ export class RealtimeApplier {
     if (q) return q;
     const list = this.opts.config.lists.find((l) => l.name === listName);
     if (!list) return undefined;
-    q = { list, inbox: new Set(), rechecks: new Map(), timer: null, running: null, lastFlushAt: 0 };
+    q = {
+      list,
+      inbox: new Set(),
+      rechecks: new Map(),
+      retry: new Map(),
+      timer: null,
+      timerAt: 0,
+      running: null,
+      lastFlushAt: 0,
+      failedFlushes: 0,
+      backoffUntil: 0,
+    };
     this.queues.set(listName, q);
     return q;
   }
 
-  /** Schedules the list's next flush: after `delayMs`, and no sooner than the (widened) interval since the last. */
+  private disarm(q: ListQueue): void {
+    if (q.timer) clearTimeout(q.timer);
+    q.timer = null;
+  }
+
+  /**
+   * Schedules the list's next flush: after `delayMs`, no sooner than the
+   * (widened) interval since the last, and not while the list backs off. An
+   * earlier time replaces a later one already set.
+   */
   private arm(q: ListQueue, delayMs: number): void {
-    if (q.timer || q.running || this.closed) return;
+    if (q.running || this.closed) return;
     const now = Date.now();
-    const at = Math.max(now + delayMs, q.lastFlushAt + this.minIntervalMs * this.budgetFactor());
+    const at = Math.max(now + delayMs, q.lastFlushAt + this.minIntervalMs * this.budgetFactor(), q.backoffUntil);
+    if (q.timer && q.timerAt <= at) return;
+    this.disarm(q);
+    q.timerAt = at;
     q.timer = setTimeout(() => {
       q.timer = null;
       void this.run(q);
     }, at - now);
+  }
+
+  /** The next flush after one: new events soon, re-checks and retries when due. */
+  private rearm(q: ListQueue): void {
+    if (this.closed) return;
+    const now = Date.now();
+    const delays: number[] = [];
+    if (q.inbox.size) delays.push(this.windowMs);
+    if (q.rechecks.size) delays.push(this.recheckDelayMs);
+    for (const c of q.retry.values()) delays.push(Math.max(0, c.retryAt - now));
+    if (delays.length) this.arm(q, Math.min(...delays));
   }
 
   /**
@@ -210,52 +289,165 @@ export class RealtimeApplier {
     return Math.min(4, Math.max(throttled, share > 0.7 ? 2 : 1));
   }
 
+  /** The wait before attempt `attempts + 1`: doubling from `retryDelayMs`, at most `maxRetryDelayMs`. */
+  private backoff(attempts: number): number {
+    return Math.min(this.maxRetryDelayMs, this.retryDelayMs * 2 ** Math.max(0, Math.min(30, attempts - 1)));
+  }
+
   private run(q: ListQueue): Promise<void> {
     if (q.running) return q.running;
     q.running = (async () => {
       try {
         await this.flush(q);
       } catch (err) {
-        this.log.error({ list: q.list.name, err: coerceError(err) }, 'applying item events failed; they stay queued and are tried again');
+        // Nothing was taken off the queue (reading the inbox or the mirror failed): the whole flush is tried again.
+        q.failedFlushes++;
+        q.backoffUntil = Date.now() + this.backoff(q.failedFlushes);
+        this.log.error(
+          { list: q.list.name, err: coerceError(err), retryInMs: this.backoff(q.failedFlushes) },
+          'applying item events failed; they stay queued and are tried again',
+        );
       } finally {
         q.lastFlushAt = Date.now();
         q.running = null;
-        if (!this.closed && (q.inbox.size || q.rechecks.size)) this.arm(q, q.inbox.size ? this.windowMs : this.recheckDelayMs);
+        this.rearm(q);
       }
     })();
     return q.running;
   }
 
+  /**
+   * New events (and re-checks) as one chunk, then failed claims whose retry
+   * is due, split in 2^attempts chunks so that one item failing every time
+   * ends up alone. Every chunk is applied on its own; a failing one goes back
+   * to the retry queue; two failing in a row stop the flush (the platform is
+   * failing), and what is left waits for the list's backoff.
+   */
   private async flush(q: ListQueue): Promise<void> {
     const { db, config } = this.opts;
     const list = q.list;
     const inboxIds = [...q.inbox];
-    const carried = [...q.rechecks.values()];
     const rows = inboxIds.length ? await unprocessedEvents(db, inboxIds) : [];
     const mapping = await loadTableMapping(db, config.database.schema, list.name);
     if (!mapping) {
       // No mirror yet: the first pull reads every item, these included.
-      this.log.info({ list: list.name, events: rows.length }, 'item events for a list not pulled yet: asking for a pull');
+      const all = [...inboxIds, ...[...q.retry.values()].flatMap((c) => c.inboxIds)];
+      this.log.info({ list: list.name, events: all.length }, 'item events for a list not pulled yet: asking for a pull');
       this.opts.requestPull?.(list.name);
-      await markProcessed(db, inboxIds);
+      await markProcessed(db, all);
       for (const id of inboxIds) q.inbox.delete(id);
       q.rechecks.clear();
+      q.retry.clear();
       return;
     }
-    const claims = mergeClaims(rows, carried, mapping, list);
+    const fresh = mergeClaims(rows, [...q.rechecks.values()], mapping, list);
     for (const id of inboxIds) q.inbox.delete(id);
     q.rechecks.clear();
+    const now = Date.now();
+    // A new event of an item that waits for a retry waits with it.
+    for (const [id, c] of fresh) {
+      const waiting = q.retry.get(id);
+      if (!waiting) continue;
+      absorb(waiting, c);
+      fresh.delete(id);
+    }
+    const due = [...q.retry.values()].filter((c) => c.retryAt <= now);
+    for (const c of due) q.retry.delete(c.id);
 
-    const plan = await this.plan(mapping, [...claims.values()], list.realtimeTrust === 'body');
+    const chunks = [...(fresh.size ? [[...fresh.values()]] : []), ...retryChunks(due)];
+    let failedInRow = 0;
+    let freshFailed = false;
+    let succeeded = false;
+    for (const [i, chunk] of chunks.entries()) {
+      if (failedInRow >= FAILED_CHUNKS_TO_STOP) {
+        // Not tried: back to the queue as they were.
+        for (const rest of chunks.slice(i)) for (const c of rest) this.waitForRetry(q, c, now + this.backoff(q.failedFlushes + 1));
+        break;
+      }
+      try {
+        await this.applyChunk(q, mapping, chunk, rows);
+        failedInRow = 0;
+        succeeded = true;
+      } catch (err) {
+        failedInRow++;
+        if (i === 0 && fresh.size) freshFailed = true;
+        await this.chunkFailed(q, chunk, coerceError(err));
+      }
+    }
+    this.settleBackoff(q, { stopped: failedInRow >= FAILED_CHUNKS_TO_STOP || freshFailed, succeeded });
+  }
+
+  /**
+   * New events failing, or chunks failing in a row, make the list back off
+   * (doubling). Once a chunk is applied again after that, the platform
+   * answers: every waiting claim is tried at the next flush, not at the end
+   * of its own backoff. One item that keeps failing alone backs off alone.
+   */
+  private settleBackoff(q: ListQueue, flush: { stopped: boolean; succeeded: boolean }): void {
+    const now = Date.now();
+    if (flush.stopped) {
+      q.failedFlushes++;
+      q.backoffUntil = now + this.backoff(q.failedFlushes);
+    } else if (flush.succeeded && q.failedFlushes > 0) {
+      q.failedFlushes = 0;
+      q.backoffUntil = 0;
+      for (const c of q.retry.values()) c.retryAt = Math.min(c.retryAt, now);
+    }
+  }
+
+  /** Re-reads and writes one chunk of claims; claims whose own read failed go to the retry queue. */
+  private async applyChunk(q: ListQueue, mapping: TableMapping, claims: Claim[], rows: readonly ItemEventRow[]): Promise<void> {
+    const list = q.list;
+    const plan = await this.plan(mapping, claims, list.realtimeTrust === 'body');
     const read = await this.reread(list, mapping, plan.reread, plan.recheckById);
-    const result = await this.write(list, mapping, claims, plan, read, rows);
-
+    const ids = new Set(claims.flatMap((c) => c.inboxIds));
+    const result = await this.write(
+      list,
+      mapping,
+      claims,
+      plan,
+      read,
+      rows.filter((r) => ids.has(Number(r.id))),
+    );
     for (const c of read.recheck) {
       c.rechecks++;
       q.rechecks.set(c.id, c);
     }
+    for (const [id, err] of read.failed)
+      await this.chunkFailed(
+        q,
+        claims.filter((c) => c.id === id),
+        err,
+      );
     this.opts.onFlush?.(result);
     this.log.debug({ ...result }, 'item events applied');
+  }
+
+  /** The claims' events stay unprocessed: counted and their error recorded in the inbox, retried after a backoff. */
+  private async chunkFailed(q: ListQueue, claims: Claim[], err: Error): Promise<void> {
+    const now = Date.now();
+    for (const c of claims) {
+      c.attempts++;
+      this.waitForRetry(q, c, now + this.backoff(c.attempts));
+    }
+    const inboxIds = claims.flatMap((c) => c.inboxIds);
+    this.log.warn(
+      { list: q.list.name, items: claims.length, events: inboxIds.length, attempts: Math.max(...claims.map((c) => c.attempts)), err },
+      'item events could not be applied; they stay queued and are tried again',
+    );
+    try {
+      await recordEventFailure(this.opts.db, inboxIds, err.message);
+    } catch (recordErr) {
+      // The database is failing too: the events are still unprocessed there, and queued here.
+      this.log.warn({ list: q.list.name, err: coerceError(recordErr) }, 'could not record the failure of item events');
+    }
+  }
+
+  private waitForRetry(q: ListQueue, c: Claim, at: number): void {
+    const waiting = q.retry.get(c.id);
+    if (waiting && waiting !== c) absorb(c, waiting);
+    c.retryAt = at;
+    q.retry.set(c.id, c);
   }
 
   /** Which claims need the API, and which the stored row or a trusted body settle. */
@@ -292,46 +484,65 @@ export class RealtimeApplier {
     return plan;
   }
 
-  /** Re-reads the claims: `In` queries, then by ID for what the query does not settle. */
+  /**
+   * Re-reads the claims: `In` queries, then by ID for what the query does not
+   * settle. An item is gone only when both ways agree (a refused read by ID,
+   * and an `In` query without it), whatever Status the refusal carries. A read
+   * by ID that fails otherwise (5xx, transport) fails that item alone.
+   */
   private async reread(list: ListConfig, mapping: TableMapping, claims: Claim[], byIdOnly: Set<string>): Promise<ReadResult> {
     const { client } = this.opts;
-    const out: ReadResult = { items: new Map(), fromGet: new Set(), gone: new Set(), recheck: [], requests: 0, reread: 0 };
+    const ref = { appID: list.appID, listID: list.listID, idField: mapping.idField };
+    const out: ReadResult = {
+      items: new Map(),
+      fromGet: new Set(),
+      gone: new Set(),
+      recheck: [],
+      failed: new Map(),
+      requests: 0,
+      reread: 0,
+    };
     const queried = claims.filter((c) => !byIdOnly.has(c.id));
-    for (let i = 0; i < queried.length; i += REREAD_BATCH) {
-      const chunk = queried.slice(i, i + REREAD_BATCH);
-      const ids = chunk.map((c) => c.id);
-      const page = await client.queryItems(list.appID, list.listID, {
-        Filters: [{ Field: mapping.idField, Type: Operator.In, Value: JSON.stringify(ids) }],
-        PageIndex: 1,
-        PageSize: REREAD_BATCH,
-      });
-      out.requests++;
-      out.reread += ids.length;
-      for (const item of page.items) {
-        const id = scalarString(item[mapping.idField]);
-        if (id !== null) out.items.set(id.trim(), item);
-      }
+    const queriedIds = queried.map((c) => c.id);
+    for (const item of await queryItemsByIds(client, ref, queriedIds)) {
+      const id = scalarString(item[mapping.idField]);
+      if (id !== null) out.items.set(id.trim(), item);
     }
-    const byId: Claim[] = claims.filter((c) => byIdOnly.has(c.id));
-    for (const c of queried) {
-      const item = out.items.get(c.id);
-      if (!item && c.deleteClaimed)
-        out.gone.add(c.id); // the delete is confirmed: the platform no longer has it
-      else if (!item)
-        byId.push(c); // deleted since, or created too recently for the query to show it
-      else if (c.deleteClaimed) byId.push(c); // the query may lag behind the delete
-    }
+    out.requests += Math.ceil(queriedIds.filter(isPlatformId).length / REREAD_BATCH);
+    out.reread += queriedIds.length;
+    const absentFromQuery = new Set(queried.filter((c) => !out.items.has(c.id)).map((c) => c.id));
+    // Not returned (deleted since, or created too recently for the query), a delete the query may lag behind, or a re-check.
+    const byId = claims.filter((c) => byIdOnly.has(c.id) || !out.items.has(c.id) || c.deleteClaimed);
+    const refused = new Map<string, PlatformError>();
     for (const c of byId) {
       out.requests++;
       out.reread++;
+      if (!isPlatformId(c.id)) {
+        out.items.delete(c.id);
+        out.gone.add(c.id);
+        continue;
+      }
       try {
         const item = await client.getItem(list.appID, list.listID, c.id);
         out.items.set(c.id, item);
         out.fromGet.add(c.id);
       } catch (err) {
-        if (!(err instanceof NotFoundError)) throw err;
         out.items.delete(c.id);
-        out.gone.add(c.id);
+        if (isRefusalAnswer(err)) refused.set(c.id, err);
+        else out.failed.set(c.id, coerceError(err));
+      }
+    }
+    // A refused read of an item the query did not return either: gone. Otherwise one more In query decides.
+    const unconfirmed = new Map<string, PlatformError>();
+    for (const [id, err] of refused) {
+      if (absentFromQuery.has(id)) out.gone.add(id);
+      else unconfirmed.set(id, err);
+    }
+    if (unconfirmed.size) {
+      out.requests++;
+      for (const [id, presence] of await confirmAbsent(client, ref, unconfirmed)) {
+        if (presence.kind === 'gone') out.gone.add(id);
+        else out.items.set(id, presence.item);
       }
     }
     for (const c of claims) {
@@ -347,7 +558,7 @@ export class RealtimeApplier {
   private async write(
     list: ListConfig,
     mapping: TableMapping,
-    claims: Map<string, Claim>,
+    claims: readonly Claim[],
     plan: Plan,
     read: ReadResult,
     rows: ItemEventRow[],
@@ -365,18 +576,19 @@ export class RealtimeApplier {
     }
     for (const c of plan.fromBody) items.push(c.body!);
     const gone = [...read.gone];
-    const done = [...claims.values()].filter((c) => !recheckIds.has(c.id)).flatMap((c) => c.inboxIds);
+    const done = claims.filter((c) => !recheckIds.has(c.id) && !read.failed.has(c.id)).flatMap((c) => c.inboxIds);
     const newest = rows.reduce<Date | null>((m, r) => (m === null || r.received_at > m ? r.received_at : m), null);
 
     const result: FlushResult = {
       list: list.name,
-      events: rows.length,
+      events: claims.reduce((n, c) => n + c.inboxIds.length, 0),
       applied: 0,
       reread: read.reread,
       requests: read.requests,
       fromBody: plan.fromBody.length,
       deleted: 0,
       recheck: recheckIds.size,
+      failed: read.failed.size,
     };
     await db.transaction(async (trx) => {
       await markListsyncWriter(trx);
@@ -400,6 +612,30 @@ export class RealtimeApplier {
   }
 }
 
+/** Failed claims in chunks: those that failed `k` times in up to 2^k chunks, so an item that always fails ends up alone. */
+function retryChunks(claims: readonly Claim[]): Claim[][] {
+  const byAttempts = new Map<number, Claim[]>();
+  for (const c of claims) byAttempts.set(c.attempts, [...(byAttempts.get(c.attempts) ?? []), c]);
+  const out: Claim[][] = [];
+  for (const [attempts, group] of [...byAttempts].sort((a, b) => a[0] - b[0])) {
+    const size = Math.max(1, Math.ceil(group.length / 2 ** Math.min(attempts, 20)));
+    for (let i = 0; i < group.length; i += size) out.push(group.slice(i, i + size));
+  }
+  return out;
+}
+
+/** Folds claim `from` of the same item into `into`: every event, the delete claim, the highest announced version. */
+function absorb(into: Claim, from: Claim): void {
+  for (const id of from.inboxIds) if (!into.inboxIds.includes(id)) into.inboxIds.push(id);
+  into.deleteClaimed ||= from.deleteClaimed;
+  if (from.announced !== null && (into.announced === null || from.announced > into.announced)) {
+    into.announced = from.announced;
+    into.body = from.body;
+  }
+  if (from.receivedAt < into.receivedAt) into.receivedAt = from.receivedAt;
+  into.attempts = Math.max(into.attempts, from.attempts);
+}
+
 interface Plan {
   reread: Claim[];
   /** Claims re-read by ID (a recheck after an older version). */
@@ -415,6 +651,8 @@ interface ReadResult {
   fromGet: Set<string>;
   gone: Set<string>;
   recheck: Claim[];
+  /** Items whose read failed without saying anything about them (5xx, transport): retried later. */
+  failed: Map<string, Error>;
   requests: number;
   reread: number;
 }
@@ -464,6 +702,8 @@ function mergeClaims(
       body: null,
       receivedAt: r.received_at,
       rechecks: 0,
+      attempts: 0,
+      retryAt: 0,
     };
     c.inboxIds.push(Number(r.id));
     if (r.received_at < c.receivedAt) c.receivedAt = r.received_at;
@@ -487,6 +727,8 @@ function mergeClaims(
       body: null,
       receivedAt: new Date(),
       rechecks: 0,
+      attempts: 0,
+      retryAt: 0,
     });
   return claims;
 }

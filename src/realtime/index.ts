@@ -2,22 +2,25 @@
  * Real time for `serve`: at start, each list with `realtime` gets its item
  * event subscriptions (reused when stored); stored events a previous process
  * did not apply are replayed; item events from the receiver go to the
- * applier; /healthz is degraded while a realtime list lacks a subscription.
+ * applier; /healthz is degraded while a realtime list lacks a subscription,
+ * or an item event waits unapplied longer than serve.realtimeStaleAfterSeconds.
  */
 import type { Config } from '../config.js';
 import type { Knex } from '../db.js';
 import { coerceError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { PlatformClient } from '../platform/client.js';
+import { unappliedItemEventAges } from '../store/webhook-inbox.js';
 import type { ItemEvent } from '../webhooks/receiver.js';
 import { RealtimeApplier, type ApplierOptions } from './applier.js';
-import { ensureItemSubscriptions, listsMissingSubscriptions } from './subscriptions.js';
+import { ensureItemSubscriptions, listsMissingSubscriptions, removeRetiredSubscriptions } from './subscriptions.js';
 
 export { RealtimeApplier, REREAD_BATCH, type ApplierOptions, type FlushResult } from './applier.js';
 export {
   ensureItemSubscriptions,
   listsMissingSubscriptions,
   removeSubscription,
+  removeRetiredSubscriptions,
   itemResource,
   ITEM_EVENT,
   REALTIME_CHANNEL,
@@ -34,8 +37,14 @@ export interface Realtime {
    * applied); any other goes to `other` (the early pull).
    */
   onItemEvent(event: ItemEvent): 'deferred' | undefined;
-  health(): Promise<{ degraded: boolean; realtime: { missingSubscriptions: string[] } }>;
+  health(): Promise<{ degraded: boolean; realtime: RealtimeHealth }>;
   close(): Promise<void>;
+}
+
+export interface RealtimeHealth {
+  missingSubscriptions: string[];
+  /** Per list with item events not applied yet: how many, the oldest one's age, those that failed and the latest error. */
+  waiting: { list: string; events: number; oldestSeconds: number; failing: number; lastError: string | null; stale: boolean }[];
 }
 
 export interface RealtimeOptions extends Omit<ApplierOptions, 'db' | 'client' | 'config' | 'logger'> {
@@ -47,11 +56,29 @@ export interface RealtimeOptions extends Omit<ApplierOptions, 'db' | 'client' | 
   callbackBase?: string;
 }
 
+/** Removes the subscriptions listsync replaced on the platform; one that fails stays for the next start. */
+async function removeRetired(deps: Parameters<typeof removeRetiredSubscriptions>[0], log: Logger): Promise<void> {
+  try {
+    for (const r of await removeRetiredSubscriptions(deps)) {
+      if (r.outcome === 'removed')
+        log.info({ resource: r.resource, platformId: r.platformId }, 'replaced item subscription removed from the platform');
+      else
+        log.warn(
+          { resource: r.resource, platformId: r.platformId, error: r.error },
+          'could not remove a replaced item subscription from the platform; tried again at the next start',
+        );
+    }
+  } catch (err) {
+    log.warn({ err: coerceError(err) }, 'could not remove replaced item subscriptions; tried again at the next start');
+  }
+}
+
 /** Subscribes the realtime lists (once), replays unapplied events and returns the applier's hooks. */
 export async function startRealtime(opts: RealtimeOptions): Promise<Realtime> {
   const { db, client, config, logger } = opts;
   const log = logger.child({ component: 'realtime' });
   const applier = new RealtimeApplier(opts);
+  await removeRetired({ db, client, config }, log);
   for (const list of config.lists.filter((l) => l.realtime)) {
     try {
       const subs = await ensureItemSubscriptions(
@@ -87,7 +114,19 @@ export async function startRealtime(opts: RealtimeOptions): Promise<Realtime> {
     },
     async health() {
       const missing = await listsMissingSubscriptions(db, config);
-      return { degraded: missing.length > 0, realtime: { missingSubscriptions: missing } };
+      const limit = config.serve.realtimeStaleAfterSeconds;
+      const waiting = (await unappliedItemEventAges(db))
+        .filter((w) => config.lists.some((l) => l.name === w.list_name))
+        .map((w) => ({
+          list: w.list_name,
+          events: w.unapplied,
+          oldestSeconds: Math.round(w.oldest_seconds * 10) / 10,
+          failing: w.failing,
+          lastError: w.last_error,
+          stale: w.oldest_seconds > limit,
+        }));
+      const degraded = missing.length > 0 || waiting.some((w) => w.stale);
+      return { degraded, realtime: { missingSubscriptions: missing, waiting } };
     },
     close: () => applier.close(),
   };

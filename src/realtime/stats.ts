@@ -5,6 +5,7 @@
 import type { Config } from '../config.js';
 import type { Knex } from '../db.js';
 import { readRealtimeStats } from '../store/realtime-stats.js';
+import { unappliedItemEventAges } from '../store/webhook-inbox.js';
 import { itemEventCounts, listsWithItemSubscriptions } from '../store/webhook-subscriptions.js';
 
 export interface RealtimeStatus {
@@ -22,6 +23,11 @@ export interface RealtimeStatus {
   lastAppliedAt: Date | null;
   /** Seconds from receiving the latest applied event to applying it. */
   lastLagSeconds: number | null;
+  /** Age of the oldest event not applied yet (0: none waits). */
+  oldestUnappliedSeconds: number;
+  /** Events not applied yet whose apply failed at least once, and the latest error. */
+  failing: number;
+  lastFailure: string | null;
 }
 
 export async function realtimeStatuses(db: Knex, config: Config): Promise<RealtimeStatus[]> {
@@ -31,9 +37,11 @@ export async function realtimeStatuses(db: Knex, config: Config): Promise<Realti
   if (names.length === 0) return [];
   const counts = await itemEventCounts(db, names);
   const stats = await readRealtimeStats(db, names);
+  const waiting = await unappliedItemEventAges(db);
   return names.map((name) => {
     const c = counts.find((x) => x.list_name === name);
     const s = stats.find((x) => x.list_name === name);
+    const w = waiting.find((x) => x.list_name === name);
     return {
       list: name,
       received: Number(c?.received ?? 0),
@@ -45,6 +53,9 @@ export async function realtimeStatuses(db: Knex, config: Config): Promise<Realti
       deletesMarked: Number(s?.deletes_marked ?? 0),
       lastAppliedAt: s?.last_applied_at ?? null,
       lastLagSeconds: s?.last_lag_ms === null || s?.last_lag_ms === undefined ? null : s.last_lag_ms / 1000,
+      oldestUnappliedSeconds: w?.oldest_seconds ?? 0,
+      failing: w?.failing ?? 0,
+      lastFailure: w?.last_error ?? null,
     };
   });
 }

@@ -6,14 +6,22 @@
  * every start and reuses what is there; only a missing one (or one whose
  * callback base changed with `serve.publicUrl`) is made again.
  *
+ * Made once across processes: a list's subscriptions are checked and made
+ * under a Postgres advisory lock, so replicas starting together never both
+ * subscribe. A subscription replaced on the platform is first recorded in
+ * `listsync.webhook_unsubscribes` (its platform ID), in the transaction that
+ * drops its row, and forgotten only once the platform answered its removal;
+ * every start tries again the removals left.
+ *
  * The row is written before the platform is asked, so a callback sent at once
  * already finds its token; if the platform refuses, the row is removed again.
  */
 import type { Config, ListConfig } from '../config.js';
 import type { Knex } from '../db.js';
-import { NotFoundError } from '../platform/errors.js';
+import { isRefusalAnswer } from '../platform/item-lookup.js';
 import type { PlatformClient } from '../platform/client.js';
-import { UsageError } from '../errors.js';
+import { coerceError, UsageError } from '../errors.js';
+import { withLock } from '../sync/lock.js';
 import {
   deleteSubscription,
   insertItemSubscription,
@@ -23,6 +31,7 @@ import {
   subscriptionById,
   type StoredSubscription,
 } from '../store/webhook-subscriptions.js';
+import { forgetRetired, noteRetiredFailure, retiredSubscriptions, retireSubscription } from '../store/webhook-unsubscribes.js';
 import { callbackUrlFor, newToken } from '../webhooks/subscribe.js';
 
 /** Event types the platform defines for list item hooks. */
@@ -52,15 +61,56 @@ export function itemResource(list: Pick<ListConfig, 'appID' | 'listID'>): string
   return `lists/${list.appID}/${list.listID}`;
 }
 
-/** Makes sure the list has one created-or-modified and one deleted subscription; reuses what is stored. */
+/** How long a start waits for another process checking the same list's subscriptions. */
+const SUBSCRIBE_LOCK_WAIT_MS = 120_000;
+
+/**
+ * Makes sure the list has one created-or-modified and one deleted
+ * subscription; reuses what is stored. Runs under the list's subscription
+ * lock: a process starting at the same moment waits, then reuses these.
+ */
 export async function ensureItemSubscriptions(
   deps: Deps,
   list: ListConfig,
   options: { callbackUrl?: string } = {},
 ): Promise<ItemSubscription[]> {
-  const out: ItemSubscription[] = [];
-  for (const type of REALTIME_EVENT_TYPES) out.push(await ensureOne(deps, list, type, options.callbackUrl));
-  return out;
+  return withLock(deps.db, `item-subscriptions:${list.name}`, { waitMs: SUBSCRIBE_LOCK_WAIT_MS }, async () => {
+    const out: ItemSubscription[] = [];
+    for (const type of REALTIME_EVENT_TYPES) out.push(await ensureOne(deps, list, type, options.callbackUrl));
+    return out;
+  });
+}
+
+export interface RetiredRemoval {
+  resource: string;
+  platformId: string;
+  /** Removed: the platform answered; left: it failed and is tried at the next start. */
+  outcome: 'removed' | 'left';
+  error?: string;
+}
+
+/**
+ * Removes from the platform the item subscriptions listsync made and no
+ * longer uses (kept in `listsync.webhook_unsubscribes`). A removal the
+ * platform answers (done, or refused: it does not know the hook) is
+ * forgotten; one that fails (5xx, transport) stays for the next start.
+ */
+export async function removeRetiredSubscriptions(deps: Deps): Promise<RetiredRemoval[]> {
+  return withLock(deps.db, 'item-subscriptions:retired', { waitMs: SUBSCRIBE_LOCK_WAIT_MS }, async () => {
+    const out: RetiredRemoval[] = [];
+    for (const r of await retiredSubscriptions(deps.db)) {
+      try {
+        await unsubscribeOnPlatform(deps, { resource: r.resource, platform_id: r.platform_id });
+        await forgetRetired(deps.db, r.resource, r.platform_id);
+        out.push({ resource: r.resource, platformId: r.platform_id, outcome: 'removed' });
+      } catch (err) {
+        const error = coerceError(err).message;
+        await noteRetiredFailure(deps.db, r.resource, r.platform_id, error);
+        out.push({ resource: r.resource, platformId: r.platform_id, outcome: 'left', error });
+      }
+    }
+    return out;
+  });
 }
 
 async function ensureOne(deps: Deps, list: ListConfig, type: number, base: string | undefined): Promise<ItemSubscription> {
@@ -85,11 +135,8 @@ async function ensureOne(deps: Deps, list: ListConfig, type: number, base: strin
   let outcome: ItemSubscription['outcome'] = 'created';
   if (existing) {
     // Half made (the process stopped before the platform answered), or made for another address or list.
-    if (existing.platform_id !== null) {
-      outcome = 'replaced';
-      await unsubscribeOnPlatform(deps, existing);
-    }
-    await deleteSubscription(db, existing.id);
+    if (existing.platform_id !== null) outcome = 'replaced';
+    await retireRow(db, existing);
   }
   const token = newToken();
   const callbackUrl = callbackUrlFor(deps.config, token, base);
@@ -162,12 +209,32 @@ export async function removeSubscription(deps: Deps, id: number): Promise<Remove
   return { id, resource: row.resource, unsubscribedOnPlatform: onPlatform };
 }
 
-async function unsubscribeOnPlatform(deps: Deps, row: StoredSubscription): Promise<void> {
+/** Drops a stored subscription; one the platform holds is kept in `webhook_unsubscribes` (same transaction) until removed there. */
+async function retireRow(db: Knex, row: StoredSubscription): Promise<void> {
+  await db.transaction(async (trx) => {
+    if (row.platform_id !== null)
+      await retireSubscription(trx, {
+        resource: row.resource,
+        platformId: row.platform_id,
+        listName: row.list_name,
+        type: row.type,
+        callbackUrl: row.callback_url,
+      });
+    await deleteSubscription(trx, row.id);
+  });
+}
+
+/**
+ * Asks the platform to drop an item subscription. An answer that refuses it
+ * (any Status, a 4xx) means the platform does not hold it: done. A failure
+ * that says nothing about it (5xx, transport, rate limit) is thrown.
+ */
+async function unsubscribeOnPlatform(deps: Deps, row: Pick<StoredSubscription, 'resource' | 'platform_id'>): Promise<void> {
   const m = /^lists\/([^/]+)\/([^/]+)$/.exec(row.resource);
   if (!m || row.platform_id === null) return;
   try {
     await deps.client.unsubscribeItemHook(m[1]!, m[2]!, row.platform_id);
   } catch (err) {
-    if (!(err instanceof NotFoundError)) throw err; // already gone there
+    if (!isRefusalAnswer(err)) throw err; // already gone there
   }
 }

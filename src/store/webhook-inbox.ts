@@ -132,3 +132,34 @@ export async function markUnprocessedDone(db: Knex | Knex.Transaction, ids: read
     .whereNull('processed_at')
     .update({ processed_at: db.fn.now() });
 }
+
+/** An apply of the events among `ids` failed: they stay unprocessed, with the attempt counted and its error. */
+export async function recordEventFailure(db: Knex, ids: readonly number[], error: string): Promise<void> {
+  await db(INBOX_TABLE)
+    .whereIn('id', [...ids])
+    .whereNull('processed_at')
+    .update({ attempts: db.raw('attempts + 1'), last_error: error, last_attempt_at: db.fn.now() });
+}
+
+/** Per list with item events not applied yet: how many, the oldest one's age, and those that failed at least once. */
+export async function unappliedItemEventAges(
+  db: Knex,
+): Promise<{ list_name: string; unapplied: number; failing: number; oldest_seconds: number; last_error: string | null }[]> {
+  const r = (await db.raw(
+    `select s.list_name,
+            count(*)::bigint as unapplied,
+            count(*) filter (where i.attempts > 0)::bigint as failing,
+            extract(epoch from now() - min(i.received_at))::float8 as oldest_seconds,
+            (array_agg(i.last_error order by i.last_attempt_at desc nulls last))[1] as last_error
+       from ${INBOX_TABLE} i
+       join ${SUBSCRIPTIONS_TABLE} s on s.id = i.subscription_id
+      where i.processed_at is null and s.list_name is not null
+      group by s.list_name`,
+  )) as { rows: { list_name: string; unapplied: string; failing: string; oldest_seconds: number; last_error: string | null }[] };
+  return r.rows.map((x) => ({
+    ...x,
+    unapplied: Number(x.unapplied),
+    failing: Number(x.failing),
+    oldest_seconds: Number(x.oldest_seconds),
+  }));
+}
