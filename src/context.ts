@@ -49,7 +49,7 @@ export function createClient(config: Config, logger: Logger, db?: Knex, onReques
 }
 
 export function loadAppConfig(opts: GlobalOptions): Config {
-  return loadConfig({ path: opts.config, env: readEnvironment() });
+  return loadConfig({ path: opts.config });
 }
 
 export function appLogger(config: Config, opts: GlobalOptions): Logger {
