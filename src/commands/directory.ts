@@ -1,8 +1,8 @@
 /** `listsync directory`: one read of the organization directory. Exit 1 when the run failed. */
 import type { AppContext } from '../context.js';
-import { UsageError, coerceError } from '../errors.js';
+import { UsageError } from '../errors.js';
 import { pullDirectory } from '../sync/directory.js';
-import { WAIT_FLAGS, type CommandKit } from './kit.js';
+import { WAIT_FLAGS, reportJobFailure, type CommandKit } from './kit.js';
 
 export async function runDirectory(ctx: AppContext, options: { wait: boolean }): Promise<number> {
   if (!ctx.config.directory.enabled)
@@ -25,9 +25,7 @@ export async function runDirectory(ctx: AppContext, options: { wait: boolean }):
     for (const [part, why] of Object.entries(r.skipped)) ctx.io.err(`${part}: not available on the platform (${why}); skipped`);
     return 0;
   } catch (err) {
-    if (err instanceof UsageError) throw err;
-    ctx.io.err(`directory failed: ${coerceError(err).message}`);
-    return 1;
+    return reportJobFailure(ctx, '', 'directory', err);
   }
 }
 

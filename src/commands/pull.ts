@@ -3,10 +3,10 @@ import { SingleBar, Presets } from 'cli-progress';
 import { DateTime } from 'luxon';
 import type { ListConfig } from '../config.js';
 import type { AppContext } from '../context.js';
-import { UsageError, exitCodeFor, coerceError } from '../errors.js';
+import { UsageError } from '../errors.js';
 import { plural } from '../format.js';
 import { pullList, type PageProgress, type PullMode, type PullResult } from '../sync/pull.js';
-import { listJobOptions, type CommandKit } from './kit.js';
+import { listJobOptions, reportJobFailure, type CommandKit } from './kit.js';
 
 export function selectLists(ctx: Pick<AppContext, 'config'>, name?: string): readonly ListConfig[] {
   if (!name) {
@@ -111,9 +111,7 @@ export async function runPulls(
       ctx.io.out(summary(r));
     } catch (err) {
       reporter?.stop();
-      if (err instanceof UsageError) throw err;
-      ctx.io.err(`${list.name}: ${mode.kind === 'incremental' ? 'pull' : 'backfill'} failed: ${coerceError(err).message}`);
-      code = Math.max(code, exitCodeFor(err));
+      code = Math.max(code, await reportJobFailure(ctx, list, mode.kind === 'incremental' ? 'pull' : 'backfill', err));
     }
   }
   return code;

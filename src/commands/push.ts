@@ -1,7 +1,7 @@
 /** `listsync push`, `listsync sync` and `listsync conflicts`: the CLI side of write-back. */
 import type { ConflictPolicy, ListConfig } from '../config.js';
 import type { AppContext } from '../context.js';
-import { UsageError, exitCodeFor, coerceError } from '../errors.js';
+import { UsageError } from '../errors.js';
 import { plural, table } from '../format.js';
 import { withLock } from '../sync/lock.js';
 import { getConflict, listConflicts } from '../store/conflicts.js';
@@ -13,7 +13,7 @@ import { previewPush, type PushPreview } from '../sync/push-preview.js';
 import { Operator } from '../platform/types.js';
 import { Option } from 'commander';
 import { selectLists, runPulls } from './pull.js';
-import { LIST_FLAGS, LIST_HELP, listJobOptions, positiveId, type CommandKit } from './kit.js';
+import { LIST_FLAGS, LIST_HELP, listJobOptions, positiveId, reportJobFailure, type CommandKit } from './kit.js';
 
 export function pushSummary(r: PushResult, policy?: ConflictPolicy): string {
   const extra = [r.deleted ? `${r.deleted} deleted` : '', r.withdrawn ? `${r.withdrawn} withdrawn` : ''].filter(Boolean).join(', ');
@@ -65,9 +65,7 @@ export async function runPushes(
       // A scheduler must see a push that delivered less than it tried.
       if (r.failed > 0 || r.retrying > 0) code = Math.max(code, 1);
     } catch (err) {
-      if (err instanceof UsageError) throw err;
-      ctx.io.err(`${list.name}: push failed: ${coerceError(err).message}`);
-      code = Math.max(code, exitCodeFor(err));
+      code = Math.max(code, await reportJobFailure(ctx, list, 'push', err));
     }
   }
   return code;

@@ -1,10 +1,9 @@
 /** `listsync reconcile [--list L] [--wait]`: finds items deleted on the platform. Exit 1 when a run failed or refused. */
 import type { ListConfig } from '../config.js';
 import type { AppContext } from '../context.js';
-import { UsageError, exitCodeFor, coerceError } from '../errors.js';
 import { reconcileList, type ReconcileResult } from '../sync/reconcile.js';
 import { selectLists } from './pull.js';
-import { listJobOptions, type CommandKit } from './kit.js';
+import { listJobOptions, reportJobFailure, type CommandKit } from './kit.js';
 
 export function reconcileSummary(r: ReconcileResult): string {
   const head = `${r.list}: reconcile ${r.status === 'succeeded' ? 'succeeded' : r.status === 'refused' ? 'REFUSED' : 'stopped'}`;
@@ -35,9 +34,7 @@ export async function runReconcile(ctx: AppContext, lists: readonly ListConfig[]
         code = 1;
       }
     } catch (err) {
-      if (err instanceof UsageError) throw err;
-      ctx.io.err(`${list.name}: reconcile failed: ${coerceError(err).message}`);
-      code = Math.max(code, exitCodeFor(err));
+      code = Math.max(code, await reportJobFailure(ctx, list, 'reconcile', err));
     }
   }
   return code;
