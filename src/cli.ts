@@ -25,7 +25,7 @@ import * as serve from './commands/serve.js';
 import * as status from './commands/status.js';
 import * as users from './commands/users.js';
 
-export function buildProgram(io: Output, setCode: (code: number) => void): Command {
+export function buildProgram(io: Output, setCode: (code: number) => void, args: readonly string[] = []): Command {
   const program = new Command('listsync')
     .description("Keeps a PostgreSQL mirror of the platform's lists fresh, and writes edits back version-checked.")
     .option('-c, --config <path>', 'config file (default: $LISTSYNC_CONFIG or ./listsync.config.json)')
@@ -39,7 +39,7 @@ export function buildProgram(io: Output, setCode: (code: number) => void): Comma
     .showHelpAfterError('(run "listsync --help" for usage)')
     .exitOverride();
 
-  const kit = commandKit(program, io, setCode);
+  const kit = commandKit(program, io, setCode, args);
   for (const command of [init, check, migrate, discover, pull, push, users, directory, reconcile, hooks, exporter, status, serve])
     command.register(kit);
   // The demo runs the real commands through the same entry point a user types.
@@ -50,9 +50,13 @@ export function buildProgram(io: Output, setCode: (code: number) => void): Comma
 
 export async function main(argv: readonly string[], io: Output = stdio): Promise<number> {
   let code = 0;
-  const program = buildProgram(io, (c) => {
-    code = c;
-  });
+  const program = buildProgram(
+    io,
+    (c) => {
+      code = c;
+    },
+    argv.slice(2),
+  );
   try {
     await program.parseAsync([...argv]);
     return code;

@@ -95,6 +95,8 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
 
     step(4, 'Reporting on the mirror with plain SQL');
     pgClient = new pg.Client({ connectionString: dbUrl });
+    // The tour's own connection: the server stopping under it (--keep, then Ctrl-C) is not a crash.
+    pgClient.on('error', (err) => io.err(`demo: the database connection ended: ${coerceError(err).message}`));
     await pgClient.connect();
     const sql = `select status, count(*) as orders, sum(amount) as revenue,
        count(*) filter (where paid) as paid, min(order_date) as first_order

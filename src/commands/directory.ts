@@ -16,6 +16,7 @@ export async function runDirectory(ctx: AppContext, options: { wait: boolean }):
       config: ctx.config,
       logger: ctx.logger,
       waitMs: options.wait ? 24 * 3_600_000 : 0,
+      signal: ctx.signal,
     });
     for (const [table, t] of Object.entries(r.tables)) {
       ctx.io.out(

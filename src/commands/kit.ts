@@ -12,6 +12,7 @@ import type { ListConfig } from '../config.js';
 import { AuthError, PlatformError, TransportError } from '../platform/errors.js';
 import { checkList } from './check.js';
 import { migrateLatest, requireMigrated } from '../db.js';
+import { SIGNAL_EXIT_CODES, commandLine, watchSignals } from './signals.js';
 
 export interface CommandKit {
   program: Command;
@@ -28,9 +29,17 @@ export interface CommandKit {
 export interface ContextOptions {
   /** `current` (default): listsync's tables must be up to date; `migrate`: apply pending migrations first; `any`: no check (migrate itself). */
   schema?: 'current' | 'migrate' | 'any';
+  /**
+   * A one-shot command (default): SIGINT/SIGTERM abort `ctx.signal`; once the action returns, one line
+   * says how to resume and the exit code is 130/143; on a terminal only warnings are logged unless a
+   * level is chosen (the summary is printed once). `service` (serve): it handles signals itself and
+   * logs at the level set.
+   */
+  service?: boolean;
 }
 
-export function commandKit(program: Command, io: Output, setCode: (code: number) => void): CommandKit {
+/** `args`: the command line as typed (after `listsync`), repeated in the line that says how to resume. */
+export function commandKit(program: Command, io: Output, setCode: (code: number) => void, args: readonly string[] = []): CommandKit {
   const globals = (): GlobalOptions => program.opts<GlobalOptions>();
   return {
     program,
@@ -38,13 +47,24 @@ export function commandKit(program: Command, io: Output, setCode: (code: number)
     setCode,
     globals,
     async withContext(fn, options = {}) {
-      const ctx = await openContext(globals(), io);
+      const opened = await openContext(globals(), io, options.service ? 'service' : 'command');
+      const signals = options.service ? undefined : watchSignals(io);
+      const ctx: AppContext = signals ? { ...opened, signal: signals.signal } : opened;
       try {
         await prepareSchema(ctx, options.schema ?? 'current');
         const code = await fn(ctx);
         if (typeof code === 'number') setCode(code);
+        const received = signals?.received();
+        if (received) {
+          io.err(`listsync: interrupted by ${received}; the work done is kept: run "${commandLine(args)}" again to carry on.`);
+          setCode(SIGNAL_EXIT_CODES[received]);
+        }
       } finally {
-        await ctx.close();
+        try {
+          await ctx.close();
+        } finally {
+          signals?.dispose();
+        }
       }
     },
   };

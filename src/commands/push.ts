@@ -58,7 +58,14 @@ export async function runPushes(
         if (n) ctx.io.out(`${list.name}: ${n} failed change(s) queued again`);
       }
       const r = await pushList(
-        { db: ctx.db, client: ctx.client, config: ctx.config, logger: ctx.logger, waitMs: options.wait ? 24 * 3_600_000 : 0 },
+        {
+          db: ctx.db,
+          client: ctx.client,
+          config: ctx.config,
+          logger: ctx.logger,
+          waitMs: options.wait ? 24 * 3_600_000 : 0,
+          signal: ctx.signal,
+        },
         list,
       );
       ctx.io.out(pushSummary(r, list.conflictPolicy));
@@ -196,7 +203,7 @@ export function register({ program, io, withContext }: CommandKit): void {
     withContext(async (ctx) => {
       const lists = selectLists(ctx, opts.list);
       const pushed = await runPushes(ctx, lists, { wait: opts.wait, retryFailed: false });
-      const pulled = await runPulls(ctx, lists, { kind: 'incremental' }, { wait: opts.wait, progress: false });
+      const pulled = await runPulls(ctx, lists, { kind: 'incremental' }, { wait: opts.wait });
       return Math.max(pushed, pulled);
     }),
   );

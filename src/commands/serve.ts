@@ -76,6 +76,6 @@ export function register({ program, withContext }: CommandKit): void {
     .option('--port <n>', 'HTTP port (default serve.port)', wholeNumber(0, 65535, 'a port number 0-65535'))
     .option('--migrate', "apply listsync's pending migrations before starting (without it, serve refuses to start on tables behind)", false)
     .action((opts: { port?: number; migrate: boolean }) =>
-      withContext((ctx) => runServe(ctx, { port: opts.port }), { schema: opts.migrate ? 'migrate' : 'current' }),
+      withContext((ctx) => runServe(ctx, { port: opts.port }), { schema: opts.migrate ? 'migrate' : 'current', service: true }),
     );
 }

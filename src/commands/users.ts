@@ -6,7 +6,7 @@ import { reportJobFailure, type CommandKit } from './kit.js';
 
 export async function runUsers(ctx: AppContext): Promise<number> {
   try {
-    const r = await pullUsers({ db: ctx.db, client: ctx.client, config: ctx.config, logger: ctx.logger });
+    const r = await pullUsers({ db: ctx.db, client: ctx.client, config: ctx.config, logger: ctx.logger, signal: ctx.signal });
     ctx.io.out(
       `users: ${plural(r.counters.pages, 'page')}; inserted ${r.counters.rows_inserted}, updated ${r.counters.rows_updated}, unchanged ${r.counters.rows_unchanged}`,
     );
