@@ -44,14 +44,16 @@ export function summary(r: PullResult): string {
 export async function runPulls(ctx: AppContext, lists: readonly ListConfig[], mode: PullMode, options: { wait: boolean }): Promise<number> {
   let code = 0;
   for (const list of lists) {
-    const reporter = progressReporter(ctx, mode.kind === 'incremental' ? 'pull' : 'backfill');
+    const job = mode.kind === 'incremental' ? 'pull' : 'backfill';
+    const reporter = progressReporter(ctx, job);
     try {
       const r = await pullList(
         {
           db: ctx.db,
           client: ctx.client,
           config: ctx.config,
-          logger: ctx.logger,
+          // Every line of the run names the list and job, those of the table's set-up too.
+          logger: ctx.logger.child({ list: list.name, job }),
           onPage: (p) => reporter.onPage(p),
           signal: ctx.signal,
           waitMs: options.wait ? 24 * 3_600_000 : 0,
@@ -63,7 +65,7 @@ export async function runPulls(ctx: AppContext, lists: readonly ListConfig[], mo
       ctx.io.out(summary(r));
     } catch (err) {
       reporter.stop(false);
-      code = Math.max(code, await reportJobFailure(ctx, list, mode.kind === 'incremental' ? 'pull' : 'backfill', err));
+      code = Math.max(code, await reportJobFailure(ctx, list, job, err));
     }
   }
   return code;

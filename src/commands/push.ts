@@ -62,7 +62,7 @@ export async function runPushes(
           db: ctx.db,
           client: ctx.client,
           config: ctx.config,
-          logger: ctx.logger,
+          logger: ctx.logger.child({ list: list.name, job: 'push' }),
           waitMs: options.wait ? 24 * 3_600_000 : 0,
           signal: ctx.signal,
         },

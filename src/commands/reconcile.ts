@@ -33,7 +33,7 @@ export async function runReconcile(ctx: AppContext, lists: readonly ListConfig[]
           db: ctx.db,
           client: ctx.client,
           config: ctx.config,
-          logger: ctx.logger,
+          logger: ctx.logger.child({ list: list.name, job: 'reconcile' }),
           waitMs: options.wait ? 24 * 3_600_000 : 0,
           signal: ctx.signal,
           onPage: (p) => reporter.onPage(p),

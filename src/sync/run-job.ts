@@ -120,7 +120,7 @@ async function runRecorded<T>(deps: JobDeps, spec: RunJobSpec, body: (run: Activ
   const { db, client } = deps;
   await closeAbandonedRuns(db, spec.list, [spec.job]);
   const runId = await startRun(db, spec.list, spec.job);
-  const log = deps.logger.child({ list: spec.list, job: spec.job, runId });
+  const log = deps.logger.child({ ...unbound(deps.logger, { list: spec.list, job: spec.job }), runId });
   const mark = client.stats();
   const requests = () => {
     const now = client.stats();
@@ -135,6 +135,12 @@ async function runRecorded<T>(deps: JobDeps, spec: RunJobSpec, body: (run: Activ
       await recordFailure(deps, runId, explainDatabaseError(err, deps.config.database.url), requests(), log);
     throw err;
   }
+}
+
+/** The bindings a logger does not carry yet (a command may hand in one bound to the list and job): no key twice on a line. */
+function unbound(logger: Logger, bindings: Record<string, string>): Record<string, string> {
+  const has = logger.bindings();
+  return Object.fromEntries(Object.entries(bindings).filter(([k]) => has[k] === undefined));
 }
 
 /** After a shutdown signal, the run is 'interrupted' unless it succeeded; true when it was recorded so. */
@@ -160,8 +166,13 @@ async function recordFailure(
 ): Promise<void> {
   const message = scrubSecrets(coerceError(err).message, secretsOf(deps.config));
   try {
-    if (await isRunOpen(deps.db, runId)) await finishRun(deps.db, runId, 'failed', { error: message, counters });
+    if (await isRunOpen(deps.db, runId)) {
+      // The body did not get to record (nor log) it: a failure before the first page still makes a log line.
+      log.error({ err }, 'failed');
+      await finishRun(deps.db, runId, 'failed', { error: message, counters });
+    }
   } catch (recordErr) {
+    log.error({ err }, 'failed');
     log.warn({ err: recordErr }, 'could not record the failed run (the next run closes it as abandoned)');
   }
 }
