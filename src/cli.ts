@@ -9,6 +9,7 @@ import { type Output, stdio } from './context.js';
 import { registerEmulatorCommand } from './emulator/command.js';
 import { LOG_FORMATS } from './log-format.js';
 import { scrubSecrets } from './secrets.js';
+import { packageVersion } from './version.js';
 import { commandKit } from './commands/kit.js';
 import * as check from './commands/check.js';
 import * as demo from './commands/demo.js';
@@ -28,6 +29,7 @@ import * as users from './commands/users.js';
 export function buildProgram(io: Output, setCode: (code: number) => void, args: readonly string[] = []): Command {
   const program = new Command('listsync')
     .description("Keeps a PostgreSQL mirror of the platform's lists fresh, and writes edits back version-checked.")
+    .version(packageVersion(), '-V, --version', 'print the version and exit')
     .option('-c, --config <path>', 'config file (default: $LISTSYNC_CONFIG or ./listsync.config.json)')
     .addOption(new Option('--log-level <level>', 'log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']))
     .addOption(

@@ -278,10 +278,11 @@ async function reconcileLocked(deps: ReconcileDeps, list: ListConfig, run: Activ
       { connection: conn },
     );
     timingsMs.mark = phaseEnd();
-    const anyHealed = healed.missing + healed.behind + deleted + undeleted;
-    (anyHealed ? log.warn.bind(log) : log.info.bind(log))(
+    // Marking deletes is reconcile's job (info); rows missing or behind mean a pull missed something (warn).
+    const pullMissed = healed.missing + healed.behind;
+    (pullMissed ? log.warn.bind(log) : log.info.bind(log))(
       { ...details, confirmedPresent, deleted, undeleted, healed, requests: counters.requests, retries: counters.retries, timingsMs },
-      anyHealed
+      pullMissed
         ? 'reconcile finished and healed rows the pulls had not brought in line: worth a look (cursor field, clock skew, back-dated edits)'
         : 'reconcile finished',
     );
