@@ -15,7 +15,17 @@ export interface ProgressReporter {
   stop(complete: boolean): void;
 }
 
-export function progressReporter(ctx: Pick<AppContext, 'io' | 'logger'>, job: string): ProgressReporter {
+/** What a bar counts: pages of items (pull, reconcile), batches of changes (push), tables of rows (directory). */
+export interface ProgressUnits {
+  step: string;
+  item: string;
+}
+
+export function progressReporter(
+  ctx: Pick<AppContext, 'io' | 'logger'>,
+  job: string,
+  units: ProgressUnits = { step: 'pages', item: 'items' },
+): ProgressReporter {
   const started = Date.now();
   const rate = (n: number) => Math.round(n / Math.max(0.001, (Date.now() - started) / 1000));
   if (!ctx.io.isTTY) return logLines(ctx, job, rate);
@@ -26,7 +36,7 @@ export function progressReporter(ctx: Pick<AppContext, 'io' | 'logger'>, job: st
       if (!bar) {
         bar = new SingleBar(
           {
-            format: `${p.list} ${job} [{bar}] {value}/{total} pages | {items} items | {rate} items/s | ETA {eta_formatted}`,
+            format: `${p.list} ${job} [{bar}] {value}/{total} ${units.step} | {items} ${units.item} | {rate} ${units.item}/s | ETA {eta_formatted}`,
             hideCursor: true,
             etaBuffer: 20,
             // listsync handles SIGINT/SIGTERM itself and stops the bar on its way out.

@@ -13,6 +13,7 @@ import { previewPush, type PushPreview } from '../sync/push-preview.js';
 import { Operator } from '../platform/types.js';
 import { Option } from 'commander';
 import { selectLists, runPulls } from './pull.js';
+import { progressReporter } from './progress.js';
 import { LIST_FLAGS, LIST_HELP, listJobOptions, positiveId, reportJobFailure, type CommandKit } from './kit.js';
 
 export function pushSummary(r: PushResult, policy?: ConflictPolicy): string {
@@ -52,6 +53,7 @@ export async function runPushes(
 ): Promise<number> {
   let code = 0;
   for (const list of lists) {
+    const reporter = progressReporter(ctx, 'push', { step: 'batches', item: 'changes' });
     try {
       if (options.retryFailed) {
         const n = await requeueFailed(ctx.db, list.name);
@@ -59,6 +61,7 @@ export async function runPushes(
       }
       const r = await pushList(
         {
+          onPage: (p) => reporter.onPage(p),
           db: ctx.db,
           client: ctx.client,
           config: ctx.config,
@@ -68,10 +71,12 @@ export async function runPushes(
         },
         list,
       );
+      reporter.stop(r.failed === 0 && r.retrying === 0);
       ctx.io.out(pushSummary(r, list.conflictPolicy));
       // A scheduler must see a push that delivered less than it tried.
       if (r.failed > 0 || r.retrying > 0) code = Math.max(code, 1);
     } catch (err) {
+      reporter.stop(false);
       code = Math.max(code, await reportJobFailure(ctx, list, 'push', err));
     }
   }

@@ -45,7 +45,7 @@ import type { PlatformClient } from '../platform/client.js';
 import { AuthError, NotFoundError, PlatformError } from '../platform/errors.js';
 import { Operator, type Item } from '../platform/types.js';
 import { LIST_JOBS, listLockName } from './exclusive.js';
-import { runJob, type ActiveRun, type JobDeps } from './run-job.js';
+import { runJob, type ActiveRun, type JobDeps, type PageDone } from './run-job.js';
 import { recordConflict } from './conflicts.js';
 import { carries, findCreated, type LostCreateSearch } from './lost-creates.js';
 import { finishRun, zeroCounters, type RunCounters } from '../store/runs.js';
@@ -55,6 +55,8 @@ import type { OutboxRow } from '../store/outbox.js';
 /** `signal`: the changes in flight are finished; the rest stay pending for the next push. */
 export interface PushDeps extends JobDeps {
   clock?: () => Date;
+  /** After each batch of changes is settled (progress). */
+  onPage?: (p: PageDone) => void;
   /** Pauses before each repeated re-read or lookup (the platform's queries may lag). Default 250, 1000, 2000 ms. */
   rereadDelaysMs?: readonly number[];
 }
@@ -174,6 +176,15 @@ async function pushLocked(deps: PushDeps, list: ListConfig, run: ActiveRun): Pro
         stopping,
       );
       handled += outcomes.length;
+      deps.onPage?.({
+        list: list.name,
+        runId,
+        page: i / BATCH + 1,
+        pageCount: Math.ceil(rows.length / BATCH),
+        totalCount: rows.length,
+        items: outcomes.length,
+        itemsSoFar: handled,
+      });
       const written = tally(result, outcomes);
       result.behind += (await rereadWritten(deps, list, mapping, written)).length;
       // Applied changes are done (the run's counters keep the tally); the outbox holds only what is open or needs a look.
