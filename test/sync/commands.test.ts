@@ -140,7 +140,8 @@ describe('check, discover, backfill, users, status (CLI against the emulator)', 
     const s = await cli('status');
     expect(s.code).toBe(0);
     expect(s.stdout).toMatch(/^list\s+last success\s+watermark\s+lag\s+rows/m);
-    expect(s.stdout).toMatch(/orders\s+\S+ \S+\s+\d{4}-\d{2}-\d{2}\s+\S+\s+1200\s+0/);
+    // Human output: thousands separators.
+    expect(s.stdout).toMatch(/orders\s+\S+ \S+\s+\d{4}-\d{2}-\d{2}\s+\S+\s+1,200\s+0/);
     expect(s.stdout).toContain('users: last run succeeded');
   });
 });
