@@ -9,6 +9,7 @@ import { type Output, stdio } from './context.js';
 import { registerEmulatorCommand } from './emulator/command.js';
 import { LOG_FORMATS } from './log-format.js';
 import { scrubSecrets } from './secrets.js';
+import { packageVersion } from './version.js';
 import { commandKit } from './commands/kit.js';
 import * as check from './commands/check.js';
 import * as demo from './commands/demo.js';
@@ -25,9 +26,10 @@ import * as serve from './commands/serve.js';
 import * as status from './commands/status.js';
 import * as users from './commands/users.js';
 
-export function buildProgram(io: Output, setCode: (code: number) => void): Command {
+export function buildProgram(io: Output, setCode: (code: number) => void, args: readonly string[] = []): Command {
   const program = new Command('listsync')
     .description("Keeps a PostgreSQL mirror of the platform's lists fresh, and writes edits back version-checked.")
+    .version(packageVersion(), '-V, --version', 'print the version and exit')
     .option('-c, --config <path>', 'config file (default: $LISTSYNC_CONFIG or ./listsync.config.json)')
     .addOption(new Option('--log-level <level>', 'log level').choices(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']))
     .addOption(
@@ -39,7 +41,7 @@ export function buildProgram(io: Output, setCode: (code: number) => void): Comma
     .showHelpAfterError('(run "listsync --help" for usage)')
     .exitOverride();
 
-  const kit = commandKit(program, io, setCode);
+  const kit = commandKit(program, io, setCode, args);
   for (const command of [init, check, migrate, discover, pull, push, users, directory, reconcile, hooks, exporter, status, serve])
     command.register(kit);
   // The demo runs the real commands through the same entry point a user types.
@@ -50,9 +52,13 @@ export function buildProgram(io: Output, setCode: (code: number) => void): Comma
 
 export async function main(argv: readonly string[], io: Output = stdio): Promise<number> {
   let code = 0;
-  const program = buildProgram(io, (c) => {
-    code = c;
-  });
+  const program = buildProgram(
+    io,
+    (c) => {
+      code = c;
+    },
+    argv.slice(2),
+  );
   try {
     await program.parseAsync([...argv]);
     return code;

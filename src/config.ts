@@ -5,11 +5,11 @@
  * `LISTSYNC_CONFIG`) plus environment variables for secrets. A string value of
  * the form `${NAME}` in the file is replaced by the environment variable NAME;
  * `platform.apiKey` and `database.url` default to `PLATFORM_API_KEY` and
- * `DATABASE_URL`. Keys starting with `//` are comments and ignored. A `.env` file in the working directory is read too (it never
- * overrides variables already set). The result is validated once and frozen.
+ * `DATABASE_URL`. Keys starting with `//` are comments and ignored. A `.env` file beside the config file and one in the
+ * working directory are read too (beside the config wins; neither overrides variables already set). The result is validated once and frozen.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { parseEnv } from 'node:util';
 import { IANAZone } from 'luxon';
 import { validate as validateCron } from 'node-cron';
@@ -267,7 +267,7 @@ const SECRET_KEYS = new Set(['apiKey', 'url', 'password']);
 export interface LoadOptions {
   /** Config file path; default `LISTSYNC_CONFIG` or `./listsync.config.json`. */
   path?: string;
-  /** Environment; default `process.env` merged over `./.env`. */
+  /** Environment; default `process.env` over the `.env` beside the config file over `./.env`. */
   env?: Readonly<Record<string, string | undefined>>;
   cwd?: string;
 }
@@ -275,8 +275,8 @@ export interface LoadOptions {
 /** Reads, interpolates and validates the config. Throws ConfigError naming the key. */
 export function loadConfig(options: LoadOptions = {}): Config {
   const cwd = options.cwd ?? process.cwd();
-  const env = options.env ?? readEnvironment(cwd);
-  const path = resolve(cwd, options.path ?? env.LISTSYNC_CONFIG ?? DEFAULT_CONFIG_FILE);
+  const path = resolve(cwd, options.path ?? (options.env ?? readEnvironment(cwd)).LISTSYNC_CONFIG ?? DEFAULT_CONFIG_FILE);
+  const env = options.env ?? readEnvironment(cwd, dirname(path));
   if (!existsSync(path)) {
     throw new ConfigError(`No config file at ${path}. Run "listsync init" to write one, or point LISTSYNC_CONFIG at yours.`, '(file)');
   }
@@ -393,11 +393,17 @@ function maskSecretKeys(value: unknown, key = ''): unknown {
   return value;
 }
 
-/** Environment from `.env` (if present) overlaid by the real environment. */
-export function readEnvironment(cwd = process.cwd()): Record<string, string | undefined> {
-  const file = resolve(cwd, '.env');
-  const fromFile = existsSync(file) ? parseEnv(readFileSync(file, 'utf8')) : {};
-  return { ...fromFile, ...process.env };
+/**
+ * The real environment over the `.env` in `configDir` (beside the config file: what cron and
+ * systemd, which start elsewhere, find) over the `.env` in the working directory.
+ */
+export function readEnvironment(cwd = process.cwd(), configDir?: string): Record<string, string | undefined> {
+  const dirs = configDir && resolve(configDir) !== resolve(cwd) ? [cwd, configDir] : [cwd];
+  const fromFiles = dirs.map((dir) => {
+    const file = resolve(dir, '.env');
+    return existsSync(file) ? parseEnv(readFileSync(file, 'utf8')) : {};
+  });
+  return Object.assign({}, ...fromFiles, process.env) as Record<string, string | undefined>;
 }
 
 /** Runtime settings that are not part of the config file. */

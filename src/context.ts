@@ -39,6 +39,8 @@ export interface AppContext {
   db: Knex;
   /** The platform client; its request budget is shared with every process using the account. */
   client: PlatformClient;
+  /** Aborted by SIGINT/SIGTERM (reason: the signal's name): jobs stop after the page or change in flight. */
+  signal?: AbortSignal;
   close(): Promise<void>;
 }
 
@@ -49,18 +51,27 @@ export function createClient(config: Config, logger: Logger, db?: Knex, onReques
 }
 
 export function loadAppConfig(opts: GlobalOptions): Config {
-  return loadConfig({ path: opts.config, env: readEnvironment() });
+  return loadConfig({ path: opts.config });
 }
 
-export function appLogger(config: Config, opts: GlobalOptions): Logger {
-  const format = resolveLogFormat(opts.logFormat ?? readEnvironment().LISTSYNC_LOG_FORMAT);
-  return createLogger({ level: opts.logLevel ?? config.log.level, secrets: secretsOf(config), format });
+/**
+ * `command`: a one-shot command. On a terminal (pretty lines) its summary is printed on stdout, so
+ * unless a level was chosen (--log-level, LISTSYNC_LOG_LEVEL, log.level other than info) only
+ * warnings and errors are logged: the summary is printed once. `service`: serve logs at the level set.
+ */
+export type LogRole = 'command' | 'service';
+
+export function appLogger(config: Config, opts: GlobalOptions, role: LogRole = 'service'): Logger {
+  const env = readEnvironment();
+  const format = resolveLogFormat(opts.logFormat ?? env.LISTSYNC_LOG_FORMAT);
+  const quiet = role === 'command' && format === 'pretty' && config.log.level === 'info' && !env.LISTSYNC_LOG_LEVEL;
+  return createLogger({ level: opts.logLevel ?? (quiet ? 'warn' : config.log.level), secrets: secretsOf(config), format });
 }
 
 /** Loads config, opens the database (checked reachable) and a logger. */
-export async function openContext(opts: GlobalOptions, io: Output = stdio): Promise<AppContext> {
+export async function openContext(opts: GlobalOptions, io: Output = stdio, role: LogRole = 'service'): Promise<AppContext> {
   const config = loadAppConfig(opts);
-  const logger = appLogger(config, opts);
+  const logger = appLogger(config, opts, role);
   const db = createDb({ url: config.database.url, poolMax: config.database.poolMax, logger });
   try {
     await ping(db, config.database.url);

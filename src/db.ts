@@ -12,7 +12,7 @@ import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
 import { redactUrl } from './config.js';
 import { PlatformError } from './platform/errors.js';
-import { coerceError } from './errors.js';
+import { ConfigError, PG, coerceError, pgCode } from './errors.js';
 
 export type { Knex };
 
@@ -82,15 +82,31 @@ export function explainDatabaseError(err: unknown, url: string): unknown {
   );
 }
 
-/** Resolves when the database answers; the error names the (redacted) URL. */
+/** Resolves when the database answers; the error names the (redacted) URL. A database that does not exist is a ConfigError. */
 export async function ping(db: Knex, url: string): Promise<void> {
   try {
     await db.raw('select 1');
   } catch (err) {
+    if (pgCode(err) === PG.invalidCatalogName) {
+      const name = databaseName(url);
+      throw new ConfigError(
+        `The database "${name}" does not exist on the server at ${redactUrl(url)}. Create it (createdb ${name}) or fix database.url / DATABASE_URL.`,
+        'database.url',
+        { cause: err },
+      );
+    }
     throw new Error(
       `Cannot reach the database at ${redactUrl(url)}: ${coerceError(err).message}. Check database.url / DATABASE_URL and that PostgreSQL is running.`,
       { cause: err },
     );
+  }
+}
+
+function databaseName(url: string): string {
+  try {
+    return decodeURIComponent(new URL(url).pathname.slice(1)) || 'postgres';
+  } catch {
+    return '?';
   }
 }
 
@@ -157,4 +173,22 @@ export async function pendingMigrations(db: Knex): Promise<string[]> {
   if ((exists.rows as { t: string | null }[])[0]?.t == null) return all;
   const applied = new Set((await db.withSchema(OWN_SCHEMA).from('knex_migrations').pluck('name')) as string[]);
   return all.filter((m) => !applied.has(m));
+}
+
+/** listsync's tables are missing or behind this version: every command but `migrate` and `check` stops (exit 2). */
+export class NotMigratedError extends ConfigError {
+  constructor(readonly pending: readonly string[]) {
+    super(
+      `listsync's tables ${pending.length === 1 ? 'are 1 migration' : `are ${pending.length} migrations`} behind this version` +
+        ` (${pending.length > 3 ? `${pending.slice(0, 3).join(', ')}, ...` : pending.join(', ')}): run \`listsync migrate\` first` +
+        ' (or start `listsync serve --migrate`).',
+      '(migrations)',
+    );
+  }
+}
+
+/** Throws NotMigratedError unless every migration of this version is applied. */
+export async function requireMigrated(db: Knex): Promise<void> {
+  const pending = await pendingMigrations(db);
+  if (pending.length) throw new NotMigratedError(pending);
 }

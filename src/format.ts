@@ -19,9 +19,16 @@ export function timestamp(d: Date): string {
     .replace(/\.\d+Z$/, 'Z');
 }
 
-/** `1 page`, `3 pages`. */
+const people = new Intl.NumberFormat('en-US', { maximumFractionDigits: 2 });
+
+/** `1,234,567`: how numbers read in human output (JSON lines keep plain numbers). */
+export function humanNumber(n: number): string {
+  return people.format(n);
+}
+
+/** `1 page`, `3 pages`, `1,200 pages`. */
 export function plural(n: number, word: string, many = `${word}s`): string {
-  return `${n} ${n === 1 ? word : many}`;
+  return `${humanNumber(n)} ${n === 1 ? word : many}`;
 }
 
 function cell(v: unknown): string {

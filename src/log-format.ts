@@ -24,7 +24,7 @@ const COLOURS: Record<string, string> = {
 };
 const RESET = '\x1b[0m';
 /** Keys shown in front of the message or not at all. */
-const HIDDEN = new Set(['time', 'level', 'name', 'msg', 'list', 'job', 'runId', 'pid', 'hostname']);
+const HIDDEN = new Set(['time', 'level', 'name', 'msg', 'list', 'job', 'runId', 'pid', 'hostname', 'err']);
 /** At most this many key=value pairs follow the message: a line stays a line. */
 const MAX_FIELDS = 6;
 
@@ -42,18 +42,33 @@ export function formatLine(json: string, colour: boolean): string {
   const where = [entry.list, entry.job].filter((v) => v !== undefined && v !== null).join(' ');
   const fields = Object.entries(entry)
     .filter(([k, v]) => !HIDDEN.has(k) && v !== undefined && v !== null && v !== 0 && v !== '' && !(Array.isArray(v) && v.length === 0))
-    .map(([k, v]) => `${k}=${describe(k, v)}`);
+    .map(([k, v]) => `${k}=${describe(v)}`);
   const shown = fields.slice(0, MAX_FIELDS).join(' ') + (fields.length > MAX_FIELDS ? ` (+${fields.length - MAX_FIELDS} more)` : '');
   const head = colour ? `${COLOURS[level] ?? ''}${tag}${RESET}` : tag;
-  return `${time} ${head} ${where ? `${where}: ` : ''}${String(entry.msg ?? '')}${shown ? `  ${shown}` : ''}`;
+  const err = errorOf(entry.err);
+  return `${time} ${head} ${where ? `${where}: ` : ''}${String(entry.msg ?? '')}${shown ? `  ${shown}` : ''}${err ? ` — ${err}` : ''}`;
 }
 
-function describe(key: string, value: unknown): string {
-  if (key === 'err' && value && typeof value === 'object')
-    return JSON.stringify(String((value as { message?: unknown }).message ?? 'error'));
-  if (typeof value === 'string') return /^[\w.:/@+-]*$/.test(value) ? value : JSON.stringify(value);
+const people = new Intl.NumberFormat('en-US', { maximumFractionDigits: 2 });
+
+function describe(value: unknown): string {
+  if (typeof value === 'string') return /^[\w.:/@+-]*$/.test(value) ? value : quoted(value);
+  if (typeof value === 'number') return people.format(value);
   const text = JSON.stringify(value) ?? String(value);
   return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+}
+
+/** A text value in a human line: single-quoted when it can be, so double quotes inside are not escaped again. */
+function quoted(text: string): string {
+  const one = text.replace(/\s*\n\s*/g, ' ');
+  return one.includes("'") ? JSON.stringify(one) : `'${one}'`;
+}
+
+/** An error's message as it reads, after the line's fields. */
+function errorOf(value: unknown): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  const message = typeof value === 'object' ? (value as { message?: unknown }).message : value;
+  return String(message ?? 'error').replace(/\s*\n\s*/g, ' ');
 }
 
 /** A pino destination writing human lines to `out`. */

@@ -1,6 +1,6 @@
 /** `listsync demo --keep` leaves the emulator and database running, and the commands it prints work as printed. */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
@@ -39,5 +39,36 @@ describe('demo --keep', () => {
       child.kill('SIGTERM');
     }
     expect(await exited).toBe(0);
+  }, 180_000);
+});
+
+describe('demo --keep on its embedded PostgreSQL', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'listsync-demo-keep-embedded-'));
+  // The embedded server runs as the postgres OS user when the tests run as root.
+  chmodSync(dir, 0o755);
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('stops cleanly on Ctrl-C at a terminal (the whole process group, server included, gets SIGINT)', async () => {
+    const child = spawn(process.execPath, [BIN, 'demo', '--keep', '--items', '60'], {
+      cwd: dir,
+      env: childEnv({ DATABASE_URL: undefined }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    let out = '';
+    let err = '';
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const exited = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.on('data', (d: Buffer) => {
+        out += d.toString();
+        if (out.includes('until you press Ctrl-C')) resolve();
+      });
+      child.on('close', (code) => reject(new Error(`demo ended (${code}) before it was ready:\n${out}${err}`)));
+    });
+    process.kill(-child.pid!, 'SIGINT');
+    expect(await exited, out + err).toBe(0);
+    expect(out).toContain('demo: stopping the emulator and the database');
+    expect(err).not.toMatch(/57P01|Unhandled|terminating connection|at .*\.js:\d+/);
   }, 180_000);
 });

@@ -8,7 +8,10 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from './helpers/cli.js';
+import { createTestDatabase, type TestDatabase } from './helpers/db.js';
 import { startWorld, type World } from './helpers/world.js';
+import { acquireLock, type HeldLock } from '../src/sync/lock.js';
+import { listLockName } from '../src/sync/exclusive.js';
 
 async function closedPort(): Promise<number> {
   const s = createServer();
@@ -20,32 +23,48 @@ async function closedPort(): Promise<number> {
 
 describe('exit codes', () => {
   let w: World;
-  let files: { good: string; dbDown: string; platformDown: string };
+  let files: Record<'good' | 'dbDown' | 'platformDown' | 'noSuchDb' | 'unmigrated' | 'wrongList' | 'unindexed', string>;
+  let empty: TestDatabase;
+  let held: HeldLock | undefined;
   const GOOD = () => ({ PLATFORM_API_KEY: w.emu.apiKey });
   const REFUSED = { PLATFORM_API_KEY: 'REFUSED-KEY-1234' };
   beforeAll(async () => {
     w = await startWorld({ emulator: { items: 30 } });
     const dead = await closedPort();
-    const list = [{ name: 'orders', appID: 'demo', listID: 'orders' }];
-    const write = (name: string, platform: string, db: string) => {
+    empty = await createTestDatabase({ migrated: false });
+    const orders = { name: 'orders', appID: 'demo', listID: 'orders' };
+    const write = (name: string, platform: string, db: string, list: Record<string, unknown> = orders) => {
       const file = join(w.cwd, name);
       writeFileSync(
         file,
-        JSON.stringify({ platform: { baseUrl: platform, retries: 0, timeoutMs: 2000 }, database: { url: db }, lists: list }),
+        JSON.stringify({ platform: { baseUrl: platform, retries: 0, timeoutMs: 2000 }, database: { url: db }, lists: [list] }),
       );
       return file;
     };
+    const noSuchDb = new URL(w.t.url);
+    noSuchDb.pathname = '/listsync_no_such_database';
     files = {
       good: write('good.json', w.emu.baseUrl, w.t.url),
       dbDown: write('db-down.json', w.emu.baseUrl, `postgres://postgres@127.0.0.1:${dead}/nope`),
       platformDown: write('platform-down.json', `http://127.0.0.1:${dead}/v1`, w.t.url),
+      noSuchDb: write('no-such-db.json', w.emu.baseUrl, noSuchDb.toString()),
+      unmigrated: write('unmigrated.json', w.emu.baseUrl, empty.url),
+      wrongList: write('wrong-list.json', w.emu.baseUrl, w.t.url, { ...orders, listID: 'no-such-list' }),
+      // Shipped at: a field of the list, not indexed.
+      unindexed: write('unindexed.json', w.emu.baseUrl, w.t.url, { ...orders, cursorField: 'Datetime2' }),
     };
     // A mirror table for push/reconcile/status.
     expect((await runCli(['--config', files.good, 'pull'], { env: GOOD(), cwd: w.cwd })).code).toBe(0);
   });
-  afterAll(async () => w?.close());
+  afterAll(async () => {
+    await held?.release();
+    await empty?.drop();
+    await w?.close();
+  });
 
-  const cases: [string, () => [string, string[], Record<string, string>], number][] = [
+  const MIGRATE = /run `listsync migrate`/;
+  const NO_DB = /database "listsync_no_such_database" does not exist/;
+  const cases: [string, () => [string, string[], Record<string, string>], number, RegExp?][] = [
     ['unknown option', () => [files.good, ['pull', '--bogus'], GOOD()], 2],
     ['unknown list', () => [files.good, ['pull', '--list', 'nope'], GOOD()], 2],
     ['missing config file', () => [join(w.cwd, 'none.json'), ['status'], GOOD()], 2],
@@ -69,14 +88,67 @@ describe('exit codes', () => {
     ['status, database down', () => [files.dbDown, ['status'], GOOD()], 1],
     ['migrate, database down', () => [files.dbDown, ['migrate'], GOOD()], 1],
     ['conflicts, bad id', () => [files.good, ['conflicts', 'show', 'x'], GOOD()], 2],
+    // listsync's tables missing: every command that needs them says to migrate.
+    ...(['pull', 'push', 'reconcile', 'users', 'status', 'serve', 'conflicts', 'hooks list'] as const).map(
+      (cmd): (typeof cases)[number] => [`${cmd}, tables missing`, () => [files.unmigrated, cmd.split(' '), GOOD()], 2, MIGRATE],
+    ),
+    ['check, tables missing', () => [files.unmigrated, ['check'], GOOD()], 2, /run "listsync migrate"/],
+    // A database that does not exist is the config's fault.
+    ...(['pull', 'status', 'check', 'migrate', 'serve'] as const).map((cmd): (typeof cases)[number] => [
+      `${cmd}, no such database`,
+      () => [files.noSuchDb, [cmd], GOOD()],
+      2,
+      NO_DB,
+    ]),
+    // A list the platform does not have, a cursor field it cannot filter on: 2 in every command, as in check.
+    // (push with nothing pending asks the platform nothing: it succeeds.)
+    ...(['check', 'pull', 'backfill --list orders --from 2024-01-01', 'reconcile'] as const).map((cmd): (typeof cases)[number] => [
+      `${cmd}, wrong listID`,
+      () => [files.wrongList, cmd.split(' '), GOOD()],
+      2,
+      /lists\[0\]\.listID/,
+    ]),
+    // (reconcile and push never filter on the cursor field: they run.)
+    ...(['check', 'pull', 'backfill --list orders --from 2024-01-01'] as const).map((cmd): (typeof cases)[number] => [
+      `${cmd}, cursor field not indexed`,
+      () => [files.unindexed, cmd.split(' '), GOOD()],
+      2,
+      /cursorField "Datetime2" is not indexed/,
+    ]),
+    ['pull that gives way to a running one', () => [files.good, ['pull'], GOOD()], 0, /orders: pull skipped: .* is already running/],
   ];
 
-  for (const [name, make, code] of cases) {
+  for (const [name, make, code, says] of cases) {
     it(`${name} exits ${code}`, async () => {
       const [file, args, env] = make();
-      const r = await runCli(['--config', file, ...args], { env, cwd: w.cwd });
-      expect(r.code, r.stdout + r.stderr).toBe(code);
-      if (code !== 0) expect((r.stdout + r.stderr).trim().length).toBeGreaterThan(0);
+      if (name.includes('gives way')) held = await acquireLock(w.t.db, listLockName('orders'));
+      try {
+        const r = await runCli(['--config', file, ...args], { env, cwd: w.cwd });
+        expect(r.code, r.stdout + r.stderr).toBe(code);
+        if (code !== 0) expect((r.stdout + r.stderr).trim().length).toBeGreaterThan(0);
+        if (says) expect(r.stdout + r.stderr).toMatch(says);
+      } finally {
+        await held?.release();
+        held = undefined;
+      }
     });
   }
+
+  it('records the pull that gave way as skipped', async () => {
+    const skipped = await w.t.db('listsync.sync_runs').where({ list_name: 'orders', job: 'pull', status: 'skipped' }).count({ n: '*' });
+    expect(Number(skipped[0]!.n)).toBeGreaterThan(0);
+  });
+
+  it('serve --migrate migrates tables that are missing, then starts', async () => {
+    const r = await runCli(['--config', files.unmigrated, 'serve', '--migrate', '--port', '0'], {
+      env: GOOD(),
+      cwd: w.cwd,
+      timeoutMs: 20_000,
+      stopOn: /listsync serve on/,
+    });
+    expect(r.stdout, r.stderr).toMatch(/listsync serve on http/);
+    const [applied] = (await empty.db('listsync.knex_migrations').count({ n: '*' })) as { n: number }[];
+    expect(applied!.n).toBeGreaterThan(5);
+    expect((await runCli(['--config', files.unmigrated, 'status'], { env: GOOD(), cwd: w.cwd })).code).toBe(0);
+  });
 });

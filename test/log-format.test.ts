@@ -88,3 +88,58 @@ describe('log format', () => {
     }
   });
 });
+
+describe('one line shape', () => {
+  let w: World;
+  beforeAll(async () => {
+    w = await startWorld({ emulator: { items: 250 }, list: { pageSize: 100 } });
+  });
+  afterAll(async () => w?.close());
+
+  it('an error reads as the platform wrote it (no quotes escaped twice), numbers with separators', () => {
+    const line = formatLine(
+      JSON.stringify({
+        level: 'error',
+        time: '2026-01-02T03:04:05.678Z',
+        name: 'listsync',
+        list: 'orders',
+        job: 'pull',
+        items: 1234567,
+        err: { type: 'NotFoundError', message: 'POST /lists/demo/x/items/query failed: HTTP 200, Status 40400 "List demo/x not found"' },
+        msg: 'failed',
+      }),
+      false,
+    );
+    expect(line).toBe(
+      '03:04:05 ERROR orders pull: failed  items=1,234,567 — POST /lists/demo/x/items/query failed: HTTP 200, Status 40400 "List demo/x not found"',
+    );
+  });
+
+  const shapeOf = (stderr: string) =>
+    stderr
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+
+  it('every line of pull, backfill and reconcile carries level, time, name, list and job', async () => {
+    const env = { PLATFORM_API_KEY: w.emu.apiKey, LISTSYNC_LOG_LEVEL: 'info' };
+    for (const args of [['pull'], ['backfill', '--list', 'orders', '--from', '2000-01-01'], ['reconcile']]) {
+      const r = await runCli(['--config', w.configFile, ...args], { env, cwd: w.cwd });
+      expect(r.code, r.stderr).toBe(0);
+      const lines = shapeOf(r.stderr);
+      expect(lines.filter((l) => l.msg === 'page').length, args[0]).toBeGreaterThan(0);
+      for (const l of lines)
+        expect(Object.keys(l), JSON.stringify(l)).toEqual(expect.arrayContaining(['level', 'time', 'name', 'list', 'job']));
+      expect(r.stderr.split('\n').filter((l) => l.trim() && !l.startsWith('{'))).toEqual([]);
+    }
+  });
+
+  it('a pull that fails before its first page still writes its error line', async () => {
+    const r = await runCli(['--config', w.configFile, 'pull'], { env: { PLATFORM_API_KEY: 'REFUSED-KEY-1234' }, cwd: w.cwd });
+    expect(r.code).toBe(2);
+    expect(shapeOf(r.stderr)).toContainEqual(
+      expect.objectContaining({ level: 'error', name: 'listsync', list: 'orders', job: 'pull', msg: 'failed' }),
+    );
+    expect(r.stderr).toMatch(/^orders: pull failed: /m);
+  });
+});

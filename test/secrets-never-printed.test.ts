@@ -9,14 +9,16 @@ import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { secretForms } from '../src/secrets.js';
 import { BIN, childEnv, runCli, type CliResult } from './helpers/cli.js';
 import { startWorld, type World } from './helpers/world.js';
+import { adminUrl, withDatabase } from './helpers/pg-admin.js';
 
 const API_KEY = 'Sk3y"pa/ss+word%20&x=1';
 const DB_PASSWORD = 'Db"Pass/w0rd?&#';
 const WRONG_KEY = 'Wr0ng"Key/Given+By%User';
+const ROLE = `listsync_secret_${process.pid}`;
 
 async function closedPort(): Promise<number> {
   const s = createServer();
@@ -34,9 +36,10 @@ describe('no secret in anything listsync prints or stores', () => {
 
   beforeAll(async () => {
     w = await startWorld({ emulator: { items: 150, apiKeys: [API_KEY] }, list: { pageSize: 50 } });
-    // The server trusts 127.0.0.1, so any password is accepted: the URL still carries one.
+    // A role of the test's own with that password: a server that checks passwords (embedded PostgreSQL) accepts it too.
+    await withDatabase(adminUrl(w.t.url), (c) => c.query(`create role "${ROLE}" login superuser password ${c.escapeLiteral(DB_PASSWORD)}`));
     const u = new URL(w.t.url);
-    u.username = 'postgres';
+    u.username = ROLE;
     u.password = encodeURIComponent(DB_PASSWORD);
     dbUrl = u.toString();
     config = join(w.cwd, 'secret.json');
@@ -50,7 +53,10 @@ describe('no secret in anything listsync prints or stores', () => {
       }),
     );
   });
-  afterAll(async () => w?.close());
+  afterAll(async () => {
+    await w?.close();
+    await withDatabase(adminUrl(inject('pgServerUrl')), (c) => c.query(`drop role if exists "${ROLE}"`));
+  });
 
   const record = (what: string, r: CliResult) => {
     seen.push({ what: `${what} stdout`, text: r.stdout }, { what: `${what} stderr`, text: r.stderr });

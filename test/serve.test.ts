@@ -138,7 +138,7 @@ describe('serve', () => {
       changes_applied: number;
     }[];
     expect(runs.filter((r) => r.status === 'running')).toEqual([]);
-    expect(runs.at(-1)).toMatchObject({ status: 'failed', error: 'stopped by shutdown; unsent changes stay pending' });
+    expect(runs.at(-1)).toMatchObject({ status: 'interrupted', error: 'stopped by shutdown; unsent changes stay pending' });
     const sentBefore = runs.reduce((n, r) => n + Number(r.changes_applied), 0);
     expect(sentBefore).toBeGreaterThanOrEqual(10);
     expect(sentBefore).toBeLessThan(400);

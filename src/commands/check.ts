@@ -11,7 +11,7 @@ import { AuthError, NotFoundError } from '../platform/errors.js';
 import { describeDuplicates, mirrorTableFindings } from './mirror-tables.js';
 import { appLogger, createClient, loadAppConfig } from '../context.js';
 import type { CommandKit } from './kit.js';
-import { coerceError } from '../errors.js';
+import { coerceError, exitCodeFor } from '../errors.js';
 
 export interface Finding {
   check: string;
@@ -19,6 +19,8 @@ export interface Finding {
   message: string;
   /** 2 = config/usage problem, 1 = something unreachable or failing. */
   severity?: 1 | 2;
+  /** The platform refused the API key: asking about further lists is pointless. */
+  keyRefused?: boolean;
 }
 
 export type PlatformCheck = (config: Config) => Promise<Finding[]>;
@@ -42,7 +44,7 @@ export async function runCheck(config: Config, platformCheck?: PlatformCheck): P
     );
     if (pending.length === 0) findings.push(...(await mirrorTableFindings(db, config)));
   } catch (err) {
-    findings.push({ check: 'database', ok: false, severity: 1, message: coerceError(err).message });
+    findings.push({ check: 'database', ok: false, severity: exitCodeFor(err), message: coerceError(err).message });
   } finally {
     await db.destroy();
   }
@@ -72,6 +74,53 @@ export function exitCodeOf(findings: readonly Finding[]): 0 | 1 | 2 {
   return failed.some((f) => (f.severity ?? 2) === 2) ? 2 : 1;
 }
 
+/**
+ * One list against the platform: it exists, its cursor, sort and ID fields exist and are indexed,
+ * its items carry the version field. Also what a job that the platform refused asks (`explainJobFailure`).
+ */
+export async function checkList(client: PlatformClient, list: ListConfig, i: number): Promise<Finding> {
+  let fields;
+  try {
+    fields = await client.getFields(list.appID, list.listID);
+  } catch (err) {
+    const severity = err instanceof AuthError || err instanceof NotFoundError ? 2 : 1;
+    const hint =
+      err instanceof AuthError
+        ? ' The platform refused the API key: check PLATFORM_API_KEY / platform.apiKey.'
+        : err instanceof NotFoundError
+          ? ` Check lists[${i}].appID and lists[${i}].listID.`
+          : ' Check platform.baseUrl and the network.';
+    return {
+      check: `platform ${list.name}`,
+      ok: false,
+      severity,
+      message: `${coerceError(err).message}.${hint}`,
+      keyRefused: err instanceof AuthError,
+    };
+  }
+  const byName = new Map(fields.map((f) => [f.FieldName, f]));
+  const indexed = fields.filter((f) => f.IsIndex).map((f) => f.FieldName);
+  const problems: string[] = [];
+  for (const key of ['cursorField', 'sortField', 'idField'] as const) {
+    const name = list[key];
+    const f = byName.get(name);
+    if (!f) problems.push(`lists[${i}].${key} "${name}" is not a field of ${list.appID}/${list.listID}`);
+    else if (!f.IsIndex)
+      problems.push(`lists[${i}].${key} "${name}" is not indexed on the platform (filters and sorts need indexed fields)`);
+  }
+  const duplicates = describeDuplicates(fields, `${list.appID}/${list.listID}`);
+  if (duplicates) problems.push(duplicates);
+  const version = problems.length === 0 ? await versionFieldProblem(client, list, i) : undefined;
+  if (version) problems.push(version);
+  return problems.length
+    ? { check: `platform ${list.name}`, ok: false, severity: 2, message: `${problems.join('; ')}. Indexed fields: ${indexed.join(', ')}.` }
+    : {
+        check: `platform ${list.name}`,
+        ok: true,
+        message: `${fields.length} fields; ${list.cursorField} and ${list.sortField} are indexed`,
+      };
+}
+
 /** Reaches the platform with the configured key and checks each list's cursor, sort and ID fields are indexed. */
 export function platformCheck(makeClient: () => PlatformClient): PlatformCheck {
   return async (config) => {
@@ -79,49 +128,9 @@ export function platformCheck(makeClient: () => PlatformClient): PlatformCheck {
     const findings: Finding[] = [];
     try {
       for (const [i, list] of config.lists.entries()) {
-        let fields;
-        try {
-          fields = await client.getFields(list.appID, list.listID);
-        } catch (err) {
-          const severity = err instanceof AuthError || err instanceof NotFoundError ? 2 : 1;
-          const hint =
-            err instanceof AuthError
-              ? ' The platform refused the API key: check PLATFORM_API_KEY / platform.apiKey.'
-              : err instanceof NotFoundError
-                ? ` Check lists[${i}].appID and lists[${i}].listID.`
-                : ' Check platform.baseUrl and the network.';
-          findings.push({ check: `platform ${list.name}`, ok: false, severity, message: `${coerceError(err).message}.${hint}` });
-          if (err instanceof AuthError) break;
-          continue;
-        }
-        const byName = new Map(fields.map((f) => [f.FieldName, f]));
-        const indexed = fields.filter((f) => f.IsIndex).map((f) => f.FieldName);
-        const problems: string[] = [];
-        for (const key of ['cursorField', 'sortField', 'idField'] as const) {
-          const name = list[key];
-          const f = byName.get(name);
-          if (!f) problems.push(`lists[${i}].${key} "${name}" is not a field of ${list.appID}/${list.listID}`);
-          else if (!f.IsIndex)
-            problems.push(`lists[${i}].${key} "${name}" is not indexed on the platform (filters and sorts need indexed fields)`);
-        }
-        const duplicates = describeDuplicates(fields, `${list.appID}/${list.listID}`);
-        if (duplicates) problems.push(duplicates);
-        const version = problems.length === 0 ? await versionFieldProblem(client, list, i) : undefined;
-        if (version) problems.push(version);
-        findings.push(
-          problems.length
-            ? {
-                check: `platform ${list.name}`,
-                ok: false,
-                severity: 2,
-                message: `${problems.join('; ')}. Indexed fields: ${indexed.join(', ')}.`,
-              }
-            : {
-                check: `platform ${list.name}`,
-                ok: true,
-                message: `${fields.length} fields; ${list.cursorField} and ${list.sortField} are indexed`,
-              },
-        );
+        const finding = await checkList(client, list, i);
+        findings.push(finding);
+        if (finding.keyRefused) break;
       }
       if (config.lists.length === 0) {
         await client.searchUsers({ pageIndex: 1, pageSize: 1 });

@@ -95,6 +95,8 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
 
     step(4, 'Reporting on the mirror with plain SQL');
     pgClient = new pg.Client({ connectionString: dbUrl });
+    // The tour's own connection: the server stopping under it is an error of the tour, not a crash.
+    pgClient.on('error', (err) => io.err(`demo: the database connection ended: ${coerceError(err).message}`));
     await pgClient.connect();
     const sql = `select status, count(*) as orders, sum(amount) as revenue,
        count(*) filter (where paid) as paid, min(order_date) as first_order
@@ -150,6 +152,10 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
     await cli('per list: last success, watermark, lag, rows, changes', 'status');
 
     step(7, 'Done');
+    // Ctrl-C on a terminal reaches the embedded server too (one process group): no connection of
+    // the tour's may be open while it shuts down.
+    await pgClient.end();
+    pgClient = undefined;
     if (opts.keep) {
       io.out(keepInstructions(configPath, emu.baseUrl));
       await untilSignal();

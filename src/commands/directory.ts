@@ -1,22 +1,27 @@
 /** `listsync directory`: one read of the organization directory. Exit 1 when the run failed. */
 import type { AppContext } from '../context.js';
-import { UsageError, coerceError } from '../errors.js';
+import { UsageError } from '../errors.js';
 import { pullDirectory } from '../sync/directory.js';
-import { WAIT_FLAGS, type CommandKit } from './kit.js';
+import { WAIT_FLAGS, reportJobFailure, type CommandKit } from './kit.js';
+import { progressReporter } from './progress.js';
 
 export async function runDirectory(ctx: AppContext, options: { wait: boolean }): Promise<number> {
   if (!ctx.config.directory.enabled)
     throw new UsageError(
       'The directory is turned off (directory.enabled is false); set it to true to mirror departments, groups and positions.',
     );
+  const reporter = progressReporter(ctx, 'directory', { step: 'tables', item: 'rows' });
   try {
     const r = await pullDirectory({
+      onPage: (p) => reporter.onPage(p),
       db: ctx.db,
       client: ctx.client,
       config: ctx.config,
       logger: ctx.logger,
       waitMs: options.wait ? 24 * 3_600_000 : 0,
+      signal: ctx.signal,
     });
+    reporter.stop(true);
     for (const [table, t] of Object.entries(r.tables)) {
       ctx.io.out(
         `${ctx.config.database.schema}.${table}: inserted ${t.inserted}, updated ${t.updated}, unchanged ${t.unchanged}, removed ${t.deleted}${t.invalid ? `, ${t.invalid} without an ID skipped` : ''}`,
@@ -25,9 +30,8 @@ export async function runDirectory(ctx: AppContext, options: { wait: boolean }):
     for (const [part, why] of Object.entries(r.skipped)) ctx.io.err(`${part}: not available on the platform (${why}); skipped`);
     return 0;
   } catch (err) {
-    if (err instanceof UsageError) throw err;
-    ctx.io.err(`directory failed: ${coerceError(err).message}`);
-    return 1;
+    reporter.stop(false);
+    return reportJobFailure(ctx, '', 'directory', err);
   }
 }
 

@@ -7,7 +7,8 @@
  * (warn after twice its interval, error after `serve.maxLagMinutes`); and
  * `unique` / `not_null` tests on `id`.
  */
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { createTask } from 'node-cron';
 import { stringify } from 'yaml';
 import type { Config, ListConfig } from '../config.js';
@@ -48,6 +49,7 @@ export async function runExportDbtSources(ctx: AppContext, options: { out?: stri
   if (options.out === undefined) ctx.io.out(text.trimEnd());
   else {
     try {
+      mkdirSync(dirname(resolve(options.out)), { recursive: true });
       writeFileSync(options.out, text);
     } catch (err) {
       throw new UsageError(`Could not write ${options.out}: ${coerceError(err).message}. Choose a writable path for --out.`);

@@ -7,34 +7,119 @@
  */
 import { InvalidArgumentError, type Command } from 'commander';
 import { type AppContext, type GlobalOptions, type Output, openContext } from '../context.js';
-import { UsageError } from '../errors.js';
+import { ConfigError, LockedError, UsageError, coerceError, exitCodeFor } from '../errors.js';
+import type { ListConfig } from '../config.js';
+import { AuthError, PlatformError, TransportError } from '../platform/errors.js';
+import { checkList } from './check.js';
+import { migrateLatest, requireMigrated } from '../db.js';
+import { SIGNAL_EXIT_CODES, commandLine, watchSignals } from './signals.js';
 
 export interface CommandKit {
   program: Command;
   io: Output;
   setCode(code: number): void;
   globals(): GlobalOptions;
-  /** Opens config + database + client for the action, closes them after; a returned number is the exit code. */
-  withContext(fn: (ctx: AppContext) => Promise<number | void>): Promise<void>;
+  /**
+   * Opens config + database + client for the action, closes them after; a returned number is the exit code.
+   * listsync's tables must be current (else "run `listsync migrate`", exit 2) unless `schema` says otherwise.
+   */
+  withContext(fn: (ctx: AppContext) => Promise<number | void>, options?: ContextOptions): Promise<void>;
 }
 
-export function commandKit(program: Command, io: Output, setCode: (code: number) => void): CommandKit {
+export interface ContextOptions {
+  /** `current` (default): listsync's tables must be up to date; `migrate`: apply pending migrations first; `any`: no check (migrate itself). */
+  schema?: 'current' | 'migrate' | 'any';
+  /**
+   * A one-shot command (default): SIGINT/SIGTERM abort `ctx.signal`; once the action returns, one line
+   * says how to resume and the exit code is 130/143; on a terminal only warnings are logged unless a
+   * level is chosen (the summary is printed once). `service` (serve): it handles signals itself and
+   * logs at the level set.
+   */
+  service?: boolean;
+}
+
+/** `args`: the command line as typed (after `listsync`), repeated in the line that says how to resume. */
+export function commandKit(program: Command, io: Output, setCode: (code: number) => void, args: readonly string[] = []): CommandKit {
   const globals = (): GlobalOptions => program.opts<GlobalOptions>();
   return {
     program,
     io,
     setCode,
     globals,
-    async withContext(fn) {
-      const ctx = await openContext(globals(), io);
+    async withContext(fn, options = {}) {
+      const opened = await openContext(globals(), io, options.service ? 'service' : 'command');
+      const signals = options.service ? undefined : watchSignals(io);
+      const ctx: AppContext = signals ? { ...opened, signal: signals.signal } : opened;
       try {
+        await prepareSchema(ctx, options.schema ?? 'current');
         const code = await fn(ctx);
         if (typeof code === 'number') setCode(code);
+        const received = signals?.received();
+        if (received) {
+          io.err(`listsync: interrupted by ${received}; the work done is kept: run "${commandLine(args)}" again to carry on.`);
+          setCode(SIGNAL_EXIT_CODES[received]);
+        }
       } finally {
-        await ctx.close();
+        try {
+          await ctx.close();
+        } finally {
+          signals?.dispose();
+        }
       }
     },
   };
+}
+
+async function prepareSchema(ctx: AppContext, schema: NonNullable<ContextOptions['schema']>): Promise<void> {
+  if (schema === 'migrate') {
+    const applied = await migrateLatest(ctx.db);
+    if (applied.length) ctx.logger.info({ applied }, `applied ${applied.length} migration(s)`);
+  }
+  if (schema !== 'any') await requireMigrated(ctx.db);
+}
+
+// ---- how a list job's command ends when its run did not ---------------------
+
+/**
+ * Prints why a list's run did not finish and returns the exit code:
+ * - it gave way to a run of the same list elsewhere: recorded 'skipped', said so, 0;
+ * - the platform refused a request about the list: the platform is asked what is wrong with the
+ *   list's config (what `check` asks); a wrong appID/listID or a field that is missing or not
+ *   indexed is exit 2, as in `check`;
+ * - else 1 (2 for a config, usage or API key problem).
+ * A usage error (an unknown list...) ends the command as it is. `subject`: the list, or '' for the users and directory jobs.
+ */
+export async function reportJobFailure(ctx: AppContext, subject: ListConfig | string, job: string, err: unknown): Promise<number> {
+  if (err instanceof UsageError) throw err;
+  const name = typeof subject === 'string' ? subject : subject.name;
+  const head = name ? `${name}: ${job}` : job;
+  if (err instanceof LockedError) {
+    ctx.io.err(`${head} skipped: ${err.message}`);
+    return 0;
+  }
+  const explained = typeof subject === 'string' ? err : await explainPlatformRefusal(ctx, subject, err);
+  ctx.io.err(`${head} failed: ${coerceError(explained).message}`);
+  return exitCodeFor(explained);
+}
+
+async function explainPlatformRefusal(ctx: AppContext, list: ListConfig, err: unknown): Promise<unknown> {
+  const refusal = platformErrorIn(err);
+  if (!refusal || refusal instanceof AuthError || refusal instanceof TransportError) return err;
+  const i = ctx.config.lists.findIndex((l) => l.name === list.name);
+  try {
+    const finding = await checkList(ctx.client, list, i);
+    if (!finding.ok && finding.severity === 2) return new ConfigError(finding.message, `lists[${i}]`, { cause: err });
+  } catch (checkErr) {
+    ctx.logger.debug({ err: checkErr }, 'asking the platform about the list failed too');
+  }
+  return err;
+}
+
+/** The platform's error an error is, or was caused by (a job may wrap it with what it did about it). */
+function platformErrorIn(err: unknown): PlatformError | undefined {
+  for (let e: unknown = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++)
+    if (e instanceof PlatformError) return e;
+  return undefined;
 }
 
 // ---- shared options --------------------------------------------------------

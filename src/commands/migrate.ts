@@ -12,9 +12,12 @@ export function register({ program, io, withContext }: CommandKit): void {
     .command('migrate')
     .description("apply listsync's own migrations (schema listsync); safe to run repeatedly")
     .action(() =>
-      withContext(async (ctx) => {
-        const applied = await runMigrate(ctx.db);
-        io.out(applied.length ? `applied ${applied.length} migration(s): ${applied.join(', ')}` : 'already up to date');
-      }),
+      withContext(
+        async (ctx) => {
+          const applied = await runMigrate(ctx.db);
+          io.out(applied.length ? `applied ${applied.length} migration(s): ${applied.join(', ')}` : 'already up to date');
+        },
+        { schema: 'any' },
+      ),
     );
 }

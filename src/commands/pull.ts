@@ -1,12 +1,12 @@
 /** `listsync pull` and `listsync backfill`: the CLI side (progress, summaries). */
-import { SingleBar, Presets } from 'cli-progress';
 import { DateTime } from 'luxon';
 import type { ListConfig } from '../config.js';
 import type { AppContext } from '../context.js';
-import { UsageError, exitCodeFor, coerceError } from '../errors.js';
-import { plural } from '../format.js';
-import { pullList, type PageProgress, type PullMode, type PullResult } from '../sync/pull.js';
-import { listJobOptions, type CommandKit } from './kit.js';
+import { UsageError } from '../errors.js';
+import { humanNumber, plural } from '../format.js';
+import { pullList, type PullMode, type PullResult } from '../sync/pull.js';
+import { progressReporter } from './progress.js';
+import { listJobOptions, reportJobFailure, type CommandKit } from './kit.js';
 
 export function selectLists(ctx: Pick<AppContext, 'config'>, name?: string): readonly ListConfig[] {
   if (!name) {
@@ -29,91 +29,43 @@ export function parseDay(value: string, flag: string): string {
 
 export function summary(r: PullResult): string {
   const c = r.counters;
+  const n = humanNumber;
   const window = r.windowFrom ? `from ${r.windowFrom}${r.windowTo ? ` to ${r.windowTo}` : ''}` : 'full load';
   return (
     `${r.list}: ${r.status} (${window}${r.resumed ? ', resumed' : ''}) — ${plural(c.pages, 'page')}, ${plural(c.requests, 'request')}, ${plural(c.retries, 'retry', 'retries')}; ` +
-    `rows inserted ${c.rows_inserted}, updated ${c.rows_updated}, unchanged ${c.rows_unchanged}, failed values ${c.rows_failed}` +
-    (c.rows_skipped_pending ? `, kept local ${c.rows_skipped_pending}` : '') +
+    `rows inserted ${n(c.rows_inserted)}, updated ${n(c.rows_updated)}, unchanged ${n(c.rows_unchanged)}, failed values ${n(c.rows_failed)}` +
+    (c.rows_skipped_pending ? `, kept local ${n(c.rows_skipped_pending)}` : '') +
     `; watermark ${r.watermark ?? '-'}${r.watermarkHeld ? ` (held: ${r.heldBecause ?? 'an item may have been skipped'})` : ''}` +
     (r.fallback ? `\n  read by the immutable sort field: ${r.fallback}` : '') +
     (r.schemaChanges.length ? `\n  schema: ${r.schemaChanges.join('; ')}` : '')
   );
 }
 
-/** Progress: a bar on a terminal, else one JSON line per page on stderr (whatever the log level). */
-export function pageReporter(ctx: Pick<AppContext, 'io' | 'logger'>): { onPage: (p: PageProgress) => void; stop: () => void } {
-  const started = Date.now();
-  const rate = (n: number) => Math.round(n / Math.max(0.001, (Date.now() - started) / 1000));
-  if (!ctx.io.isTTY) {
-    return {
-      onPage: (p) =>
-        ctx.io.err(
-          JSON.stringify({
-            time: new Date().toISOString(),
-            msg: 'page',
-            list: p.list,
-            runId: p.runId,
-            page: p.page,
-            pageCount: p.pageCount,
-            items: p.items,
-            itemsSoFar: p.itemsSoFar,
-            totalCount: p.totalCount,
-            itemsPerSecond: rate(p.itemsSoFar),
-          }),
-        ),
-      stop: () => undefined,
-    };
-  }
-  let bar: SingleBar | undefined;
-  return {
-    onPage(p) {
-      if (!bar) {
-        bar = new SingleBar(
-          {
-            format: `${p.list} [{bar}] {value}/{total} pages | {items} items | {rate} items/s | ETA {eta_formatted}`,
-            hideCursor: true,
-            etaBuffer: 20,
-          },
-          Presets.shades_classic,
-        );
-        bar.start(p.pageCount, p.page - 1, { items: 0, rate: 0 });
-      }
-      bar.setTotal(p.pageCount);
-      bar.update(p.page, { items: p.itemsSoFar, rate: rate(p.itemsSoFar) });
-    },
-    stop: () => bar?.stop(),
-  };
-}
-
-export async function runPulls(
-  ctx: AppContext,
-  lists: readonly ListConfig[],
-  mode: PullMode,
-  options: { wait: boolean; progress: boolean },
-): Promise<number> {
+export async function runPulls(ctx: AppContext, lists: readonly ListConfig[], mode: PullMode, options: { wait: boolean }): Promise<number> {
   let code = 0;
   for (const list of lists) {
-    const reporter = options.progress ? pageReporter(ctx) : undefined;
+    const job = mode.kind === 'incremental' ? 'pull' : 'backfill';
+    const reporter = progressReporter(ctx, job);
     try {
       const r = await pullList(
         {
           db: ctx.db,
           client: ctx.client,
           config: ctx.config,
-          logger: ctx.logger,
-          onPage: reporter?.onPage,
+          // Every line of the run names the list and job, those of the table's set-up too.
+          logger: ctx.logger.child({ list: list.name, job }),
+          onPage: (p) => reporter.onPage(p),
+          signal: ctx.signal,
           waitMs: options.wait ? 24 * 3_600_000 : 0,
         },
         list,
         mode,
       );
-      reporter?.stop();
+      reporter.stop(r.status === 'succeeded');
       ctx.io.out(summary(r));
     } catch (err) {
-      reporter?.stop();
-      if (err instanceof UsageError) throw err;
-      ctx.io.err(`${list.name}: ${mode.kind === 'incremental' ? 'pull' : 'backfill'} failed: ${coerceError(err).message}`);
-      code = Math.max(code, exitCodeFor(err));
+      reporter.stop(false);
+      code = Math.max(code, await reportJobFailure(ctx, list, job, err));
     }
   }
   return code;
@@ -122,7 +74,7 @@ export async function runPulls(
 export function register({ program, withContext }: CommandKit): void {
   listJobOptions(program.command('pull').description('one incremental pull of every list (or one): platform -> mirror')).action(
     (opts: { list?: string; wait: boolean }) =>
-      withContext((ctx) => runPulls(ctx, selectLists(ctx, opts.list), { kind: 'incremental' }, { wait: opts.wait, progress: false })),
+      withContext((ctx) => runPulls(ctx, selectLists(ctx, opts.list), { kind: 'incremental' }, { wait: opts.wait })),
   );
 
   program
@@ -136,8 +88,6 @@ export function register({ program, withContext }: CommandKit): void {
       const from = parseDay(opts.from, '--from');
       const to = opts.to === undefined ? undefined : parseDay(opts.to, '--to');
       if (to && to < from) throw new UsageError(`--to ${to} is before --from ${from}.`);
-      return withContext((ctx) =>
-        runPulls(ctx, selectLists(ctx, opts.list), { kind: 'backfill', from, to }, { wait: opts.wait, progress: true }),
-      );
+      return withContext((ctx) => runPulls(ctx, selectLists(ctx, opts.list), { kind: 'backfill', from, to }, { wait: opts.wait }));
     });
 }

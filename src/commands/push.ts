@@ -1,7 +1,7 @@
 /** `listsync push`, `listsync sync` and `listsync conflicts`: the CLI side of write-back. */
 import type { ConflictPolicy, ListConfig } from '../config.js';
 import type { AppContext } from '../context.js';
-import { UsageError, exitCodeFor, coerceError } from '../errors.js';
+import { UsageError } from '../errors.js';
 import { plural, table } from '../format.js';
 import { withLock } from '../sync/lock.js';
 import { getConflict, listConflicts } from '../store/conflicts.js';
@@ -13,7 +13,8 @@ import { previewPush, type PushPreview } from '../sync/push-preview.js';
 import { Operator } from '../platform/types.js';
 import { Option } from 'commander';
 import { selectLists, runPulls } from './pull.js';
-import { LIST_FLAGS, LIST_HELP, listJobOptions, positiveId, type CommandKit } from './kit.js';
+import { progressReporter } from './progress.js';
+import { LIST_FLAGS, LIST_HELP, listJobOptions, positiveId, reportJobFailure, type CommandKit } from './kit.js';
 
 export function pushSummary(r: PushResult, policy?: ConflictPolicy): string {
   const extra = [r.deleted ? `${r.deleted} deleted` : '', r.withdrawn ? `${r.withdrawn} withdrawn` : ''].filter(Boolean).join(', ');
@@ -52,22 +53,31 @@ export async function runPushes(
 ): Promise<number> {
   let code = 0;
   for (const list of lists) {
+    const reporter = progressReporter(ctx, 'push', { step: 'batches', item: 'changes' });
     try {
       if (options.retryFailed) {
         const n = await requeueFailed(ctx.db, list.name);
         if (n) ctx.io.out(`${list.name}: ${n} failed change(s) queued again`);
       }
       const r = await pushList(
-        { db: ctx.db, client: ctx.client, config: ctx.config, logger: ctx.logger, waitMs: options.wait ? 24 * 3_600_000 : 0 },
+        {
+          onPage: (p) => reporter.onPage(p),
+          db: ctx.db,
+          client: ctx.client,
+          config: ctx.config,
+          logger: ctx.logger.child({ list: list.name, job: 'push' }),
+          waitMs: options.wait ? 24 * 3_600_000 : 0,
+          signal: ctx.signal,
+        },
         list,
       );
+      reporter.stop(r.failed === 0 && r.retrying === 0);
       ctx.io.out(pushSummary(r, list.conflictPolicy));
       // A scheduler must see a push that delivered less than it tried.
       if (r.failed > 0 || r.retrying > 0) code = Math.max(code, 1);
     } catch (err) {
-      if (err instanceof UsageError) throw err;
-      ctx.io.err(`${list.name}: push failed: ${coerceError(err).message}`);
-      code = Math.max(code, exitCodeFor(err));
+      reporter.stop(false);
+      code = Math.max(code, await reportJobFailure(ctx, list, 'push', err));
     }
   }
   return code;
@@ -198,7 +208,7 @@ export function register({ program, io, withContext }: CommandKit): void {
     withContext(async (ctx) => {
       const lists = selectLists(ctx, opts.list);
       const pushed = await runPushes(ctx, lists, { wait: opts.wait, retryFailed: false });
-      const pulled = await runPulls(ctx, lists, { kind: 'incremental' }, { wait: opts.wait, progress: false });
+      const pulled = await runPulls(ctx, lists, { kind: 'incremental' }, { wait: opts.wait });
       return Math.max(pushed, pulled);
     }),
   );

@@ -1,43 +1,54 @@
 /** `listsync reconcile [--list L] [--wait]`: finds items deleted on the platform. Exit 1 when a run failed or refused. */
 import type { ListConfig } from '../config.js';
 import type { AppContext } from '../context.js';
-import { UsageError, exitCodeFor, coerceError } from '../errors.js';
+import { humanNumber, plural } from '../format.js';
+import { progressReporter } from './progress.js';
 import { reconcileList, type ReconcileResult } from '../sync/reconcile.js';
 import { selectLists } from './pull.js';
-import { listJobOptions, type CommandKit } from './kit.js';
+import { listJobOptions, reportJobFailure, type CommandKit } from './kit.js';
 
 export function reconcileSummary(r: ReconcileResult): string {
   const head = `${r.list}: reconcile ${r.status === 'succeeded' ? 'succeeded' : r.status === 'refused' ? 'REFUSED' : 'stopped'}`;
-  const figures = `saw ${r.seen} IDs in ${r.counters.pages} pages (${r.counters.requests} requests, ${r.counters.retries} retries; platform TotalCount ${r.totalCount}), mirror had ${r.live} live rows`;
+  const n = humanNumber;
+  const figures = `saw ${n(r.seen)} IDs in ${plural(r.counters.pages, 'page')} (${plural(r.counters.requests, 'request')}, ${plural(r.counters.retries, 'retry', 'retries')}; platform TotalCount ${n(r.totalCount)}), mirror had ${n(r.live)} live rows`;
   if (r.status !== 'succeeded') return `${head} — ${figures}\n  ${r.message ?? ''}`;
   const heal =
     r.healed.missing + r.healed.behind
-      ? `; healed ${r.healed.missing} missing and ${r.healed.behind} behind row(s)` +
-        (r.healed.keptLocal ? ` (${r.healed.keptLocal} left to write-back)` : '')
+      ? `; healed ${n(r.healed.missing)} missing and ${n(r.healed.behind)} behind row(s)` +
+        (r.healed.keptLocal ? ` (${n(r.healed.keptLocal)} left to write-back)` : '')
       : '';
   return (
-    `${head} — ${figures}; marked deleted ${r.deleted}, undeleted ${r.undeleted}${heal}` +
-    (r.confirmedPresent ? ` (${r.confirmedPresent} missed by the sweep were confirmed present)` : '')
+    `${head} — ${figures}; marked deleted ${n(r.deleted)}, undeleted ${n(r.undeleted)}${heal}` +
+    (r.confirmedPresent ? ` (${n(r.confirmedPresent)} missed by the sweep were confirmed present)` : '')
   );
 }
 
 export async function runReconcile(ctx: AppContext, lists: readonly ListConfig[], options: { wait: boolean }): Promise<number> {
   let code = 0;
   for (const list of lists) {
+    const reporter = progressReporter(ctx, 'reconcile');
     try {
       const r = await reconcileList(
-        { db: ctx.db, client: ctx.client, config: ctx.config, logger: ctx.logger, waitMs: options.wait ? 24 * 3_600_000 : 0 },
+        {
+          db: ctx.db,
+          client: ctx.client,
+          config: ctx.config,
+          logger: ctx.logger.child({ list: list.name, job: 'reconcile' }),
+          waitMs: options.wait ? 24 * 3_600_000 : 0,
+          signal: ctx.signal,
+          onPage: (p) => reporter.onPage(p),
+        },
         list,
       );
+      reporter.stop(r.status === 'succeeded');
       if (r.status === 'succeeded') ctx.io.out(reconcileSummary(r));
       else {
         ctx.io.err(reconcileSummary(r));
         code = 1;
       }
     } catch (err) {
-      if (err instanceof UsageError) throw err;
-      ctx.io.err(`${list.name}: reconcile failed: ${coerceError(err).message}`);
-      code = Math.max(code, exitCodeFor(err));
+      reporter.stop(false);
+      code = Math.max(code, await reportJobFailure(ctx, list, 'reconcile', err));
     }
   }
   return code;

@@ -74,5 +74,8 @@ export function register({ program, withContext }: CommandKit): void {
     .command('serve')
     .description('run the schedules, the webhook receiver, /healthz and /metrics until SIGTERM')
     .option('--port <n>', 'HTTP port (default serve.port)', wholeNumber(0, 65535, 'a port number 0-65535'))
-    .action((opts: { port?: number }) => withContext((ctx) => runServe(ctx, { port: opts.port })));
+    .option('--migrate', "apply listsync's pending migrations before starting (without it, serve refuses to start on tables behind)", false)
+    .action((opts: { port?: number; migrate: boolean }) =>
+      withContext((ctx) => runServe(ctx, { port: opts.port }), { schema: opts.migrate ? 'migrate' : 'current', service: true }),
+    );
 }

@@ -1,58 +1,84 @@
-/** `listsync status`: a table per list, then changes, conflicts and webhook activity. */
+/** `listsync status [--list L] [--json]`: a table per list, then changes, conflicts and webhook activity. */
 import type { AppContext } from '../context.js';
-import { duration, table, timestamp } from '../format.js';
-import { realtimeStatuses } from '../realtime/stats.js';
+import { duration, humanNumber, table, timestamp } from '../format.js';
+import { realtimeStatuses, type RealtimeStatus } from '../realtime/stats.js';
 import { listsMissingSubscriptions } from '../realtime/subscriptions.js';
-import { listStatuses } from '../status.js';
+import { listStatuses, type ListStatus } from '../status.js';
 import { latestRun } from '../store/runs.js';
-import { webhookActivity } from '../store/webhook-inbox.js';
+import { webhookActivity, type WebhookActivity } from '../store/webhook-inbox.js';
 import { USERS_JOB_LIST } from '../sync/users.js';
-import type { CommandKit } from './kit.js';
-import { recentSchemaChanges } from '../store/schema-changes.js';
+import { LIST_FLAGS, type CommandKit } from './kit.js';
+import { recentSchemaChanges, type RecordedSchemaChange as SchemaChange } from '../store/schema-changes.js';
+import { selectLists } from './pull.js';
 
-export async function runStatus(ctx: AppContext): Promise<string> {
-  const now = new Date();
-  const lists = await listStatuses(ctx.db, ctx.config, now);
+/** What `status` reports, for the lists asked about. */
+export interface StatusReport {
+  lists: ListStatus[];
+  users: { status: string; startedAt: Date; error: string | null } | null;
+  schemaChanges: SchemaChange[];
+  webhooks: WebhookActivity;
+  realtime: (RealtimeStatus & { subscribed: boolean })[];
+}
+
+export async function gatherStatus(ctx: AppContext, options: { list?: string } = {}): Promise<StatusReport> {
+  const config = options.list ? { ...ctx.config, lists: selectLists(ctx, options.list) } : ctx.config;
+  const names = new Set(config.lists.map((l) => l.name));
+  const users = options.list ? undefined : await latestRun(ctx.db, USERS_JOB_LIST);
+  const realtime = await realtimeStatuses(ctx.db, config);
+  const missing = new Set(realtime.length ? await listsMissingSubscriptions(ctx.db, config) : []);
+  return {
+    lists: await listStatuses(ctx.db, config, new Date()),
+    users: users ? { status: users.status, startedAt: users.started_at, error: users.error } : null,
+    schemaChanges: (await recentSchemaChanges(ctx.db, { limit: 20 })).filter((c) => names.has(c.list)).slice(0, 10),
+    webhooks: await webhookActivity(ctx.db),
+    realtime: realtime.map((r) => ({ ...r, subscribed: !missing.has(r.list) })),
+  };
+}
+
+export async function runStatus(ctx: AppContext, options: { list?: string } = {}): Promise<string> {
+  return statusText(await gatherStatus(ctx, options));
+}
+
+function statusText(report: StatusReport, now = new Date()): string {
   const lines: string[] = [];
   lines.push(
     table(
       ['list', 'last success', 'watermark', 'lag', 'rows', 'deleted', 'pending', 'failed', 'conflicts', 'last run', 'last error'],
-      lists.map((l) => [
+      report.lists.map((l) => [
         l.list,
         l.lastSuccessAt,
         l.watermark,
         l.lastPullStartedAt === null ? null : duration(Math.max(0, now.getTime() - l.lastPullStartedAt.getTime())),
-        l.rows,
-        l.deletedRows,
-        l.pendingChanges,
-        l.failedChanges,
-        l.openConflicts,
+        l.rows === null ? null : humanNumber(l.rows),
+        l.deletedRows === null ? null : humanNumber(l.deletedRows),
+        humanNumber(l.pendingChanges),
+        humanNumber(l.failedChanges),
+        humanNumber(l.openConflicts),
         l.running ? 'running' : l.resumeFromPage ? `${l.lastRunStatus} (resumes at page ${l.resumeFromPage})` : l.lastRunStatus,
         l.lastError ? truncate(l.lastError, 80) : null,
       ]),
     ),
   );
-  for (const l of lists) {
+  for (const l of report.lists) {
     const h = l.lastReconcileHealed;
-    if (h && h.deleted + h.undeleted + h.missing + h.behind > 0) {
+    // Deletes marked are reconcile's job; rows missing or behind are what a pull missed.
+    if (h && h.missing + h.behind > 0) {
       lines.push(
-        `\n${l.list}: the last reconcile (${timestamp(h.at)}) healed ${h.missing} missing, ${h.behind} behind, ${h.deleted} deleted, ${h.undeleted} undeleted row(s) the pulls had not brought in line — check the cursor field, the platform's clock and back-dated edits`,
+        `\n${l.list}: the last reconcile (${timestamp(h.at)}) healed ${humanNumber(h.missing)} missing, ${humanNumber(h.behind)} behind row(s) the pulls had not brought in line — check the cursor field, the platform's clock and back-dated edits`,
       );
     }
   }
-  const users = await latestRun(ctx.db, USERS_JOB_LIST);
+  const users = report.users;
   if (users)
     lines.push(
-      `\nusers: last run ${users.status} at ${timestamp(users.started_at)}${users.error ? ` — ${truncate(users.error, 160)}` : ''}`,
+      `\nusers: last run ${users.status} at ${timestamp(users.startedAt)}${users.error ? ` — ${truncate(users.error, 160)}` : ''}`,
     );
-  lines.push(...(await schemaChangeLines(ctx)));
-  const hooks = await webhookActivity(ctx.db);
+  lines.push(...schemaChangeLines(report.schemaChanges));
+  const hooks = report.webhooks;
   lines.push(
     `webhooks: ${hooks.subscriptions} subscription(s), ${hooks.eventsLastDay} event(s) in the last day${hooks.lastEventAt ? `, last at ${timestamp(hooks.lastEventAt)}` : ''}`,
   );
-  const realtime = await realtimeStatuses(ctx.db, ctx.config);
-  if (realtime.length) {
-    const missing = new Set(await listsMissingSubscriptions(ctx.db, ctx.config));
+  if (report.realtime.length) {
     lines.push(
       '\nreal time:\n' +
         table(
@@ -68,9 +94,9 @@ export async function runStatus(ctx: AppContext): Promise<string> {
             'last applied',
             'freshness',
           ],
-          realtime.map((r) => [
+          report.realtime.map((r) => [
             r.list,
-            missing.has(r.list) ? 'MISSING (start serve)' : 'yes',
+            r.subscribed ? 'yes' : 'MISSING (start serve)',
             r.received,
             r.applied,
             r.queued,
@@ -82,7 +108,7 @@ export async function runStatus(ctx: AppContext): Promise<string> {
           ]),
         ),
     );
-    for (const r of realtime.filter((x) => x.failing > 0))
+    for (const r of report.realtime.filter((x) => x.failing > 0))
       lines.push(
         `${r.list}: ${r.failing} item event(s) failed and are retried with backoff; the oldest unapplied waits ${Math.round(r.oldestUnappliedSeconds)} s; last error: ${truncate(r.lastFailure ?? '', 200)}`,
       );
@@ -91,9 +117,7 @@ export async function runStatus(ctx: AppContext): Promise<string> {
 }
 
 /** The latest changes listsync saw in the lists' fields. */
-async function schemaChangeLines(ctx: AppContext): Promise<string[]> {
-  const names = new Set(ctx.config.lists.map((l) => l.name));
-  const recent = (await recentSchemaChanges(ctx.db, { limit: 20 })).filter((c) => names.has(c.list)).slice(0, 10);
+function schemaChangeLines(recent: readonly SchemaChange[]): string[] {
   if (recent.length === 0) return [];
   return [
     '\nschema changes (latest first):',
@@ -113,5 +137,12 @@ export function register({ program, io, withContext }: CommandKit): void {
   program
     .command('status')
     .description('per list: last success, watermark, lag, rows, pending changes, conflicts, last error')
-    .action(() => withContext(async (ctx) => io.out(await runStatus(ctx))));
+    .option(LIST_FLAGS, 'only this list')
+    .option('--json', 'the same as one JSON object (lists, users, schemaChanges, webhooks, realtime), for scripts and monitoring', false)
+    .action((opts: { list?: string; json: boolean }) =>
+      withContext(async (ctx) => {
+        const report = await gatherStatus(ctx, { list: opts.list });
+        io.out(opts.json ? JSON.stringify(report, null, 2) : statusText(report));
+      }),
+    );
 }

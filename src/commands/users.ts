@@ -1,18 +1,24 @@
 /** `listsync users`: the users directory into the users table. */
+import type { AppContext } from '../context.js';
 import { plural } from '../format.js';
 import { pullUsers } from '../sync/users.js';
-import type { CommandKit } from './kit.js';
+import { reportJobFailure, type CommandKit } from './kit.js';
 
-export function register({ program, io, withContext }: CommandKit): void {
+export async function runUsers(ctx: AppContext): Promise<number> {
+  try {
+    const r = await pullUsers({ db: ctx.db, client: ctx.client, config: ctx.config, logger: ctx.logger, signal: ctx.signal });
+    ctx.io.out(
+      `users: ${plural(r.counters.pages, 'page')}; inserted ${r.counters.rows_inserted}, updated ${r.counters.rows_updated}, unchanged ${r.counters.rows_unchanged}`,
+    );
+    return 0;
+  } catch (err) {
+    return reportJobFailure(ctx, '', 'users', err);
+  }
+}
+
+export function register({ program, withContext }: CommandKit): void {
   program
     .command('users')
     .description('pull the users directory (POST /users/search) into the users table')
-    .action(() =>
-      withContext(async (ctx) => {
-        const r = await pullUsers({ db: ctx.db, client: ctx.client, config: ctx.config, logger: ctx.logger });
-        io.out(
-          `users: ${plural(r.counters.pages, 'page')}; inserted ${r.counters.rows_inserted}, updated ${r.counters.rows_updated}, unchanged ${r.counters.rows_unchanged}`,
-        );
-      }),
-    );
+    .action(() => withContext(runUsers));
 }

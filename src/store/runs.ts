@@ -8,7 +8,8 @@ import type { Knex } from '../db.js';
 export const RUNS_TABLE = 'listsync.sync_runs';
 
 export type Job = 'pull' | 'backfill' | 'push' | 'reconcile' | 'users' | 'directory';
-export type RunStatus = 'running' | 'succeeded' | 'failed' | 'skipped';
+/** `interrupted`: stopped by SIGINT/SIGTERM after the work in flight was finished or rolled back; the next run carries on. */
+export type RunStatus = 'running' | 'succeeded' | 'failed' | 'skipped' | 'interrupted';
 
 export interface RunCounters {
   pages: number;
@@ -105,6 +106,21 @@ export async function finishRun(
   if (extra.details) update.details = db.raw(`details || ?::jsonb`, [JSON.stringify(extra.details)]);
   for (const [k, v] of Object.entries(extra.counters ?? {})) update[k] = v;
   await db(RUNS_TABLE).where({ id: runId }).update(update);
+}
+
+/**
+ * A run the shutdown signal stopped: whatever the job recorded on its way out (still running, or
+ * failed with "stopped by shutdown"), unless it managed to succeed first.
+ */
+export async function markInterrupted(db: Knex, runId: number, signal: string): Promise<void> {
+  await db(RUNS_TABLE)
+    .where({ id: runId })
+    .whereIn('status', ['running', 'failed'])
+    .update({
+      status: 'interrupted',
+      finished_at: db.raw('coalesce(finished_at, now())'),
+      error: db.raw(`coalesce(error, ?)`, [`stopped by ${signal}; the next run carries on`]),
+    });
 }
 
 /** Runs left 'running' by a process that died are closed as failed (called at start by the next run). */

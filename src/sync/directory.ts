@@ -17,13 +17,15 @@ import {
   type DirectorySyncResult,
   type DirectoryTableSpec,
 } from '../mirror/directory.js';
-import { runJob, type JobDeps } from './run-job.js';
+import { runJob, type JobDeps, type PageDone } from './run-job.js';
 import { finishRun, zeroCounters, type RunCounters } from '../store/runs.js';
 import { completeState, readState, writeCheckpoint } from '../store/state.js';
 
 export const DIRECTORY_JOB_LIST = '_directory';
 const DIRECTORY_LOCK = 'directory';
 const GROUP_PAGE_SIZE = 100;
+/** departments, groups, group members, positions. */
+const DIRECTORY_TABLE_COUNT = 4;
 
 export type DirectoryPart = 'departments' | 'groups' | 'positions';
 
@@ -36,7 +38,8 @@ export interface DirectoryResult {
   skipped: Partial<Record<DirectoryPart, string>>;
 }
 
-type Deps = JobDeps;
+/** `onPage`: after each directory table is written (progress; a 'page' is a table). */
+type Deps = JobDeps & { onPage?: (p: PageDone) => void };
 
 interface DirectoryState {
   missing?: Partial<Record<DirectoryPart, string>>;
@@ -57,6 +60,7 @@ export async function pullDirectory(deps: Deps): Promise<DirectoryResult> {
     const result: DirectoryResult = { runId, counters: zeroCounters(), tables: {}, skipped: {} };
     const d = config.directory;
     const schema = config.database.schema;
+    let itemsSoFar = 0;
     const write = async (table: string, spec: DirectoryTableSpec, rows: readonly Record<string, unknown>[]): Promise<void> => {
       await ensureDirectoryTable(db, schema, table, spec);
       const r = await replaceDirectoryRows(db, schema, table, spec, rows);
@@ -66,6 +70,16 @@ export async function pullDirectory(deps: Deps): Promise<DirectoryResult> {
       result.counters.rows_updated += r.updated;
       result.counters.rows_unchanged += r.unchanged;
       result.counters.rows_deleted += r.deleted;
+      itemsSoFar += rows.length;
+      deps.onPage?.({
+        list: 'directory',
+        runId,
+        page: result.counters.pages,
+        pageCount: DIRECTORY_TABLE_COUNT,
+        totalCount: 0,
+        items: rows.length,
+        itemsSoFar,
+      });
     };
     /** Runs one part; a part the platform lacks is noted and skipped. */
     const part = async (name: DirectoryPart, fn: () => Promise<void>): Promise<void> => {

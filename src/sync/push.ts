@@ -66,7 +66,7 @@ import type { Item } from '../platform/types.js';
 import { recordWrite } from '../mirror/written.js';
 import { DEFAULT_REREAD_DELAYS_MS, settleMirror } from './settle-mirror.js';
 import { LIST_JOBS, listLockName } from './exclusive.js';
-import { runJob, type ActiveRun, type JobDeps } from './run-job.js';
+import { runJob, type ActiveRun, type JobDeps, type PageDone } from './run-job.js';
 import { recordConflict } from './conflicts.js';
 import { carries, findCreated, type LostCreateSearch } from './lost-creates.js';
 import { finishRun, zeroCounters, type RunCounters } from '../store/runs.js';
@@ -76,6 +76,8 @@ import type { OutboxRow } from '../store/outbox.js';
 /** `signal`: the changes in flight are finished; the rest stay pending for the next push. */
 export interface PushDeps extends JobDeps {
   clock?: () => Date;
+  /** After each batch of changes is settled (progress). */
+  onPage?: (p: PageDone) => void;
   /** Pauses before each repeated re-read or lookup (the platform's queries may lag). Default 250, 1000, 2000 ms. */
   rereadDelaysMs?: readonly number[];
 }
@@ -203,6 +205,15 @@ async function pushLocked(deps: PushDeps, list: ListConfig, run: ActiveRun): Pro
         stopping,
       );
       handled += outcomes.length;
+      deps.onPage?.({
+        list: list.name,
+        runId,
+        page: i / BATCH + 1,
+        pageCount: Math.ceil(rows.length / BATCH),
+        totalCount: rows.length,
+        items: outcomes.length,
+        itemsSoFar: handled,
+      });
       tally(result, outcomes);
       result.behind = (await settleMirror(settle, list, mapping)).length;
     }

@@ -43,7 +43,7 @@ import { closeDeletedVersions, reopenVersions } from '../mirror/history.js';
 import { pendingConflictHandler } from './conflicts.js';
 import { Operator, type Item, type ItemQuery } from '../platform/types.js';
 import { LIST_JOBS, listLockName } from './exclusive.js';
-import { runJob, type ActiveRun, type JobDeps } from './run-job.js';
+import { runJob, type ActiveRun, type JobDeps, type PageDone } from './run-job.js';
 import { unsettledChangeExists } from '../store/outbox.js';
 import { finishRun, zeroCounters, type RunCounters } from '../store/runs.js';
 import { coerceError } from '../errors.js';
@@ -52,7 +52,7 @@ import { coerceError } from '../errors.js';
 export const RECONCILE_PAGE_SIZE = 1000;
 
 /** `signal`: the sweep stops and nothing is marked. */
-export type ReconcileDeps = JobDeps;
+export type ReconcileDeps = JobDeps & { onPage?: (p: PageDone) => void };
 
 export interface ReconcileResult {
   runId: number;
@@ -195,6 +195,15 @@ async function reconcileLocked(deps: ReconcileDeps, list: ListConfig, run: Activ
         if (missing) anomalies.push(`page ${page.index}: ${missing} item(s) without ${list.idField}`);
         received += ids.length;
         await work.addSeen(ids, versions);
+        deps.onPage?.({
+          list: list.name,
+          runId,
+          page: page.index,
+          pageCount: page.pageCount,
+          totalCount: page.totalCount,
+          items: page.items.length,
+          itemsSoFar: received,
+        });
         // Snapshot the mirror's rows while the request budget paces the pages: no big join at the end.
         await work.snapshotFor(SNAPSHOT_MS_PER_PAGE - (performance.now() - pageStart));
         if (deps.signal?.aborted) throw deps.signal.reason ?? new Error('aborted');
@@ -269,10 +278,11 @@ async function reconcileLocked(deps: ReconcileDeps, list: ListConfig, run: Activ
       { connection: conn },
     );
     timingsMs.mark = phaseEnd();
-    const anyHealed = healed.missing + healed.behind + deleted + undeleted;
-    (anyHealed ? log.warn.bind(log) : log.info.bind(log))(
+    // Marking deletes is reconcile's job (info); rows missing or behind mean a pull missed something (warn).
+    const pullMissed = healed.missing + healed.behind;
+    (pullMissed ? log.warn.bind(log) : log.info.bind(log))(
       { ...details, confirmedPresent, deleted, undeleted, healed, requests: counters.requests, retries: counters.retries, timingsMs },
-      anyHealed
+      pullMissed
         ? 'reconcile finished and healed rows the pulls had not brought in line: worth a look (cursor field, clock skew, back-dated edits)'
         : 'reconcile finished',
     );

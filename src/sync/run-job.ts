@@ -8,7 +8,8 @@
  * 4. counts the platform requests the run makes,
  * 5. records a failure, whatever step it happens at, with a secret-free
  *    message (a lost database connection is named as such), and
- * 6. releases the lock without letting a failed release hide the real error.
+ * 6. records a run stopped by the shutdown signal as 'interrupted', and
+ * 7. releases the lock without letting a failed release hide the real error.
  *
  * The job's body records its own success (often in the transaction that
  * commits its last writes) and may record its own failure with details; what
@@ -22,7 +23,16 @@ import type { ClientStats, PlatformClient } from '../platform/client.js';
 import { scrubSecrets } from '../secrets.js';
 import { secretsOf } from '../config.js';
 import { acquireLock } from './lock.js';
-import { closeAbandonedRuns, describeRunning, finishRun, isRunOpen, startRun, type Job, type RunCounters } from '../store/runs.js';
+import {
+  closeAbandonedRuns,
+  describeRunning,
+  finishRun,
+  isRunOpen,
+  markInterrupted,
+  startRun,
+  type Job,
+  type RunCounters,
+} from '../store/runs.js';
 
 export interface RunJobDeps {
   db: Knex;
@@ -37,6 +47,18 @@ export interface JobDeps extends RunJobDeps {
   waitMs?: number;
   /** Aborted on shutdown: the job stops at its next safe point (after the page or change in flight). */
   signal?: AbortSignal;
+}
+
+/** A page a job has read and written: what its progress (a bar, or a log line per page) shows. */
+export interface PageDone {
+  list: string;
+  runId: number;
+  /** 1-based index of the page just written. */
+  page: number;
+  pageCount: number;
+  totalCount: number;
+  items: number;
+  itemsSoFar: number;
 }
 
 export interface RunJobSpec {
@@ -63,7 +85,7 @@ export interface ActiveRun {
   requests(): Pick<RunCounters, 'requests' | 'retries'>;
 }
 
-export async function runJob<T>(deps: RunJobDeps, spec: RunJobSpec, body: (run: ActiveRun) => Promise<T>): Promise<T> {
+export async function runJob<T>(deps: JobDeps, spec: RunJobSpec, body: (run: ActiveRun) => Promise<T>): Promise<T> {
   const lock = await takeLock(deps, spec);
   let outcome: { ok: true; value: T } | { ok: false; error: unknown };
   try {
@@ -94,21 +116,43 @@ async function takeLock(deps: RunJobDeps, spec: RunJobSpec) {
   }
 }
 
-async function runRecorded<T>(deps: RunJobDeps, spec: RunJobSpec, body: (run: ActiveRun) => Promise<T>): Promise<T> {
+async function runRecorded<T>(deps: JobDeps, spec: RunJobSpec, body: (run: ActiveRun) => Promise<T>): Promise<T> {
   const { db, client } = deps;
   await closeAbandonedRuns(db, spec.list, [spec.job]);
   const runId = await startRun(db, spec.list, spec.job);
-  const log = deps.logger.child({ list: spec.list, job: spec.job, runId });
+  const log = deps.logger.child({ ...unbound(deps.logger, { list: spec.list, job: spec.job }), runId });
   const mark = client.stats();
   const requests = () => {
     const now = client.stats();
     return { requests: now.requests - mark.requests, retries: now.retries - mark.retries };
   };
   try {
-    return await body({ runId, log, statsAtStart: mark, requests });
+    const value = await body({ runId, log, statsAtStart: mark, requests });
+    await recordInterruption(deps, runId, log);
+    return value;
   } catch (err) {
-    await recordFailure(deps, runId, explainDatabaseError(err, deps.config.database.url), requests(), log);
+    if (!(await recordInterruption(deps, runId, log)))
+      await recordFailure(deps, runId, explainDatabaseError(err, deps.config.database.url), requests(), log);
     throw err;
+  }
+}
+
+/** The bindings a logger does not carry yet (a command may hand in one bound to the list and job): no key twice on a line. */
+function unbound(logger: Logger, bindings: Record<string, string>): Record<string, string> {
+  const has = logger.bindings();
+  return Object.fromEntries(Object.entries(bindings).filter(([k]) => has[k] === undefined));
+}
+
+/** After a shutdown signal, the run is 'interrupted' unless it succeeded; true when it was recorded so. */
+async function recordInterruption(deps: JobDeps, runId: number, log: Logger): Promise<boolean> {
+  if (!deps.signal?.aborted) return false;
+  const reason: unknown = deps.signal.reason;
+  try {
+    await markInterrupted(deps.db, runId, typeof reason === 'string' ? reason : 'shutdown');
+    return true;
+  } catch (err) {
+    log.warn({ err }, 'could not record the interrupted run (the next run closes it as abandoned)');
+    return false;
   }
 }
 
@@ -122,8 +166,13 @@ async function recordFailure(
 ): Promise<void> {
   const message = scrubSecrets(coerceError(err).message, secretsOf(deps.config));
   try {
-    if (await isRunOpen(deps.db, runId)) await finishRun(deps.db, runId, 'failed', { error: message, counters });
+    if (await isRunOpen(deps.db, runId)) {
+      // The body did not get to record (nor log) it: a failure before the first page still makes a log line.
+      log.error({ err }, 'failed');
+      await finishRun(deps.db, runId, 'failed', { error: message, counters });
+    }
   } catch (recordErr) {
+    log.error({ err }, 'failed');
     log.warn({ err: recordErr }, 'could not record the failed run (the next run closes it as abandoned)');
   }
 }

@@ -15,6 +15,9 @@ export interface CliOptions {
   cwd?: string;
   env?: Record<string, string | undefined>;
   timeoutMs?: number;
+  /** Send `stopWith` (default SIGTERM) once stdout or stderr matches: for commands that run until stopped. */
+  stopOn?: RegExp;
+  stopWith?: NodeJS.Signals;
 }
 
 /** Environment for the child: the parent's minus anything that would leak config in. */
@@ -39,8 +42,20 @@ export function runCli(args: readonly string[], options: CliOptions = {}): Promi
     });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    let stopped = false;
+    const maybeStop = () => {
+      if (stopped || !options.stopOn?.test(stdout + stderr)) return;
+      stopped = true;
+      child.kill(options.stopWith ?? 'SIGTERM');
+    };
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+      maybeStop();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+      maybeStop();
+    });
     const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 60_000);
     child.on('error', reject);
     child.on('close', (code, signal) => {

@@ -75,12 +75,18 @@ describe('check, discover, backfill, users, status (CLI against the emulator)', 
     const from = days[Math.floor(days.length * 0.3)]!;
     const to = days[Math.floor(days.length * 0.6)]!;
     const inRange = exported.items.filter((i) => String(i.Modified).slice(0, 10) >= from && String(i.Modified).slice(0, 10) <= to);
-    const r = await cli('backfill', '--list', 'orders', '--from', from, '--to', to);
+    // Progress lines are info log lines (the tests' default level is warn).
+    const r = await runCli(['--config', w.configFile, 'backfill', '--list', 'orders', '--from', from, '--to', to], {
+      env: { ...env, LISTSYNC_LOG_LEVEL: 'info' },
+      cwd: w.cwd,
+    });
     expect(r.code).toBe(0);
     const pages = r.stderr
       .split('\n')
       .filter((l) => l.startsWith('{'))
-      .map((l) => JSON.parse(l) as { msg: string; page: number; pageCount: number });
+      .map((l) => JSON.parse(l) as { msg: string; page: number; pageCount: number; level: string; name: string; job: string })
+      .filter((l) => l.msg === 'page');
+    expect(pages[0]).toMatchObject({ level: 'info', name: 'listsync', job: 'backfill' });
     expect(pages.length).toBe(Math.ceil(inRange.length / 100));
     expect(pages.at(-1)).toMatchObject({ msg: 'page', page: pages.length, pageCount: pages.length });
     expect(r.stdout).toContain(`(from ${from} to ${to})`);
@@ -134,7 +140,8 @@ describe('check, discover, backfill, users, status (CLI against the emulator)', 
     const s = await cli('status');
     expect(s.code).toBe(0);
     expect(s.stdout).toMatch(/^list\s+last success\s+watermark\s+lag\s+rows/m);
-    expect(s.stdout).toMatch(/orders\s+\S+ \S+\s+\d{4}-\d{2}-\d{2}\s+\S+\s+1200\s+0/);
+    // Human output: thousands separators.
+    expect(s.stdout).toMatch(/orders\s+\S+ \S+\s+\d{4}-\d{2}-\d{2}\s+\S+\s+1,200\s+0/);
     expect(s.stdout).toContain('users: last run succeeded');
   });
 });

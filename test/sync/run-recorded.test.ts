@@ -76,7 +76,8 @@ describe('a run that fails at its first request is recorded', () => {
     const wrongList = configWith('wrong-list.json', (raw) => {
       (raw.lists as unknown as Record<string, unknown>[])[0]!.listID = 'no-such-list';
     });
-    expect((await runCli(['--config', wrongList, 'pull'], { env: { PLATFORM_API_KEY: w.emu.apiKey }, cwd: w.cwd })).code).toBe(1);
+    // (exit 2: the platform, asked about the list, says the config names a list it does not have)
+    expect((await runCli(['--config', wrongList, 'pull'], { env: { PLATFORM_API_KEY: w.emu.apiKey }, cwd: w.cwd })).code).toBe(2);
     expect(await lastRun()).toMatchObject({ job: 'pull', status: 'failed', error: expect.stringMatching(/40400.*not found/) as string });
 
     const port = await closedPort();
