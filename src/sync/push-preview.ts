@@ -96,7 +96,11 @@ function judge(
   const remoteVersion = remote === undefined ? undefined : Number(remote[list.versionField]);
   if (row.base_version === null || Number(row.base_version) < 0) {
     if (remoteVersion === undefined)
-      return entry(row.op === 'delete' ? 'DELETE' : 'PATCH', row.op === 'delete' ? 'apply' : 'fail', 'the item is no longer on the platform');
+      return entry(
+        row.op === 'delete' ? 'DELETE' : 'PATCH',
+        row.op === 'delete' ? 'apply' : 'fail',
+        'the item is no longer on the platform',
+      );
     return entry(
       row.op === 'delete' ? 'DELETE' : 'PATCH',
       'conflict',
