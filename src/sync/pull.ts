@@ -62,11 +62,21 @@ import { runJob, type ActiveRun, type JobDeps } from './run-job.js';
 import { pendingConflictHandler } from './conflicts.js';
 import { describeRun, finishRun, zeroCounters, type RunCounters } from '../store/runs.js';
 import { completeState, readState, writeCheckpoint, type SyncState } from '../store/state.js';
-import { buildQuery, cursorMillis, cursorText, fallbackPlan, planWindow, type PlanInput, type PullPlan } from './pull/plan.js';
-import { PageChecks, readPages, sortKey, type CheckedPage } from './pull/page-reader.js';
+import {
+  buildQuery,
+  cursorMillis,
+  cursorText,
+  fallbackPlan,
+  followUpPlan,
+  planWindow,
+  type PlanInput,
+  type PullPlan,
+} from './pull/plan.js';
+import { PageChecks, idOf, readPages, sortKey, type CheckedPage, type RepeatExplained } from './pull/page-reader.js';
 import { PageWriter, type PendingHandler } from './pull/page-writer.js';
-import { newWatch, observePage, type WatchState } from './pull/delete-watch.js';
-import { decideWatermark } from './pull/watermark.js';
+import { newWatch, observePage, readOrderCompare, type SortKey, type WatchState } from './pull/delete-watch.js';
+import { readGaps } from './pull/gap-read.js';
+import { decideWatermark, type CatchUpOutcome } from './pull/watermark.js';
 
 export { listLockName };
 export type { PendingHandler };
@@ -110,7 +120,7 @@ export interface PullResult {
   schemaChanges: string[];
 }
 
-const CHECKPOINT_VERSION = 2;
+const CHECKPOINT_VERSION = 3;
 
 interface PullCheckpoint {
   version: typeof CHECKPOINT_VERSION;
@@ -260,6 +270,8 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
     previous: state,
     watch: read.watch,
     highWaterAtStart: read.highWaterAtStart,
+    gapsUnresolved: read.gapsUnresolved,
+    catchUp: read.catchUp,
   });
   await recordSuccess(ctx, cp, read, marks, schemaChanges);
   return result('succeeded', marks);
@@ -354,6 +366,11 @@ interface ReadOutcome {
   highWaterAtStart: string | null;
   received: number;
   stopped: boolean;
+  /** Why a gap the delete watch found could not be re-read, or null. */
+  gapsUnresolved: string | null;
+  /** Items found in the gaps (read past while paging, written since). */
+  gapItems: number;
+  catchUp: CatchUpOutcome | null;
 }
 
 /** Reads the plan's pages into the writer; the checkpoint travels with every page. */
@@ -382,9 +399,13 @@ async function readWindow(ctx: RunContext, cp: PullCheckpoint): Promise<ReadOutc
     { ...cp },
   );
   const stopBeforeMs = cp.plan.stopBefore === null ? null : (cursorMillis(cp.plan.stopBefore, ctx.zone) ?? null);
-  const checks = new PageChecks(list.idField, list.pageSize, cp.plan.order);
+  const checks = new PageChecks(list.idField, list.pageSize, cp.plan.order, repeatExplained(ctx, cp));
+  const pagesBefore = cp.nextPage - 1;
   let stopped = false;
   let previousCursor: number | undefined;
+  let gapsUnresolved: string | null = null;
+  let gapItems = 0;
+  let catchUp: CatchUpOutcome | null = null;
   try {
     for await (const page of readPages(
       deps.client,
@@ -401,13 +422,17 @@ async function readWindow(ctx: RunContext, cp: PullCheckpoint): Promise<ReadOutc
       checks,
     )) {
       if (cp.plan.order === 'newest-first') {
-        previousCursor = checkNewestFirst(page, list.cursorField, ctx.zone, previousCursor);
+        previousCursor = checkNewestFirst(page, list.cursorField, ctx.zone, previousCursor, markMillis(ctx, cp));
         if (page.index === 1 && cp.highWaterAtStart === null && page.items[0])
           cp.highWaterAtStart = cursorText(String(page.items[0][list.cursorField]), ctx.zone);
       }
+      const keyOf = readKey(ctx, cp.plan.order);
       cp.watch = observePage(cp.watch, {
+        index: page.index,
         totalCount: page.totalCount,
-        keys: page.items.map((it) => sortKey(it, list)),
+        keys: cp.plan.order === 'by-created' ? page.items.map((it) => sortKey(it, list)) : [],
+        first: page.items[0] && keyOf(page.items[0]),
+        last: page.items.length ? keyOf(page.items[page.items.length - 1]!) : undefined,
         repeats: page.repeats,
       });
       cp.received += page.ids.length - page.repeats;
@@ -420,6 +445,14 @@ async function readWindow(ctx: RunContext, cp: PullCheckpoint): Promise<ReadOutc
     }
     await writer.drain();
     if (stopped) await writer.recordResumePoint();
+    else {
+      const gaps = await rereadGaps(ctx, cp, query, writer, checks);
+      gapsUnresolved = gaps.unresolved;
+      gapItems = gaps.items;
+      cp.received += gaps.newIds;
+      const spanned = writer.nextPage - 1 - pagesBefore > 1 || pagesBefore > 0;
+      if (ctx.job === 'pull' && spanned) catchUp = await readCatchUp(ctx, cp, writer, checks);
+    }
   } catch (err) {
     await writer.settle();
     await writer.recordResumePoint().catch(() => undefined); // a database that is gone keeps the last per-page checkpoint
@@ -432,7 +465,102 @@ async function readWindow(ctx: RunContext, cp: PullCheckpoint): Promise<ReadOutc
   }
   addCounters(ctx.counters, writer.counters);
   cp.nextPage = writer.nextPage;
-  return { watch: cp.watch, highWaterAtStart: cp.highWaterAtStart, received: cp.received, stopped };
+  return { watch: cp.watch, highWaterAtStart: cp.highWaterAtStart, received: cp.received, stopped, gapsUnresolved, gapItems, catchUp };
+}
+
+/**
+ * by-created: why an ID served again is not a broken page: the item was modified after the run's
+ * start mark, TotalCount moved between the two pages (a delete or create shifted the slice), or the
+ * read is a date window, which edits move items into (shifting the rest back).
+ */
+function repeatExplained(ctx: RunContext, cp: PullCheckpoint): RepeatExplained {
+  const windowed = cp.plan.windowFrom !== null;
+  return (item, total, previousTotal) => {
+    if (windowed || (previousTotal !== undefined && total !== previousTotal)) return true;
+    const mark = markMillis(ctx, cp);
+    const ms = cursorMillis(item[ctx.list.cursorField], ctx.zone);
+    return mark !== undefined && ms !== undefined && ms > mark;
+  };
+}
+
+/** The run's start mark (the newest modification time when it started) in epoch ms, when known. */
+function markMillis(ctx: RunContext, cp: PullCheckpoint): number | undefined {
+  return cp.highWaterAtStart === null ? undefined : cursorMillis(cp.highWaterAtStart, ctx.zone);
+}
+
+/** An item's key in the order the read serves it: by-created the sort field then the ID, newest first the cursor then the ID. */
+function readKey(ctx: RunContext, order: PullPlan['order']): (item: Item) => SortKey {
+  const { list, zone } = ctx;
+  if (order === 'by-created') return (item) => sortKey(item, list);
+  return (item) => [String(cursorMillis(item[list.cursorField], zone) ?? ''), idOf(item, list.idField) ?? ''];
+}
+
+/** Re-reads the gaps the delete watch found and writes what lies in them. */
+async function rereadGaps(
+  ctx: RunContext,
+  cp: PullCheckpoint,
+  query: ItemQuery,
+  writer: PageWriter,
+  checks: PageChecks,
+): Promise<{ unresolved: string | null; items: number; newIds: number }> {
+  const { deps, list } = ctx;
+  if (cp.watch.gaps.length === 0) return { unresolved: null, items: 0, newIds: 0 };
+  const fetchPage = async (index: number): Promise<Item[]> =>
+    (await deps.client.queryItems(list.appID, list.listID, { ...query, PageIndex: index, PageSize: list.pageSize })).items;
+  const order = cp.plan.order;
+  const found = await readGaps(cp.watch.gaps, fetchPage, list.pageSize, readKey(ctx, order), readOrderCompare(order));
+  if (found.items.length) await writer.writeItems(found.items);
+  const newIds = checks.note(found.items.map((it) => idOf(it, list.idField)!));
+  ctx.run.log.info(
+    { gaps: cp.watch.gaps.length, items: found.items.length, unread: newIds, unresolved: found.unresolved },
+    'TotalCount fell while paging: the page boundaries it fell across were read again',
+  );
+  return { unresolved: found.unresolved, items: found.items.length, newIds };
+}
+
+/**
+ * The follow-up read: newest first down to the run's start mark, so items edited or created while
+ * the run paged (or, for a resumed run, since its first attempt started) are in the mirror when it
+ * ends, and the high-water mark can move to what this read saw first. Skipped when the cursor cannot
+ * be read newest first (the run fell back) or the start mark is unknown.
+ */
+async function readCatchUp(ctx: RunContext, cp: PullCheckpoint, writer: PageWriter, checks: PageChecks): Promise<CatchUpOutcome | null> {
+  const { deps, list, zone } = ctx;
+  const since = cp.highWaterAtStart;
+  const sinceMs = markMillis(ctx, cp);
+  if (since === null || sinceMs === undefined || cp.plan.fallback !== null) return null;
+  const plan = followUpPlan(since);
+  const followChecks = new PageChecks(list.idField, list.pageSize, 'newest-first');
+  const keyOf = readKey(ctx, 'newest-first');
+  const touched = new Set<string>();
+  let watch = newWatch();
+  let newest: string | null = null;
+  const pages = readPages(
+    deps.client,
+    list,
+    buildQuery(list, plan),
+    { order: 'newest-first', startPage: 1, zone, stopBeforeMs: sinceMs },
+    followChecks,
+  );
+  for await (const page of pages) {
+    if (page.index === 1 && page.items[0]) newest = cursorText(String(page.items[0][list.cursorField]), zone);
+    watch = observePage(watch, {
+      index: page.index,
+      totalCount: page.totalCount,
+      keys: [],
+      first: page.items[0] && keyOf(page.items[0]),
+      last: page.items.length ? keyOf(page.items[page.items.length - 1]!) : undefined,
+      repeats: page.repeats,
+    });
+    page.items.forEach((item, i) => {
+      if ((cursorMillis(item[list.cursorField], zone) ?? 0) > sinceMs) touched.add(page.ids[i]!);
+    });
+    await writer.writeItems(page.items);
+    cp.received += checks.note(page.ids);
+  }
+  const outcome: CatchUpOutcome = { newest, touched: touched.size, clean: watch.gaps.length === 0 };
+  ctx.run.log.info({ since, ...outcome }, 'read what changed while the run paged');
+  return outcome;
 }
 
 /**
@@ -485,7 +613,13 @@ async function newestModification(ctx: RunContext): Promise<string | null> {
 }
 
 /** Newest first: every cursor value parses and none is newer than the one before it. Returns the page's last. */
-function checkNewestFirst(page: CheckedPage, cursorField: string, zone: string, before: number | undefined): number | undefined {
+function checkNewestFirst(
+  page: CheckedPage,
+  cursorField: string,
+  zone: string,
+  before: number | undefined,
+  markMs: number | undefined,
+): number | undefined {
   let prev = before;
   for (const item of page.items) {
     const ms = cursorMillis(item[cursorField], zone);
@@ -493,6 +627,8 @@ function checkNewestFirst(page: CheckedPage, cursorField: string, zone: string, 
       throw new FallbackNeeded(
         `the cursor field ${cursorField} holds ${JSON.stringify(item[cursorField])}, not a date-time (page ${page.index})`,
       );
+    // Modified after the run started: edited while the run paged, served where the index still had it; the follow-up reads it.
+    if (markMs !== undefined && ms > markMs && page.index > 1) continue;
     if (prev !== undefined && ms > prev) throw new FallbackNeeded(`page ${page.index} is not in newest-first order of ${cursorField}`);
     prev = ms;
   }
@@ -549,6 +685,9 @@ async function recordSuccess(
         received: read.received,
         createdDuringRun: read.watch.createdSeen,
         repeats: read.watch.repeats,
+        gaps: read.watch.gaps.length,
+        gapItems: read.gapItems,
+        ...(read.catchUp ? { followUp: read.catchUp } : {}),
         ...(schemaChanges.length ? { schemaChanges } : {}),
       },
     });
