@@ -116,6 +116,8 @@ export interface PageOptions {
   expectedTotal?: number;
   /** Pages fetched ahead; default maxInFlight. */
   window?: number;
+  /** The start page's answer, already asked for (see `queryPageResult`). */
+  firstPage?: Promise<PageResult<Item>>;
 }
 
 export interface UserPageOptions {
@@ -250,6 +252,11 @@ export class PlatformClient {
   async queryItems(appID: string, listID: string, query: ItemQuery, signal?: AbortSignal): Promise<{ items: Item[]; totalCount: number }> {
     const r = await this.queryPage(appID, listID, query, signal);
     return { items: r.items, totalCount: r.totalCount ?? r.items.length };
+  }
+
+  /** One page as `pages()` reads it (TotalCount possibly absent, the answer's size): to ask for a first page early. */
+  queryPageResult(appID: string, listID: string, query: ItemQuery, signal?: AbortSignal): Promise<PageResult<Item>> {
+    return this.queryPage(appID, listID, query, signal);
   }
 
   async getList(appID: string, listID: string, signal?: AbortSignal): Promise<ListDetails> {
@@ -484,6 +491,7 @@ export class PlatformClient {
         maxPages: options.maxPages,
         confirmEnd: options.confirmEnd,
         expectedTotal: options.expectedTotal,
+        firstPage: options.firstPage,
         maxBytesAhead: this.config.maxBytesAhead,
       },
     );

@@ -76,6 +76,7 @@ import { PageChecks, idOf, readPages, sortKey, type CheckedPage, type RepeatExpl
 import { PageWriter, type PendingHandler } from './pull/page-writer.js';
 import { newWatch, observePage, readOrderCompare, type SortKey, type WatchState } from './pull/delete-watch.js';
 import { readGaps } from './pull/gap-read.js';
+import { askStart, startEarly, type EarlyStart, type StartAnswers } from './pull/start.js';
 import { decideWatermark, type CatchUpOutcome } from './pull/watermark.js';
 
 export { listLockName };
@@ -164,9 +165,10 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
   const zone = config.platform.timeZone;
   const now = deps.clock ?? (() => new Date());
 
+  const state = await readState<PullCheckpoint>(db, list.name, job);
+  const early = firstLoad(mode, state) ? startEarly(deps.client, list, zone, buildQuery(list, FULL_READ)) : null;
   const { mapping, fields } = await prepareTable(deps, list, run);
   const schemaChanges = mapping.changes ?? [];
-  const state = await readState<PullCheckpoint>(db, list.name, job);
   const refill = await markRefill(deps, mapping, mode, state);
   const planInput: PlanInput = {
     mode,
@@ -215,7 +217,7 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
 
   let read: ReadOutcome;
   try {
-    read = await readWindow(ctx, cp).catch(async (err: unknown) => {
+    read = await readWindow(ctx, cp, early).catch(async (err: unknown) => {
       if (!(err instanceof FallbackNeeded)) throw err;
       run.log.warn(
         { fallback: err.message },
@@ -230,7 +232,7 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
         resumed,
         details: runDetails(cp, resumed),
       });
-      return readWindow(ctx, cp);
+      return readWindow(ctx, cp, null);
     });
   } catch (err) {
     return failed(ctx, err);
@@ -325,6 +327,13 @@ async function markRefill(deps: PullDeps, mapping: TableMapping, mode: PullMode,
   return fieldsAdded || Boolean(await deps.db(table).where({ row_version: REFILL_VERSION }).first('id'));
 }
 
+/** The plan of a first full load: it does not depend on the fields, so its first requests need not wait for them. */
+const FULL_READ: PullPlan = { order: 'by-created', windowFrom: null, windowTo: null, stopBefore: null, fallback: null };
+
+function firstLoad(mode: PullMode, state: SyncState<PullCheckpoint>): boolean {
+  return mode.kind === 'incremental' && state.watermark === null && !isResumable(state.checkpoint, mode);
+}
+
 function isResumable(prev: PullCheckpoint | null, mode: PullMode): prev is PullCheckpoint {
   if (!prev || prev.version !== CHECKPOINT_VERSION || prev.mode !== mode.kind) return false;
   return mode.kind === 'incremental' || (prev.plan.windowFrom === mode.from && prev.plan.windowTo === (mode.to ?? null));
@@ -374,12 +383,14 @@ interface ReadOutcome {
 }
 
 /** Reads the plan's pages into the writer; the checkpoint travels with every page. */
-async function readWindow(ctx: RunContext, cp: PullCheckpoint): Promise<ReadOutcome> {
+async function readWindow(ctx: RunContext, cp: PullCheckpoint, early: EarlyStart | null): Promise<ReadOutcome> {
   const { deps, list, run } = ctx;
   const query = buildQuery(list, cp.plan);
+  // What was asked early is used only for the query it was asked for.
+  const asked = early && !cp.plan.fallback && JSON.stringify(early.query) === JSON.stringify(query) ? early : null;
   let expectedTotal: number | undefined;
   if (cp.plan.order === 'by-created' && cp.watch.lastKeyAtStart === undefined && cp.nextPage === 1 && ctx.job === 'pull') {
-    await probeStart(ctx, cp, query);
+    await recordStart(ctx, cp, await (asked?.start ?? askStart(deps.client, list, ctx.zone, query)));
     expectedTotal = cp.watch.firstTotal >= 0 ? cp.watch.firstTotal : undefined;
   }
   const writer = new PageWriter(
@@ -418,6 +429,7 @@ async function readWindow(ctx: RunContext, cp: PullCheckpoint): Promise<ReadOutc
         stopBeforeMs,
         expectedTotal,
         lastKeyAtStart: cp.watch.lastKeyAtStart,
+        firstPage: cp.nextPage === 1 ? asked?.firstPage : undefined,
       },
       checks,
     )) {
@@ -564,52 +576,22 @@ async function readCatchUp(ctx: RunContext, cp: PullCheckpoint, writer: PageWrit
 }
 
 /**
- * Before a by-created read: the last item that exists now (items after it are created during the
- * run) and the newest modification time (the mark this run can vouch for). Recorded in the
- * checkpoint before any page, so a run killed at any point resumes knowing both.
+ * Before a by-created read: the start answers (see pull/start.ts), recorded in the checkpoint
+ * before any page is believed, so a run killed at any point resumes knowing both.
  */
-async function probeStart(ctx: RunContext, cp: PullCheckpoint, query: ItemQuery): Promise<void> {
+async function recordStart(ctx: RunContext, cp: PullCheckpoint, answers: StartAnswers): Promise<void> {
   const { deps, list } = ctx;
-  // Both asked at once, and both answered before any page is asked for.
-  const [last, newest] = await Promise.all([topItem(ctx, list.sortField, query), newestModification(ctx)]);
-  const lastItem = last.items[0];
+  const lastItem = answers.last.items[0];
+  const total = answers.last.totalCount;
   cp.watch = {
     ...cp.watch,
     lastKeyAtStart: lastItem ? sortKey(lastItem, list) : null,
-    firstTotal: last.totalCount,
-    lastTotal: last.totalCount,
-    minTotal: last.totalCount,
+    firstTotal: total,
+    lastTotal: total,
+    minTotal: total,
   };
-  cp.highWaterAtStart = newest;
+  cp.highWaterAtStart = answers.newest;
   await writeCheckpoint(deps.db, list.name, ctx.job, { ...cp, runId: ctx.run.runId });
-}
-
-/** The item with the highest `field` (then ID) within the query's filters, and the filters' TotalCount: one item asked for. */
-function topItem(ctx: RunContext, field: string, query: ItemQuery = {}): Promise<{ items: Item[]; totalCount: number }> {
-  const { deps, list } = ctx;
-  return deps.client.queryItems(list.appID, list.listID, {
-    ...query,
-    Fields: [field, list.idField],
-    Sorts: [
-      { Field: field, Desc: true },
-      { Field: list.idField, Desc: true },
-    ],
-    PageIndex: 1,
-    PageSize: 1,
-  });
-}
-
-/** The newest cursor value on the platform now, or null when it cannot be asked or read. */
-async function newestModification(ctx: RunContext): Promise<string | null> {
-  const { list } = ctx;
-  try {
-    const { items } = await topItem(ctx, list.cursorField);
-    const v = items[0]?.[list.cursorField];
-    return typeof v === 'string' && cursorMillis(v, ctx.zone) !== undefined ? cursorText(v, ctx.zone) : null;
-  } catch (err) {
-    if (err instanceof ValidationError) return null;
-    throw err;
-  }
 }
 
 /** Newest first: every cursor value parses and none is newer than the one before it. Returns the page's last. */

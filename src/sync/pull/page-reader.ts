@@ -49,6 +49,8 @@ export interface ReadOptions {
    * it was created during the run, and the next run reads it.
    */
   lastKeyAtStart?: SortKey | null;
+  /** The start page's answer, asked for already. */
+  firstPage?: Promise<PageResult<Item>>;
 }
 
 /** Checks pages against each other; `verify` is pure, `accept` records a page handed out. */
@@ -137,6 +139,7 @@ export async function* readPages(
       return compareKeys(sortKey(last, list), opts.lastKeyAtStart) < 0;
     },
     expectedTotal: opts.expectedTotal,
+    firstPage: opts.firstPage,
     // newest-first usually needs one page: ask for the next only once a page shows it is needed.
     window: opts.order === 'newest-first' ? 1 : undefined,
   });
