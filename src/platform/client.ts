@@ -675,6 +675,7 @@ export class PlatformClient {
       retryAfter = response.headers['retry-after'];
       location = response.headers.location;
     } catch (err) {
+      slot.sent(); // it may have left before failing: count it from now, as the server may have
       if (signal.aborted) throw abortReason(signal);
       const code = typeof (err as { code?: unknown }).code === 'string' ? (err as { code: string }).code : undefined;
       const text = scrub(coerceError(err).message, this.secrets);
