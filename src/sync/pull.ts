@@ -2,56 +2,80 @@
  * Pull: platform -> mirror, incremental or over a fixed date range (backfill).
  *
  * The cursor. The platform filters the cursor field (`Modified`) by calendar
- * date only (operator 2, `YYYY-MM-DD` in its zone), so the date filter alone
- * re-reads everything touched since the watermark's day. A pull remembers,
- * besides that date, the highest modification time its last successful run
- * can vouch for (`sync_state.high_water`, seconds, the platform's clock), and
- * reads newest first: the date filter from `high_water − overlapMinutes`,
- * sorted by the cursor field then the ID, descending, stopping at the first
- * page that reaches items modified before that time. With 50 edits on a list
- * of 30,000, that is one page.
+ * date only (operator 2, `YYYY-MM-DD` in its zone). A pull remembers, besides
+ * that date (the watermark), the highest modification time its last
+ * successful run can vouch for (`sync_state.high_water`, the platform's
+ * clock), and reads newest first: the date filter from `high_water −
+ * overlapMinutes`, sorted by the cursor field then the ID, descending,
+ * stopping at the first page that reaches items modified before that time.
+ * A first pull, a refill after a new field and a backfill read by-created
+ * (the immutable sort field then the ID, ascending, to the end). If the
+ * cursor cannot be sorted on or its values do not parse, the run falls back
+ * to the date window (`watermark − lookbackDays`) by-created and says so in
+ * the log and `sync_runs.details.fallback`.
  *
- * Why newest first holds up: an item created or edited while the run pages
- * moves to the front, which shifts the unread items back — an item can come
- * twice, never be skipped — and its new time is later than the run's mark,
- * so the next run reads it. Only a delete shifts unread items forward onto a
- * page already read; the delete watch sees TotalCount drop below the first
- * page's and the run holds its marks (the next run reads the same window).
- * The mark a run records is the newest modification time when it started
- * (the first item of a newest-first read; asked before a by-created read),
- * never the newest item seen, which an item edited mid-run can undercut.
+ * Invariants (each tested; the test files are named):
  *
- * Failure modes, and what covers them:
- * - the platform's clock is behind or jumps, or its query index lags a
- *   write: items stamped up to `overlapMinutes` before the mark are re-read;
- *   beyond that, `reconcile` compares versions and heals;
- * - a back-dated `Modified` (a late write): reconcile heals;
- * - the cursor field cannot be sorted on, its values do not parse, or the
- *   newest-first order does not hold on a page: the run falls back to the
- *   date window (`watermark − lookbackDays`) sorted by the immutable sort
- *   field, says so in the log and `sync_runs.details.fallback`;
- * - an ambiguous local time in a DST fall-back hour compares up to an hour
- *   off: keep `overlapMinutes` or reconcile in mind in zones with DST.
+ * I1 Nothing is skipped unnoticed. Pages are slices by position; only a
+ *    delete before the read position moves an unread item forward, past a
+ *    boundary, and then TotalCount seen after the boundary is lower than
+ *    before it. The delete watch records every such boundary (a gap), and
+ *    the run re-reads exactly the gaps (pull/gap-read.ts) before it ends.
+ *    Creates and edits only move items back (an item comes twice) or to the
+ *    end. (pull-decisions: observePage, coverGap, readGaps; pull-activity:
+ *    a delete every 5 s.)
+ * I2 The marks move on every run that can vouch for its read, including a
+ *    run under steady deletes and edits; they stay only when a gap could not
+ *    be re-read, when creates hid a drop (by-created balance), or when more
+ *    items came twice than moved to the front (newest first). A backfill
+ *    never moves them; a high-water mark never goes back.
+ *    (pull-decisions: decideWatermark; pull-activity.)
+ * I3 The high-water mark is a time the run has read everything up to:
+ *    the newest modification time when the run started (asked before a
+ *    by-created read, the first item of a newest-first one), or, when the
+ *    read spanned more than one page or resumed, what the follow-up read
+ *    (newest first down to that start mark) saw first, provided its own
+ *    pages held together. Items modified later carry a later time and the
+ *    next run reads them. A resumed run's start mark is its first attempt's,
+ *    so its follow-up reads everything that moved since then onto pages the
+ *    killed attempts had read. (pull-kills; pull-activity: 20 edits/s.)
+ * I4 An ID served twice is believed only for a reason the run can see: in
+ *    by-created order, the item was modified after the start mark, the count
+ *    moved between the two pages, or the read is a date window; in newest
+ *    first order, as many items moved to the front meanwhile (the follow-up
+ *    counts them). Otherwise the page fails its check or the marks stay.
+ *    (pull-complete: completeness checks; pull-decisions.)
+ * I5 Every state written is right if the process dies on the next line: a
+ *    page, the run's counters and the checkpoint (with the delete watch and
+ *    its gaps) commit in one transaction; the start answers are in the
+ *    checkpoint before any page commits; gap and follow-up items are written
+ *    without moving the checkpoint, so a run killed there reads them again;
+ *    the marks move only in the transaction that finishes the run.
+ *    (pull: SIGKILL; pull-kills; pull-complete: killed full loads.)
+ * I6 A first full load asks its fields, the list's details, the start probes
+ *    and its first page at once, and the follow-up's first page as its own
+ *    last page is asked, so the account's budget is busy from the first
+ *    request; the first page is believed only after the probes' answers are
+ *    recorded. (pull-complete: what a first full load costs in requests.)
  *
- * A first pull, a refill after a new field and a backfill read by-created:
- * the immutable sort field then the ID, ascending, to the end. Items created
- * meanwhile land after the last item that existed at the start (asked before
- * paging and kept in the checkpoint), so only deletes can shift pages.
+ * Failure modes outside these, and what covers them: the platform's clock
+ * behind, or a query index lagging a write (items stamped up to
+ * `overlapMinutes` before the mark are re-read; beyond that reconcile
+ * heals); a back-dated `Modified` (reconcile); an ambiguous local time in a
+ * DST fall-back hour (keep `overlapMinutes` or reconcile in mind).
  *
- * Every page is checked for completeness before it is believed (see
- * pull/page-reader.ts); each page is upserted with its checkpoint and the
- * run's counters in one transaction, and a killed or failed run resumes from
- * the checkpoint with the marks unmoved.
- *
- * The steps: prepare the table, plan the window (pull/plan.ts), read the
+ * The steps: read the state (and, for a first load, ask the first requests
+ * at once), prepare the table, plan the window (pull/plan.ts), read the
  * checked pages (pull/page-reader.ts) into the ordered writer
- * (pull/page-writer.ts) under the delete watch (pull/delete-watch.ts), then
- * decide the marks (pull/watermark.ts) and record the outcome.
+ * (pull/page-writer.ts) under the delete watch (pull/delete-watch.ts),
+ * re-read the gaps, read the follow-up, then decide the marks
+ * (pull/watermark.ts) and record the outcome.
  */
 import type { ListConfig } from '../config.js';
 import type { PlatformClient } from '../platform/client.js';
 import { ValidationError } from '../platform/errors.js';
 import type { FieldMeta, Item, ItemQuery } from '../platform/types.js';
+import type { PageResult } from '../platform/paging.js';
 import { coerceError } from '../errors.js';
 import { platformDate } from '../platform/dates.js';
 import { ensureMirrorTable, markListsyncWriter, readRegistry, type TableMapping, type UpsertResult } from '../mirror/index.js';
@@ -417,6 +441,7 @@ async function readWindow(ctx: RunContext, cp: PullCheckpoint, early: EarlyStart
   let gapsUnresolved: string | null = null;
   let gapItems = 0;
   let catchUp: CatchUpOutcome | null = null;
+  let followUpFirst: Promise<PageResult<Item>> | null | undefined;
   try {
     for await (const page of readPages(
       deps.client,
@@ -448,6 +473,9 @@ async function readWindow(ctx: RunContext, cp: PullCheckpoint, early: EarlyStart
         repeats: page.repeats,
       });
       cp.received += page.ids.length - page.repeats;
+      // A by-created read asks the follow-up's first page as its own last page is asked, so the answers overlap.
+      if (followUpFirst === undefined && cp.plan.order === 'by-created' && page.index > 1 && page.index >= page.pageCount - 1)
+        followUpFirst = askFollowUpPage(ctx, cp);
       // The shutdown signal is checked between pages, not passed down: the page in flight is finished and written.
       await writer.write(page, { ...cp });
       if (deps.signal?.aborted) {
@@ -463,7 +491,7 @@ async function readWindow(ctx: RunContext, cp: PullCheckpoint, early: EarlyStart
       gapItems = gaps.items;
       cp.received += gaps.newIds;
       const spanned = writer.nextPage - 1 - pagesBefore > 1 || pagesBefore > 0;
-      if (ctx.job === 'pull' && spanned) catchUp = await readCatchUp(ctx, cp, writer, checks);
+      if (ctx.job === 'pull' && spanned) catchUp = await readCatchUp(ctx, cp, writer, checks, followUpFirst ?? undefined);
     }
   } catch (err) {
     await writer.settle();
@@ -536,7 +564,13 @@ async function rereadGaps(
  * ends, and the high-water mark can move to what this read saw first. Skipped when the cursor cannot
  * be read newest first (the run fell back) or the start mark is unknown.
  */
-async function readCatchUp(ctx: RunContext, cp: PullCheckpoint, writer: PageWriter, checks: PageChecks): Promise<CatchUpOutcome | null> {
+async function readCatchUp(
+  ctx: RunContext,
+  cp: PullCheckpoint,
+  writer: PageWriter,
+  checks: PageChecks,
+  firstPage?: Promise<PageResult<Item>>,
+): Promise<CatchUpOutcome | null> {
   const { deps, list, zone } = ctx;
   const since = cp.highWaterAtStart;
   const sinceMs = markMillis(ctx, cp);
@@ -551,7 +585,7 @@ async function readCatchUp(ctx: RunContext, cp: PullCheckpoint, writer: PageWrit
     deps.client,
     list,
     buildQuery(list, plan),
-    { order: 'newest-first', startPage: 1, zone, stopBeforeMs: sinceMs },
+    { order: 'newest-first', startPage: 1, zone, stopBeforeMs: sinceMs, firstPage },
     followChecks,
   );
   for await (const page of pages) {
@@ -573,6 +607,20 @@ async function readCatchUp(ctx: RunContext, cp: PullCheckpoint, writer: PageWrit
   const outcome: CatchUpOutcome = { newest, touched: touched.size, clean: watch.gaps.length === 0 };
   ctx.run.log.info({ since, ...outcome }, 'read what changed while the run paged');
   return outcome;
+}
+
+/**
+ * The follow-up's first page, asked ahead (a pull job whose start mark is known; null otherwise).
+ * Asked before the read's last page is answered it is still right: it vouches for what was modified
+ * before it was served, and anything modified later is newer than the mark it gives.
+ */
+function askFollowUpPage(ctx: RunContext, cp: PullCheckpoint): Promise<PageResult<Item>> | null {
+  const { deps, list } = ctx;
+  if (ctx.job !== 'pull' || cp.highWaterAtStart === null || markMillis(ctx, cp) === undefined || cp.plan.fallback !== null) return null;
+  const query = { ...buildQuery(list, followUpPlan(cp.highWaterAtStart)), PageIndex: 1, PageSize: list.pageSize };
+  const page = deps.client.queryPageResult(list.appID, list.listID, query);
+  page.catch(() => undefined);
+  return page;
 }
 
 /**

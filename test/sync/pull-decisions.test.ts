@@ -11,6 +11,7 @@ import {
   type WatchState,
 } from '../../src/sync/pull/delete-watch.js';
 import { coverGap, MAX_PAGES_A_GAP, readGaps } from '../../src/sync/pull/gap-read.js';
+import { PageChecks } from '../../src/sync/pull/page-reader.js';
 import { planWindow, type PlanInput } from '../../src/sync/pull/plan.js';
 import { decideWatermark } from '../../src/sync/pull/watermark.js';
 
@@ -236,5 +237,22 @@ describe('planWindow', () => {
     ],
   ] as [string, PlanInput, Record<string, unknown>][])('%s', (_name, input, want) => {
     expect(planWindow(input)).toMatchObject(want);
+  });
+});
+
+describe('PageChecks: an ID served twice in by-created order', () => {
+  const page = (ids: number[], totalCount: number) => ({ items: ids.map((id) => ({ ListDataID: String(id) })), totalCount });
+  it('fails the page unless the run can see why: here, the count moved between the two pages', () => {
+    const checks = new PageChecks('ListDataID', 2, 'by-created', (_item, total, previousTotal) => total !== previousTotal);
+    expect(checks.verify(page([1, 2], 5), 1)).toBeNull();
+    checks.accept(page([1, 2], 5).items, 5);
+    expect(checks.verify(page([2, 3], 5), 2)).toMatch(/ID 2 was already served on an earlier page/);
+    expect(checks.verify(page([2, 3], 6), 2)).toBeNull();
+    expect(checks.accept(page([2, 3], 6).items, 6)).toEqual({ ids: ['2', '3'], repeats: 1 });
+  });
+  it('newest first counts repeats and does not fail the page', () => {
+    const checks = new PageChecks('ListDataID', 2, 'newest-first');
+    checks.accept(page([1, 2], 5).items, 5);
+    expect(checks.verify(page([2, 3], 5), 2)).toBeNull();
   });
 });
