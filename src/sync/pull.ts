@@ -96,7 +96,7 @@ import {
   type PlanInput,
   type PullPlan,
 } from './pull/plan.js';
-import { PageChecks, idOf, readPages, sortKey, type CheckedPage, type RepeatExplained } from './pull/page-reader.js';
+import { PageChecks, idOf, readPages, sortKey, type CheckedPage, type ReadOptions, type RepeatExplained } from './pull/page-reader.js';
 import { PageWriter, type PendingHandler } from './pull/page-writer.js';
 import { newWatch, observePage, readOrderCompare, type SortKey, type WatchState } from './pull/delete-watch.js';
 import { readGaps } from './pull/gap-read.js';
@@ -406,76 +406,23 @@ interface ReadOutcome {
   catchUp: CatchUpOutcome | null;
 }
 
-/** Reads the plan's pages into the writer; the checkpoint travels with every page. */
+/** Reads the plan's pages into the writer (the checkpoint travels with every page), then re-reads the gaps and the follow-up. */
 async function readWindow(ctx: RunContext, cp: PullCheckpoint, early: EarlyStart | null): Promise<ReadOutcome> {
-  const { deps, list, run } = ctx;
+  const { deps, list } = ctx;
   const query = buildQuery(list, cp.plan);
   // What was asked early is used only for the query it was asked for.
   const asked = early && !cp.plan.fallback && JSON.stringify(early.query) === JSON.stringify(query) ? early : null;
-  let expectedTotal: number | undefined;
-  if (cp.plan.order === 'by-created' && cp.watch.lastKeyAtStart === undefined && cp.nextPage === 1 && ctx.job === 'pull') {
-    await recordStart(ctx, cp, await (asked?.start ?? askStart(deps.client, list, ctx.zone, query)));
-    expectedTotal = cp.watch.firstTotal >= 0 ? cp.watch.firstTotal : undefined;
-  }
-  const writer = new PageWriter(
-    {
-      db: deps.db,
-      mapping: ctx.mapping,
-      zone: ctx.zone,
-      runId: run.runId,
-      list: list.name,
-      job: ctx.job,
-      concurrency: deps.config.database.pageWriters,
-      onPending: deps.onPending ?? pendingConflictHandler(deps.config, list),
-      takeRequests: ctx.takeRequests,
-      onWritten: (page, result) => reportPage(ctx, page, result),
-    },
-    cp.nextPage,
-    { ...cp },
-  );
-  const stopBeforeMs = cp.plan.stopBefore === null ? null : (cursorMillis(cp.plan.stopBefore, ctx.zone) ?? null);
+  const expectedTotal = await recordStartIfNeeded(ctx, cp, query, asked);
+  const writer = newWriter(ctx, cp);
   const checks = new PageChecks(list.idField, list.pageSize, cp.plan.order, repeatExplained(ctx, cp));
   const pagesBefore = cp.nextPage - 1;
+  const tail: ReadTail = { previousCursor: undefined, followUpFirst: undefined };
   let stopped = false;
-  let previousCursor: number | undefined;
-  let gapsUnresolved: string | null = null;
-  let gapItems = 0;
-  let catchUp: CatchUpOutcome | null = null;
-  let followUpFirst: Promise<PageResult<Item>> | null | undefined;
+  let after: AfterPages = { gapsUnresolved: null, gapItems: 0, catchUp: null };
   try {
-    for await (const page of readPages(
-      deps.client,
-      list,
-      query,
-      {
-        order: cp.plan.order,
-        startPage: cp.nextPage,
-        zone: ctx.zone,
-        stopBeforeMs,
-        expectedTotal,
-        lastKeyAtStart: cp.watch.lastKeyAtStart,
-        firstPage: cp.nextPage === 1 ? asked?.firstPage : undefined,
-      },
-      checks,
-    )) {
-      if (cp.plan.order === 'newest-first') {
-        previousCursor = checkNewestFirst(page, list.cursorField, ctx.zone, previousCursor, markMillis(ctx, cp));
-        if (page.index === 1 && cp.highWaterAtStart === null && page.items[0])
-          cp.highWaterAtStart = cursorText(String(page.items[0][list.cursorField]), ctx.zone);
-      }
-      const keyOf = readKey(ctx, cp.plan.order);
-      cp.watch = observePage(cp.watch, {
-        index: page.index,
-        totalCount: page.totalCount,
-        keys: cp.plan.order === 'by-created' ? page.items.map((it) => sortKey(it, list)) : [],
-        first: page.items[0] && keyOf(page.items[0]),
-        last: page.items.length ? keyOf(page.items[page.items.length - 1]!) : undefined,
-        repeats: page.repeats,
-      });
-      cp.received += page.ids.length - page.repeats;
-      // A by-created read asks the follow-up's first page as its own last page is asked, so the answers overlap.
-      if (followUpFirst === undefined && cp.plan.order === 'by-created' && page.index > 1 && page.index >= page.pageCount - 1)
-        followUpFirst = askFollowUpPage(ctx, cp);
+    const pages = readPages(deps.client, list, query, readOptions(ctx, cp, expectedTotal, asked), checks);
+    for await (const page of pages) {
+      observe(ctx, cp, page, tail);
       // The shutdown signal is checked between pages, not passed down: the page in flight is finished and written.
       await writer.write(page, { ...cp });
       if (deps.signal?.aborted) {
@@ -486,12 +433,8 @@ async function readWindow(ctx: RunContext, cp: PullCheckpoint, early: EarlyStart
     await writer.drain();
     if (stopped) await writer.recordResumePoint();
     else {
-      const gaps = await rereadGaps(ctx, cp, query, writer, checks);
-      gapsUnresolved = gaps.unresolved;
-      gapItems = gaps.items;
-      cp.received += gaps.newIds;
       const spanned = writer.nextPage - 1 - pagesBefore > 1 || pagesBefore > 0;
-      if (ctx.job === 'pull' && spanned) catchUp = await readCatchUp(ctx, cp, writer, checks, followUpFirst ?? undefined);
+      after = await afterPages(ctx, cp, query, writer, checks, spanned, tail.followUpFirst ?? undefined);
     }
   } catch (err) {
     await writer.settle();
@@ -505,7 +448,103 @@ async function readWindow(ctx: RunContext, cp: PullCheckpoint, early: EarlyStart
   }
   addCounters(ctx.counters, writer.counters);
   cp.nextPage = writer.nextPage;
-  return { watch: cp.watch, highWaterAtStart: cp.highWaterAtStart, received: cp.received, stopped, gapsUnresolved, gapItems, catchUp };
+  return { watch: cp.watch, highWaterAtStart: cp.highWaterAtStart, received: cp.received, stopped, ...after };
+}
+
+/** A by-created pull's start answers, recorded before any page; returns the count they give (pages fan out from it). */
+async function recordStartIfNeeded(
+  ctx: RunContext,
+  cp: PullCheckpoint,
+  query: ItemQuery,
+  asked: EarlyStart | null,
+): Promise<number | undefined> {
+  if (cp.plan.order !== 'by-created' || cp.watch.lastKeyAtStart !== undefined || cp.nextPage !== 1 || ctx.job !== 'pull') return undefined;
+  await recordStart(ctx, cp, await (asked?.start ?? askStart(ctx.deps.client, ctx.list, ctx.zone, query)));
+  return cp.watch.firstTotal >= 0 ? cp.watch.firstTotal : undefined;
+}
+
+function newWriter(ctx: RunContext, cp: PullCheckpoint): PageWriter {
+  const { deps, list } = ctx;
+  return new PageWriter(
+    {
+      db: deps.db,
+      mapping: ctx.mapping,
+      zone: ctx.zone,
+      runId: ctx.run.runId,
+      list: list.name,
+      job: ctx.job,
+      concurrency: deps.config.database.pageWriters,
+      onPending: deps.onPending ?? pendingConflictHandler(deps.config, list),
+      takeRequests: ctx.takeRequests,
+      onWritten: (page, result) => reportPage(ctx, page, result),
+    },
+    cp.nextPage,
+    { ...cp },
+  );
+}
+
+function readOptions(ctx: RunContext, cp: PullCheckpoint, expectedTotal: number | undefined, asked: EarlyStart | null): ReadOptions {
+  return {
+    order: cp.plan.order,
+    startPage: cp.nextPage,
+    zone: ctx.zone,
+    stopBeforeMs: cp.plan.stopBefore === null ? null : (cursorMillis(cp.plan.stopBefore, ctx.zone) ?? null),
+    expectedTotal,
+    lastKeyAtStart: cp.watch.lastKeyAtStart,
+    firstPage: cp.nextPage === 1 ? asked?.firstPage : undefined,
+  };
+}
+
+/** What the page loop carries from one page to the next. */
+interface ReadTail {
+  previousCursor: number | undefined;
+  /** The follow-up's first page, once asked (null: not wanted). */
+  followUpFirst: Promise<PageResult<Item>> | null | undefined;
+}
+
+/** One page into the run's accounting: the newest-first order check and start mark, the delete watch, the received count. */
+function observe(ctx: RunContext, cp: PullCheckpoint, page: CheckedPage, tail: ReadTail): void {
+  const { list, zone } = ctx;
+  if (cp.plan.order === 'newest-first') {
+    tail.previousCursor = checkNewestFirst(page, list.cursorField, zone, tail.previousCursor, markMillis(ctx, cp));
+    if (page.index === 1 && cp.highWaterAtStart === null && page.items[0])
+      cp.highWaterAtStart = cursorText(String(page.items[0][list.cursorField]), zone);
+  }
+  const keyOf = readKey(ctx, cp.plan.order);
+  cp.watch = observePage(cp.watch, {
+    index: page.index,
+    totalCount: page.totalCount,
+    keys: cp.plan.order === 'by-created' ? page.items.map((it) => sortKey(it, list)) : [],
+    first: page.items[0] && keyOf(page.items[0]),
+    last: page.items.length ? keyOf(page.items[page.items.length - 1]!) : undefined,
+    repeats: page.repeats,
+  });
+  cp.received += page.ids.length - page.repeats;
+  // A by-created read asks the follow-up's first page as its own last page is asked, so the answers overlap.
+  if (tail.followUpFirst === undefined && cp.plan.order === 'by-created' && page.index > 1 && page.index >= page.pageCount - 1)
+    tail.followUpFirst = askFollowUpPage(ctx, cp);
+}
+
+interface AfterPages {
+  gapsUnresolved: string | null;
+  gapItems: number;
+  catchUp: CatchUpOutcome | null;
+}
+
+/** After a complete read: the gaps re-read, then (a pull that spanned pages or resumed) the follow-up. */
+async function afterPages(
+  ctx: RunContext,
+  cp: PullCheckpoint,
+  query: ItemQuery,
+  writer: PageWriter,
+  checks: PageChecks,
+  spanned: boolean,
+  followUpFirst: Promise<PageResult<Item>> | undefined,
+): Promise<AfterPages> {
+  const gaps = await rereadGaps(ctx, cp, query, writer, checks);
+  cp.received += gaps.newIds;
+  const catchUp = ctx.job === 'pull' && spanned ? await readCatchUp(ctx, cp, writer, checks, followUpFirst) : null;
+  return { gapsUnresolved: gaps.unresolved, gapItems: gaps.items, catchUp };
 }
 
 /**
