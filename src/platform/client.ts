@@ -670,6 +670,7 @@ export class PlatformClient {
       // The limiter spaces requests by when they really left, not when they were allowed to.
       pending.on('request', (req) => req.once('finish', () => slot.sent()));
       const response = await pending;
+      slot.sent(); // no effect once the write was reported; a request whose write went unreported counts from its answer
       statusCode = response.statusCode;
       text = response.body;
       retryAfter = response.headers['retry-after'];

@@ -638,7 +638,8 @@ async function readCatchUp(
       repeats: page.repeats,
     });
     page.items.forEach((item, i) => {
-      if ((cursorMillis(item[list.cursorField], zone) ?? 0) > sinceMs) touched.add(page.ids[i]!);
+      // The mark has whole seconds: an item modified in its second may have moved after it was taken.
+      if ((cursorMillis(item[list.cursorField], zone) ?? 0) >= sinceMs) touched.add(page.ids[i]!);
     });
     await writer.writeItems(page.items);
     cp.received += checks.note(page.ids);
@@ -696,8 +697,9 @@ function checkNewestFirst(
       throw new FallbackNeeded(
         `the cursor field ${cursorField} holds ${JSON.stringify(item[cursorField])}, not a date-time (page ${page.index})`,
       );
-    // Modified after the run started: edited while the run paged, served where the index still had it; the follow-up reads it.
-    if (markMs !== undefined && ms > markMs && page.index > 1) continue;
+    // Modified in or after the second the run started: maybe edited while the run paged and served where the index
+    // still had it; not held to the order (the follow-up reads it).
+    if (markMs !== undefined && ms >= markMs && page.index > 1) continue;
     if (prev !== undefined && ms > prev) throw new FallbackNeeded(`page ${page.index} is not in newest-first order of ${cursorField}`);
     prev = ms;
   }
@@ -709,9 +711,12 @@ function readIncomplete(cp: PullCheckpoint, read: ReadOutcome): string | null {
   // A newest-first read stops at its mark by design; its pages are checked one by one.
   if (cp.plan.order !== 'by-created') return null;
   const w = read.watch;
+  // A date window gains items edited into it meanwhile, some behind the read position (modified after the start:
+  // the next run reads them); what it must have received is what it held at the start.
+  const expected = cp.plan.windowFrom !== null ? w.firstTotal : w.lastTotal;
   // Fewer distinct IDs than the platform counts, with nothing deleted under the read to explain it.
-  if (w.lastTotal >= 0 && read.received < w.lastTotal && !w.decreaseSeen && w.minTotal >= w.firstTotal) {
-    return `incomplete read: received ${read.received} distinct IDs but the platform's TotalCount is ${w.lastTotal}; the watermark stays`;
+  if (expected >= 0 && read.received < expected && !w.decreaseSeen && w.minTotal >= w.firstTotal) {
+    return `incomplete read: received ${read.received} distinct IDs but the platform's TotalCount is ${expected}; the watermark stays`;
   }
   return null;
 }
