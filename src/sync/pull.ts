@@ -40,9 +40,9 @@
  *    so its follow-up reads everything that moved since then onto pages the
  *    killed attempts had read. (pull-kills; pull-activity: 20 edits/s.)
  * I4 An ID served twice is believed only for a reason the run can see: in
- *    by-created order, the item was modified after the start mark, the count
- *    moved between the two pages, or the read is a date window; in newest
- *    first order, as many items moved to the front meanwhile (the follow-up
+ *    by-created order, the item was modified in or after the start mark's
+ *    second (the mark has whole seconds), the count moved between the two
+ *    pages, or the read is a date window; in newest first order, as many items moved to the front meanwhile (the follow-up
  *    counts them). Otherwise the page fails its check or the marks stay.
  *    (pull-complete: completeness checks; pull-decisions.)
  * I5 Every state written is right if the process dies on the next line: a
@@ -558,7 +558,7 @@ function repeatExplained(ctx: RunContext, cp: PullCheckpoint): RepeatExplained {
     if (windowed || (previousTotal !== undefined && total !== previousTotal)) return true;
     const mark = markMillis(ctx, cp);
     const ms = cursorMillis(item[ctx.list.cursorField], ctx.zone);
-    return mark !== undefined && ms !== undefined && ms > mark;
+    return mark !== undefined && ms !== undefined && ms >= mark; // the mark has whole seconds
   };
 }
 
