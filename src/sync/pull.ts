@@ -32,9 +32,10 @@
  *    (pull-decisions: decideWatermark; pull-activity.)
  * I3 The high-water mark is a time the run has read everything up to:
  *    the newest modification time when the run started (asked before a
- *    by-created read, the first item of a newest-first one), or, when the
- *    read spanned more than one page or resumed, what the follow-up read
- *    (newest first down to that start mark) saw first, provided its own
+ *    by-created read, the first item of a newest-first one), or, after a
+ *    by-created read of several pages, a resumed read or a newest-first read
+ *    that saw items twice, what the follow-up read (newest first down to
+ *    that start mark) saw first, provided its own
  *    pages held together. Items modified later carry a later time and the
  *    next run reads them. A resumed run's start mark is its first attempt's,
  *    so its follow-up reads everything that moved since then onto pages the
@@ -433,8 +434,15 @@ async function readWindow(ctx: RunContext, cp: PullCheckpoint, early: EarlyStart
     await writer.drain();
     if (stopped) await writer.recordResumePoint();
     else {
-      const spanned = writer.nextPage - 1 - pagesBefore > 1 || pagesBefore > 0;
-      after = await afterPages(ctx, cp, query, writer, checks, spanned, tail.followUpFirst ?? undefined);
+      after = await afterPages(
+        ctx,
+        cp,
+        query,
+        writer,
+        checks,
+        followUpWanted(cp, writer.nextPage - 1 - pagesBefore, pagesBefore > 0),
+        tail.followUpFirst ?? undefined,
+      );
     }
   } catch (err) {
     await writer.settle();
@@ -523,6 +531,18 @@ function observe(ctx: RunContext, cp: PullCheckpoint, page: CheckedPage, tail: R
   // A by-created read asks the follow-up's first page as its own last page is asked, so the answers overlap.
   if (tail.followUpFirst === undefined && cp.plan.order === 'by-created' && page.index > 1 && page.index >= page.pageCount - 1)
     tail.followUpFirst = askFollowUpPage(ctx, cp);
+}
+
+/**
+ * Whether the read ends with the follow-up: after a by-created read of more than one page, a
+ * resumed read (its start mark is its first attempt's), or a newest-first read that saw items twice
+ * (the follow-up counts the moves that explain them). A newest-first read with no repeats saw no
+ * move it must account for; its start mark stands, and the next run reads what moved.
+ */
+function followUpWanted(cp: PullCheckpoint, pagesRead: number, resumed: boolean): boolean {
+  if (resumed) return true;
+  if (pagesRead <= 1) return false;
+  return cp.plan.order === 'by-created' || cp.watch.repeats > 0;
 }
 
 interface AfterPages {
