@@ -14,13 +14,18 @@ export interface Bar {
 
 /**
  * Pull: the brief's bar is the sustained rate ("≥ 9,500 items/s sustained"). The pull bench
- * also prints the whole run, start-up and last answer included, which is not held to 0.95:
- * a 100-page full load takes 104 requests, and at 10 per 1.03 s (platform.rateMargin) the
+ * also prints the whole run, start-up and last answer included, held to issue 26's 0.92 (0.90
+ * with one core busy) rather than 0.95:
+ * a 100-page full load takes 105 requests (with the follow-up), and at 10 per 1.03 s (platform.rateMargin) the
  * last of them cannot leave before 10.3 s, so even a run with no start-up at all, sending in
  * bursts, would end near 10.5 s with its answer: 0.952 at best.
  */
 export const BARS: readonly Bar[] = [
   { bench: 'pull', figure: 'sustained items/s over the ceiling (page 1 to last page committed)', bar: 0.95, better: 'higher' },
+  // Issue 26: the whole run (start-up and the last answers included), idle and beside a CPU hog on one core.
+  { bench: 'pull', figure: 'items/s over the ceiling (10 req/s x 1000)', bar: 0.92, better: 'higher' },
+  { bench: 'pull', figure: 'items/s over the ceiling, one core busy (CPU hog)', bar: 0.9, better: 'higher' },
+  { bench: 'pull', figure: 'max requests in a sliding second, one core busy (emulator)', bar: 10, better: 'lower' },
   { bench: 'pull', figure: '429s (emulator)', bar: 0, better: 'lower' },
   { bench: 'pull', figure: 'max requests in a sliding second (emulator)', bar: 10, better: 'lower' },
   { bench: 'pipeline', figure: 'items/s, first request to last commit', bar: 30_000, better: 'higher' },
@@ -30,6 +35,7 @@ export const BARS: readonly Bar[] = [
   { bench: 'reconcile', figure: 'projected s for 1,000,000 IDs', bar: 110, better: 'lower' },
   { bench: 'incremental', figure: 'query requests of the steady-state pull (50 edits)', bar: 2, better: 'lower' },
   { bench: 'freshness', figure: 'p95 s', bar: 2, better: 'lower' },
+  { bench: 'fair-share', figure: "s to the push's first PATCH (bar <= 2)", bar: 2, better: 'lower' },
   { bench: 'freshness', figure: 'requests/s (bar <= 2)', bar: 2, better: 'lower' },
 ];
 

@@ -5,19 +5,41 @@
  * the whole run (fields, title, two probes and the 200 ms answers at both
  * ends included: 104 requests for 100 pages) and the sustained rate between
  * the first and the last page's commit. Figures depend on the machine being
- * otherwise idle: the limiter spaces sends by wall time.
+ * otherwise idle: the limiter spaces sends by wall time. The same full load
+ * runs again with a child process keeping one core busy (a CPU hog), and
+ * its figures are printed beside the first.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import { EmulatorAdminClient } from '../src/emulator/index.js';
 import { silentLogger } from '../src/logger.js';
 import { pullList } from '../src/sync/pull.js';
 import { benchClient, benchConfig, benchDatabase, emulatorProcess } from './support.js';
 
 export default async function run(): Promise<Record<string, string | number>> {
+  // Side by side in one run: the machine idle (as far as this bench is concerned), then with one core kept busy.
+  const idle = await measure(false);
+  const hog = await measure(true);
+  return {
+    ...idle,
+    'items/s over the ceiling, one core busy (CPU hog)': hog['items/s over the ceiling (10 req/s x 1000)']!,
+    'sustained over the ceiling, one core busy (CPU hog)': hog['sustained items/s over the ceiling (page 1 to last page committed)']!,
+    '429s, one core busy (emulator)': hog['429s (emulator)']!,
+    'max requests in a sliding second, one core busy (emulator)': hog['max requests in a sliding second (emulator)']!,
+  };
+}
+
+/** A child process that keeps one core busy until killed. */
+function cpuHog(): ChildProcess {
+  return spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' });
+}
+
+async function measure(withHog: boolean): Promise<Record<string, number>> {
   const items = 100_000;
   // The emulator runs in a child process: in-process, its page building would share our event loop.
   const emu = await emulatorProcess(['--items', String(items), '--latency', '200']);
   const admin = new EmulatorAdminClient(emu.adminUrl.replace(/\/_admin$/, ''));
   const b = await benchDatabase('pull');
+  const hog = withHog ? cpuHog() : null;
   try {
     const config = benchConfig(emu.baseUrl, emu.apiKey, b.url);
     const client = benchClient(config, b.db);
@@ -48,6 +70,7 @@ export default async function run(): Promise<Record<string, string | number>> {
       'max in flight (emulator)': stats.maxInFlight,
     };
   } finally {
+    hog?.kill('SIGKILL');
     await emu.stop();
     await b.drop();
   }

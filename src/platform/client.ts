@@ -116,6 +116,8 @@ export interface PageOptions {
   expectedTotal?: number;
   /** Pages fetched ahead; default maxInFlight. */
   window?: number;
+  /** The start page's answer, already asked for (see `queryPageResult`). */
+  firstPage?: Promise<PageResult<Item>>;
 }
 
 export interface UserPageOptions {
@@ -252,6 +254,11 @@ export class PlatformClient {
   async queryItems(appID: string, listID: string, query: ItemQuery, signal?: AbortSignal): Promise<{ items: Item[]; totalCount: number }> {
     const r = await this.queryPage(appID, listID, query, signal);
     return { items: r.items, totalCount: r.totalCount ?? r.items.length };
+  }
+
+  /** One page as `pages()` reads it (TotalCount possibly absent, the answer's size): to ask for a first page early. */
+  queryPageResult(appID: string, listID: string, query: ItemQuery, signal?: AbortSignal): Promise<PageResult<Item>> {
+    return this.queryPage(appID, listID, query, signal);
   }
 
   async getList(appID: string, listID: string, signal?: AbortSignal): Promise<ListDetails> {
@@ -492,6 +499,7 @@ export class PlatformClient {
         maxPages: options.maxPages,
         confirmEnd: options.confirmEnd,
         expectedTotal: options.expectedTotal,
+        firstPage: options.firstPage,
         maxBytesAhead: this.config.maxBytesAhead,
       },
     );
@@ -670,11 +678,13 @@ export class PlatformClient {
       // The limiter spaces requests by when they really left, not when they were allowed to.
       pending.on('request', (req) => req.once('finish', () => slot.sent()));
       const response = await pending;
+      slot.sent(); // no effect once the write was reported; a request whose write went unreported counts from its answer
       statusCode = response.statusCode;
       text = response.body;
       retryAfter = response.headers['retry-after'];
       location = response.headers.location;
     } catch (err) {
+      slot.sent(); // it may have left before failing: count it from now, as the server may have
       if (signal.aborted) throw abortReason(signal);
       const code = typeof (err as { code?: unknown }).code === 'string' ? (err as { code: string }).code : undefined;
       const text = scrub(coerceError(err).message, this.secrets);

@@ -57,6 +57,8 @@ export interface PaginateOptions<T = unknown> {
   confirmEnd?: boolean | ((result: PageResult<T>, index: number) => boolean);
   /** TotalCount as a probe just answered it: the window is filled from the start instead of after the first page. */
   expectedTotal?: number;
+  /** The start page's answer, asked for already (sent beside other requests, before paging began); used once. */
+  firstPage?: Promise<PageResult<T>>;
   /**
    * Bytes of pages fetched ahead, at most (estimated from the last page's
    * size); at least one page is always fetched. Keeps memory flat when items
@@ -117,9 +119,11 @@ export async function* paginate<T>(fetchPage: PageFetcher<T>, options: PaginateO
   outer?.addEventListener('abort', onOuterAbort, { once: true });
 
   const inFlight = new Map<number, Fetched<T>>();
+  let early = options.firstPage;
   const start = (index: number): void => {
     if (inFlight.has(index)) return;
-    const promise = fetchPage(index, size, controller.signal);
+    const promise = index === startPage && early ? early : fetchPage(index, size, controller.signal);
+    if (index === startPage) early = undefined;
     promise.catch(() => undefined); // awaited later, in order; no unhandled rejection meanwhile
     inFlight.set(index, { promise });
   };

@@ -16,7 +16,10 @@
  * - a sliding log of the last `requestsPerSecond` sends, at the time each
  *   request was really flushed to the socket (`SendSlot.sent()`), holds a
  *   request back until the window since the oldest of them is
- *   `1000 * (1 + margin)` ms wide;
+ *   `1000 * (1 + margin)` ms wide. A send not reported yet counts as leaving
+ *   now (up to `MAX_UNREPORTED_MS` after its grant): a busy event loop that
+ *   has granted a slot but not yet written the request cannot let the
+ *   request ten sends later out before it;
  * - while timers fire late, that window widens by the recent lateness
  *   (decaying), and shared slots are reserved that much further apart.
  *
@@ -80,13 +83,18 @@ export interface RateLimiterOptions {
 /** A granted send slot. Call `sent()` when the request has actually left (flushed to the socket). */
 export interface SendSlot {
   readonly grantedAt: number;
-  /** Records when the request really went out, if later than the grant (a stalled event loop). */
+  /** Records when the request really went out, if later than the grant (a stalled event loop); the first call counts. */
   sent(at?: number): void;
 }
 
 interface LogEntry {
   at: number;
+  /** Granted, and not yet reported sent. */
+  unreported: boolean;
 }
+
+/** An unreported send stops counting as "leaving now" this long after its grant (a caller that never reports). */
+const MAX_UNREPORTED_MS = 2000;
 
 interface Waiter {
   resolve: (slot: SendSlot) => void;
@@ -262,7 +270,10 @@ export class RateLimiter {
   /** Earliest time the sliding-window guard allows the next send. */
   private guardTime(): number {
     if (this.sent.length < this.windowCap) return -Infinity;
-    return this.sent[this.sent.length - this.windowCap]!.at + WINDOW_MS * (1 + this.margin) + this.stallAllowance(this.clock.now());
+    const now = this.clock.now();
+    const oldest = this.sent[this.sent.length - this.windowCap]!;
+    const left = oldest.unreported ? Math.max(oldest.at, Math.min(now, oldest.at + MAX_UNREPORTED_MS)) : oldest.at;
+    return left + WINDOW_MS * (1 + this.margin) + this.stallAllowance(now);
   }
 
   /**
@@ -339,7 +350,7 @@ export class RateLimiter {
         // with a shorter gap, because requests delayed by the same stall reach
         // the server late too and would bunch up with the next ones there.
         this.nextSlot = Math.max(now, at) + this.intervalMs(now);
-        const entry: LogEntry = { at: now };
+        const entry: LogEntry = { at: now, unreported: true };
         this.sent.push(entry);
         if (this.sent.length > this.windowCap) this.sent.shift();
         this.granted++;
@@ -348,6 +359,8 @@ export class RateLimiter {
           slot: {
             grantedAt: now,
             sent(at = clock.now()) {
+              if (!entry.unreported) return;
+              entry.unreported = false;
               if (at > entry.at) entry.at = at;
             },
           },

@@ -2,56 +2,81 @@
  * Pull: platform -> mirror, incremental or over a fixed date range (backfill).
  *
  * The cursor. The platform filters the cursor field (`Modified`) by calendar
- * date only (operator 2, `YYYY-MM-DD` in its zone), so the date filter alone
- * re-reads everything touched since the watermark's day. A pull remembers,
- * besides that date, the highest modification time its last successful run
- * can vouch for (`sync_state.high_water`, seconds, the platform's clock), and
- * reads newest first: the date filter from `high_water − overlapMinutes`,
- * sorted by the cursor field then the ID, descending, stopping at the first
- * page that reaches items modified before that time. With 50 edits on a list
- * of 30,000, that is one page.
+ * date only (operator 2, `YYYY-MM-DD` in its zone). A pull remembers, besides
+ * that date (the watermark), the highest modification time its last
+ * successful run can vouch for (`sync_state.high_water`, the platform's
+ * clock), and reads newest first: the date filter from `high_water −
+ * overlapMinutes`, sorted by the cursor field then the ID, descending,
+ * stopping at the first page that reaches items modified before that time.
+ * A first pull, a refill after a new field and a backfill read by-created
+ * (the immutable sort field then the ID, ascending, to the end). If the
+ * cursor cannot be sorted on or its values do not parse, the run falls back
+ * to the date window (`watermark − lookbackDays`) by-created and says so in
+ * the log and `sync_runs.details.fallback`.
  *
- * Why newest first holds up: an item created or edited while the run pages
- * moves to the front, which shifts the unread items back — an item can come
- * twice, never be skipped — and its new time is later than the run's mark,
- * so the next run reads it. Only a delete shifts unread items forward onto a
- * page already read; the delete watch sees TotalCount drop below the first
- * page's and the run holds its marks (the next run reads the same window).
- * The mark a run records is the newest modification time when it started
- * (the first item of a newest-first read; asked before a by-created read),
- * never the newest item seen, which an item edited mid-run can undercut.
+ * Invariants (each tested; the test files are named):
  *
- * Failure modes, and what covers them:
- * - the platform's clock is behind or jumps, or its query index lags a
- *   write: items stamped up to `overlapMinutes` before the mark are re-read;
- *   beyond that, `reconcile` compares versions and heals;
- * - a back-dated `Modified` (a late write): reconcile heals;
- * - the cursor field cannot be sorted on, its values do not parse, or the
- *   newest-first order does not hold on a page: the run falls back to the
- *   date window (`watermark − lookbackDays`) sorted by the immutable sort
- *   field, says so in the log and `sync_runs.details.fallback`;
- * - an ambiguous local time in a DST fall-back hour compares up to an hour
- *   off: keep `overlapMinutes` or reconcile in mind in zones with DST.
+ * I1 Nothing is skipped unnoticed. Pages are slices by position; only a
+ *    delete before the read position moves an unread item forward, past a
+ *    boundary, and then TotalCount seen after the boundary is lower than
+ *    before it. The delete watch records every such boundary (a gap), and
+ *    the run re-reads exactly the gaps (pull/gap-read.ts) before it ends.
+ *    Creates and edits only move items back (an item comes twice) or to the
+ *    end. (pull-decisions: observePage, coverGap, readGaps; pull-activity:
+ *    a delete every 5 s.)
+ * I2 The marks move on every run that can vouch for its read, including a
+ *    run under steady deletes and edits; they stay only when a gap could not
+ *    be re-read, when creates hid a drop (by-created balance), or when more
+ *    items came twice than moved to the front (newest first). A backfill
+ *    never moves them; a high-water mark never goes back.
+ *    (pull-decisions: decideWatermark; pull-activity.)
+ * I3 The high-water mark is a time the run has read everything up to:
+ *    the newest modification time when the run started (asked before a
+ *    by-created read, the first item of a newest-first one), or, after a
+ *    by-created read of several pages, a resumed read or a newest-first read
+ *    that saw items twice, what the follow-up read (newest first down to
+ *    that start mark) saw first, provided its own
+ *    pages held together. Items modified later carry a later time and the
+ *    next run reads them. A resumed run's start mark is its first attempt's,
+ *    so its follow-up reads everything that moved since then onto pages the
+ *    killed attempts had read. (pull-kills; pull-activity: 20 edits/s.)
+ * I4 An ID served twice is believed only for a reason the run can see: in
+ *    by-created order, the item was modified in or after the start mark's
+ *    second (the mark has whole seconds), the count moved between the two
+ *    pages, or the read is a date window; in newest first order, as many items moved to the front meanwhile (the follow-up
+ *    counts them). Otherwise the page fails its check or the marks stay.
+ *    (pull-complete: completeness checks; pull-decisions.)
+ * I5 Every state written is right if the process dies on the next line: a
+ *    page, the run's counters and the checkpoint (with the delete watch and
+ *    its gaps) commit in one transaction; the start answers are in the
+ *    checkpoint before any page commits; gap and follow-up items are written
+ *    without moving the checkpoint, so a run killed there reads them again;
+ *    the marks move only in the transaction that finishes the run.
+ *    (pull: SIGKILL; pull-kills; pull-complete: killed full loads.)
+ * I6 A first full load asks its fields, the list's details, the start probes
+ *    and its first page at once, and the follow-up's first page as its own
+ *    last page is asked, so the account's budget is busy from the first
+ *    request; the first page is believed only after the probes' answers are
+ *    recorded. (pull-complete: what a first full load costs in requests.)
  *
- * A first pull, a refill after a new field and a backfill read by-created:
- * the immutable sort field then the ID, ascending, to the end. Items created
- * meanwhile land after the last item that existed at the start (asked before
- * paging and kept in the checkpoint), so only deletes can shift pages.
+ * Failure modes outside these, and what covers them: the platform's clock
+ * behind, or a query index lagging a write (items stamped up to
+ * `overlapMinutes` before the mark are re-read; beyond that reconcile
+ * heals); a back-dated `Modified` (reconcile); an ambiguous local time in a
+ * DST fall-back hour (keep `overlapMinutes` or reconcile in mind).
  *
- * Every page is checked for completeness before it is believed (see
- * pull/page-reader.ts); each page is upserted with its checkpoint and the
- * run's counters in one transaction, and a killed or failed run resumes from
- * the checkpoint with the marks unmoved.
- *
- * The steps: prepare the table, plan the window (pull/plan.ts), read the
+ * The steps: read the state (and, for a first load, ask the first requests
+ * at once), prepare the table, plan the window (pull/plan.ts), read the
  * checked pages (pull/page-reader.ts) into the ordered writer
- * (pull/page-writer.ts) under the delete watch (pull/delete-watch.ts), then
- * decide the marks (pull/watermark.ts) and record the outcome.
+ * (pull/page-writer.ts) under the delete watch (pull/delete-watch.ts),
+ * re-read the gaps, read the follow-up, then decide the marks
+ * (pull/watermark.ts) and record the outcome.
  */
 import type { ListConfig } from '../config.js';
 import type { PlatformClient } from '../platform/client.js';
 import { ValidationError } from '../platform/errors.js';
 import type { FieldMeta, Item, ItemQuery } from '../platform/types.js';
+import type { PageResult } from '../platform/paging.js';
 import { coerceError } from '../errors.js';
 import { platformDate } from '../platform/dates.js';
 import { ensureMirrorTable, markListsyncWriter, readRegistry, type TableMapping, type UpsertResult } from '../mirror/index.js';
@@ -62,11 +87,22 @@ import { runJob, type ActiveRun, type JobDeps } from './run-job.js';
 import { pendingConflictHandler } from './conflicts.js';
 import { describeRun, finishRun, zeroCounters, type RunCounters } from '../store/runs.js';
 import { completeState, readState, writeCheckpoint, type SyncState } from '../store/state.js';
-import { buildQuery, cursorMillis, cursorText, fallbackPlan, planWindow, type PlanInput, type PullPlan } from './pull/plan.js';
-import { PageChecks, readPages, sortKey, type CheckedPage } from './pull/page-reader.js';
+import {
+  buildQuery,
+  cursorMillis,
+  cursorText,
+  fallbackPlan,
+  followUpPlan,
+  planWindow,
+  type PlanInput,
+  type PullPlan,
+} from './pull/plan.js';
+import { PageChecks, idOf, readPages, sortKey, type CheckedPage, type ReadOptions, type RepeatExplained } from './pull/page-reader.js';
 import { PageWriter, type PendingHandler } from './pull/page-writer.js';
-import { newWatch, observePage, type WatchState } from './pull/delete-watch.js';
-import { decideWatermark } from './pull/watermark.js';
+import { newWatch, observePage, readOrderCompare, type SortKey, type WatchState } from './pull/delete-watch.js';
+import { readGaps } from './pull/gap-read.js';
+import { askStart, startEarly, type EarlyStart, type StartAnswers } from './pull/start.js';
+import { decideWatermark, type CatchUpOutcome } from './pull/watermark.js';
 
 export { listLockName };
 export type { PendingHandler };
@@ -110,7 +146,7 @@ export interface PullResult {
   schemaChanges: string[];
 }
 
-const CHECKPOINT_VERSION = 2;
+const CHECKPOINT_VERSION = 3;
 
 interface PullCheckpoint {
   version: typeof CHECKPOINT_VERSION;
@@ -154,9 +190,10 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
   const zone = config.platform.timeZone;
   const now = deps.clock ?? (() => new Date());
 
+  const state = await readState<PullCheckpoint>(db, list.name, job);
+  const early = firstLoad(mode, state) ? startEarly(deps.client, list, zone, buildQuery(list, FULL_READ)) : null;
   const { mapping, fields } = await prepareTable(deps, list, run);
   const schemaChanges = mapping.changes ?? [];
-  const state = await readState<PullCheckpoint>(db, list.name, job);
   const refill = await markRefill(deps, mapping, mode, state);
   const planInput: PlanInput = {
     mode,
@@ -205,7 +242,7 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
 
   let read: ReadOutcome;
   try {
-    read = await readWindow(ctx, cp).catch(async (err: unknown) => {
+    read = await readWindow(ctx, cp, early).catch(async (err: unknown) => {
       if (!(err instanceof FallbackNeeded)) throw err;
       run.log.warn(
         { fallback: err.message },
@@ -220,7 +257,7 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
         resumed,
         details: runDetails(cp, resumed),
       });
-      return readWindow(ctx, cp);
+      return readWindow(ctx, cp, null);
     });
   } catch (err) {
     return failed(ctx, err);
@@ -260,6 +297,8 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
     previous: state,
     watch: read.watch,
     highWaterAtStart: read.highWaterAtStart,
+    gapsUnresolved: read.gapsUnresolved,
+    catchUp: read.catchUp,
   });
   await recordSuccess(ctx, cp, read, marks, schemaChanges);
   return result('succeeded', marks);
@@ -313,6 +352,13 @@ async function markRefill(deps: PullDeps, mapping: TableMapping, mode: PullMode,
   return fieldsAdded || Boolean(await deps.db(table).where({ row_version: REFILL_VERSION }).first('id'));
 }
 
+/** The plan of a first full load: it does not depend on the fields, so its first requests need not wait for them. */
+const FULL_READ: PullPlan = { order: 'by-created', windowFrom: null, windowTo: null, stopBefore: null, fallback: null };
+
+function firstLoad(mode: PullMode, state: SyncState<PullCheckpoint>): boolean {
+  return mode.kind === 'incremental' && state.watermark === null && !isResumable(state.checkpoint, mode);
+}
+
 function isResumable(prev: PullCheckpoint | null, mode: PullMode): prev is PullCheckpoint {
   if (!prev || prev.version !== CHECKPOINT_VERSION || prev.mode !== mode.kind) return false;
   return mode.kind === 'incremental' || (prev.plan.windowFrom === mode.from && prev.plan.windowTo === (mode.to ?? null));
@@ -354,63 +400,30 @@ interface ReadOutcome {
   highWaterAtStart: string | null;
   received: number;
   stopped: boolean;
+  /** Why a gap the delete watch found could not be re-read, or null. */
+  gapsUnresolved: string | null;
+  /** Items found in the gaps (read past while paging, written since). */
+  gapItems: number;
+  catchUp: CatchUpOutcome | null;
 }
 
-/** Reads the plan's pages into the writer; the checkpoint travels with every page. */
-async function readWindow(ctx: RunContext, cp: PullCheckpoint): Promise<ReadOutcome> {
-  const { deps, list, run } = ctx;
+/** Reads the plan's pages into the writer (the checkpoint travels with every page), then re-reads the gaps and the follow-up. */
+async function readWindow(ctx: RunContext, cp: PullCheckpoint, early: EarlyStart | null): Promise<ReadOutcome> {
+  const { deps, list } = ctx;
   const query = buildQuery(list, cp.plan);
-  let expectedTotal: number | undefined;
-  if (cp.plan.order === 'by-created' && cp.watch.lastKeyAtStart === undefined && cp.nextPage === 1 && ctx.job === 'pull') {
-    await probeStart(ctx, cp, query);
-    expectedTotal = cp.watch.firstTotal >= 0 ? cp.watch.firstTotal : undefined;
-  }
-  const writer = new PageWriter(
-    {
-      db: deps.db,
-      mapping: ctx.mapping,
-      zone: ctx.zone,
-      runId: run.runId,
-      list: list.name,
-      job: ctx.job,
-      concurrency: deps.config.database.pageWriters,
-      onPending: deps.onPending ?? pendingConflictHandler(deps.config, list),
-      takeRequests: ctx.takeRequests,
-      onWritten: (page, result) => reportPage(ctx, page, result),
-    },
-    cp.nextPage,
-    { ...cp },
-  );
-  const stopBeforeMs = cp.plan.stopBefore === null ? null : (cursorMillis(cp.plan.stopBefore, ctx.zone) ?? null);
-  const checks = new PageChecks(list.idField, list.pageSize, cp.plan.order);
+  // What was asked early is used only for the query it was asked for.
+  const asked = early && !cp.plan.fallback && JSON.stringify(early.query) === JSON.stringify(query) ? early : null;
+  const expectedTotal = await recordStartIfNeeded(ctx, cp, query, asked);
+  const writer = newWriter(ctx, cp);
+  const checks = new PageChecks(list.idField, list.pageSize, cp.plan.order, repeatExplained(ctx, cp));
+  const pagesBefore = cp.nextPage - 1;
+  const tail: ReadTail = { previousCursor: undefined, followUpFirst: undefined };
   let stopped = false;
-  let previousCursor: number | undefined;
+  let after: AfterPages = { gapsUnresolved: null, gapItems: 0, catchUp: null };
   try {
-    for await (const page of readPages(
-      deps.client,
-      list,
-      query,
-      {
-        order: cp.plan.order,
-        startPage: cp.nextPage,
-        zone: ctx.zone,
-        stopBeforeMs,
-        expectedTotal,
-        lastKeyAtStart: cp.watch.lastKeyAtStart,
-      },
-      checks,
-    )) {
-      if (cp.plan.order === 'newest-first') {
-        previousCursor = checkNewestFirst(page, list.cursorField, ctx.zone, previousCursor);
-        if (page.index === 1 && cp.highWaterAtStart === null && page.items[0])
-          cp.highWaterAtStart = cursorText(String(page.items[0][list.cursorField]), ctx.zone);
-      }
-      cp.watch = observePage(cp.watch, {
-        totalCount: page.totalCount,
-        keys: page.items.map((it) => sortKey(it, list)),
-        repeats: page.repeats,
-      });
-      cp.received += page.ids.length - page.repeats;
+    const pages = readPages(deps.client, list, query, readOptions(ctx, cp, expectedTotal, asked), checks);
+    for await (const page of pages) {
+      observe(ctx, cp, page, tail);
       // The shutdown signal is checked between pages, not passed down: the page in flight is finished and written.
       await writer.write(page, { ...cp });
       if (deps.signal?.aborted) {
@@ -420,6 +433,17 @@ async function readWindow(ctx: RunContext, cp: PullCheckpoint): Promise<ReadOutc
     }
     await writer.drain();
     if (stopped) await writer.recordResumePoint();
+    else {
+      after = await afterPages(
+        ctx,
+        cp,
+        query,
+        writer,
+        checks,
+        followUpWanted(cp, writer.nextPage - 1 - pagesBefore, pagesBefore > 0),
+        tail.followUpFirst ?? undefined,
+      );
+    }
   } catch (err) {
     await writer.settle();
     await writer.recordResumePoint().catch(() => undefined); // a database that is gone keeps the last per-page checkpoint
@@ -432,60 +456,260 @@ async function readWindow(ctx: RunContext, cp: PullCheckpoint): Promise<ReadOutc
   }
   addCounters(ctx.counters, writer.counters);
   cp.nextPage = writer.nextPage;
-  return { watch: cp.watch, highWaterAtStart: cp.highWaterAtStart, received: cp.received, stopped };
+  return { watch: cp.watch, highWaterAtStart: cp.highWaterAtStart, received: cp.received, stopped, ...after };
+}
+
+/** A by-created pull's start answers, recorded before any page; returns the count they give (pages fan out from it). */
+async function recordStartIfNeeded(
+  ctx: RunContext,
+  cp: PullCheckpoint,
+  query: ItemQuery,
+  asked: EarlyStart | null,
+): Promise<number | undefined> {
+  if (cp.plan.order !== 'by-created' || cp.watch.lastKeyAtStart !== undefined || cp.nextPage !== 1 || ctx.job !== 'pull') return undefined;
+  await recordStart(ctx, cp, await (asked?.start ?? askStart(ctx.deps.client, ctx.list, ctx.zone, query)));
+  return cp.watch.firstTotal >= 0 ? cp.watch.firstTotal : undefined;
+}
+
+function newWriter(ctx: RunContext, cp: PullCheckpoint): PageWriter {
+  const { deps, list } = ctx;
+  return new PageWriter(
+    {
+      db: deps.db,
+      mapping: ctx.mapping,
+      zone: ctx.zone,
+      runId: ctx.run.runId,
+      list: list.name,
+      job: ctx.job,
+      concurrency: deps.config.database.pageWriters,
+      onPending: deps.onPending ?? pendingConflictHandler(deps.config, list),
+      takeRequests: ctx.takeRequests,
+      onWritten: (page, result) => reportPage(ctx, page, result),
+    },
+    cp.nextPage,
+    { ...cp },
+  );
+}
+
+function readOptions(ctx: RunContext, cp: PullCheckpoint, expectedTotal: number | undefined, asked: EarlyStart | null): ReadOptions {
+  return {
+    order: cp.plan.order,
+    startPage: cp.nextPage,
+    zone: ctx.zone,
+    stopBeforeMs: cp.plan.stopBefore === null ? null : (cursorMillis(cp.plan.stopBefore, ctx.zone) ?? null),
+    expectedTotal,
+    lastKeyAtStart: cp.watch.lastKeyAtStart,
+    firstPage: cp.nextPage === 1 ? asked?.firstPage : undefined,
+  };
+}
+
+/** What the page loop carries from one page to the next. */
+interface ReadTail {
+  previousCursor: number | undefined;
+  /** The follow-up's first page, once asked (null: not wanted). */
+  followUpFirst: Promise<PageResult<Item>> | null | undefined;
+}
+
+/** One page into the run's accounting: the newest-first order check and start mark, the delete watch, the received count. */
+function observe(ctx: RunContext, cp: PullCheckpoint, page: CheckedPage, tail: ReadTail): void {
+  const { list, zone } = ctx;
+  if (cp.plan.order === 'newest-first') {
+    tail.previousCursor = checkNewestFirst(page, list.cursorField, zone, tail.previousCursor, markMillis(ctx, cp));
+    if (page.index === 1 && cp.highWaterAtStart === null && page.items[0])
+      cp.highWaterAtStart = cursorText(String(page.items[0][list.cursorField]), zone);
+  }
+  const keyOf = readKey(ctx, cp.plan.order);
+  cp.watch = observePage(cp.watch, {
+    index: page.index,
+    totalCount: page.totalCount,
+    keys: cp.plan.order === 'by-created' ? page.items.map((it) => sortKey(it, list)) : [],
+    first: page.items[0] && keyOf(page.items[0]),
+    last: page.items.length ? keyOf(page.items[page.items.length - 1]!) : undefined,
+    repeats: page.repeats,
+  });
+  cp.received += page.ids.length - page.repeats;
+  // A by-created read asks the follow-up's first page as its own last page is asked, so the answers overlap.
+  if (tail.followUpFirst === undefined && cp.plan.order === 'by-created' && page.index > 1 && page.index >= page.pageCount - 1)
+    tail.followUpFirst = askFollowUpPage(ctx, cp);
 }
 
 /**
- * Before a by-created read: the last item that exists now (items after it are created during the
- * run) and the newest modification time (the mark this run can vouch for). Recorded in the
- * checkpoint before any page, so a run killed at any point resumes knowing both.
+ * Whether the read ends with the follow-up: after a by-created read of more than one page, a
+ * resumed read (its start mark is its first attempt's), or a newest-first read that saw items twice
+ * (the follow-up counts the moves that explain them). A newest-first read with no repeats saw no
+ * move it must account for; its start mark stands, and the next run reads what moved.
  */
-async function probeStart(ctx: RunContext, cp: PullCheckpoint, query: ItemQuery): Promise<void> {
+function followUpWanted(cp: PullCheckpoint, pagesRead: number, resumed: boolean): boolean {
+  if (resumed) return true;
+  if (pagesRead <= 1) return false;
+  return cp.plan.order === 'by-created' || cp.watch.repeats > 0;
+}
+
+interface AfterPages {
+  gapsUnresolved: string | null;
+  gapItems: number;
+  catchUp: CatchUpOutcome | null;
+}
+
+/** After a complete read: the gaps re-read, then (a pull that spanned pages or resumed) the follow-up. */
+async function afterPages(
+  ctx: RunContext,
+  cp: PullCheckpoint,
+  query: ItemQuery,
+  writer: PageWriter,
+  checks: PageChecks,
+  spanned: boolean,
+  followUpFirst: Promise<PageResult<Item>> | undefined,
+): Promise<AfterPages> {
+  const gaps = await rereadGaps(ctx, cp, query, writer, checks);
+  cp.received += gaps.newIds;
+  const catchUp = ctx.job === 'pull' && spanned ? await readCatchUp(ctx, cp, writer, checks, followUpFirst) : null;
+  return { gapsUnresolved: gaps.unresolved, gapItems: gaps.items, catchUp };
+}
+
+/**
+ * by-created: why an ID served again is not a broken page: the item was modified after the run's
+ * start mark, TotalCount moved between the two pages (a delete or create shifted the slice), or the
+ * read is a date window, which edits move items into (shifting the rest back).
+ */
+function repeatExplained(ctx: RunContext, cp: PullCheckpoint): RepeatExplained {
+  const windowed = cp.plan.windowFrom !== null;
+  return (item, total, previousTotal) => {
+    if (windowed || (previousTotal !== undefined && total !== previousTotal)) return true;
+    const mark = markMillis(ctx, cp);
+    const ms = cursorMillis(item[ctx.list.cursorField], ctx.zone);
+    return mark !== undefined && ms !== undefined && ms >= mark; // the mark has whole seconds
+  };
+}
+
+/** The run's start mark (the newest modification time when it started) in epoch ms, when known. */
+function markMillis(ctx: RunContext, cp: PullCheckpoint): number | undefined {
+  return cp.highWaterAtStart === null ? undefined : cursorMillis(cp.highWaterAtStart, ctx.zone);
+}
+
+/** An item's key in the order the read serves it: by-created the sort field then the ID, newest first the cursor then the ID. */
+function readKey(ctx: RunContext, order: PullPlan['order']): (item: Item) => SortKey {
+  const { list, zone } = ctx;
+  if (order === 'by-created') return (item) => sortKey(item, list);
+  return (item) => [String(cursorMillis(item[list.cursorField], zone) ?? ''), idOf(item, list.idField) ?? ''];
+}
+
+/** Re-reads the gaps the delete watch found and writes what lies in them. */
+async function rereadGaps(
+  ctx: RunContext,
+  cp: PullCheckpoint,
+  query: ItemQuery,
+  writer: PageWriter,
+  checks: PageChecks,
+): Promise<{ unresolved: string | null; items: number; newIds: number }> {
   const { deps, list } = ctx;
-  // Both asked at once, and both answered before any page is asked for.
-  const [last, newest] = await Promise.all([topItem(ctx, list.sortField, query), newestModification(ctx)]);
-  const lastItem = last.items[0];
+  if (cp.watch.gaps.length === 0) return { unresolved: null, items: 0, newIds: 0 };
+  const fetchPage = async (index: number): Promise<Item[]> =>
+    (await deps.client.queryItems(list.appID, list.listID, { ...query, PageIndex: index, PageSize: list.pageSize })).items;
+  const order = cp.plan.order;
+  const found = await readGaps(cp.watch.gaps, fetchPage, list.pageSize, readKey(ctx, order), readOrderCompare(order));
+  if (found.items.length) await writer.writeItems(found.items);
+  const newIds = checks.note(found.items.map((it) => idOf(it, list.idField)!));
+  ctx.run.log.info(
+    { gaps: cp.watch.gaps.length, items: found.items.length, unread: newIds, unresolved: found.unresolved },
+    'TotalCount fell while paging: the page boundaries it fell across were read again',
+  );
+  return { unresolved: found.unresolved, items: found.items.length, newIds };
+}
+
+/**
+ * The follow-up read: newest first down to the run's start mark, so items edited or created while
+ * the run paged (or, for a resumed run, since its first attempt started) are in the mirror when it
+ * ends, and the high-water mark can move to what this read saw first. Skipped when the cursor cannot
+ * be read newest first (the run fell back) or the start mark is unknown.
+ */
+async function readCatchUp(
+  ctx: RunContext,
+  cp: PullCheckpoint,
+  writer: PageWriter,
+  checks: PageChecks,
+  firstPage?: Promise<PageResult<Item>>,
+): Promise<CatchUpOutcome | null> {
+  const { deps, list, zone } = ctx;
+  const since = cp.highWaterAtStart;
+  const sinceMs = markMillis(ctx, cp);
+  if (since === null || sinceMs === undefined || cp.plan.fallback !== null) return null;
+  const plan = followUpPlan(since);
+  const followChecks = new PageChecks(list.idField, list.pageSize, 'newest-first');
+  const keyOf = readKey(ctx, 'newest-first');
+  const touched = new Set<string>();
+  let watch = newWatch();
+  let newest: string | null = null;
+  const pages = readPages(
+    deps.client,
+    list,
+    buildQuery(list, plan),
+    { order: 'newest-first', startPage: 1, zone, stopBeforeMs: sinceMs, firstPage },
+    followChecks,
+  );
+  for await (const page of pages) {
+    if (page.index === 1 && page.items[0]) newest = cursorText(String(page.items[0][list.cursorField]), zone);
+    watch = observePage(watch, {
+      index: page.index,
+      totalCount: page.totalCount,
+      keys: [],
+      first: page.items[0] && keyOf(page.items[0]),
+      last: page.items.length ? keyOf(page.items[page.items.length - 1]!) : undefined,
+      repeats: page.repeats,
+    });
+    page.items.forEach((item, i) => {
+      // The mark has whole seconds: an item modified in its second may have moved after it was taken.
+      if ((cursorMillis(item[list.cursorField], zone) ?? 0) >= sinceMs) touched.add(page.ids[i]!);
+    });
+    await writer.writeItems(page.items);
+    cp.received += checks.note(page.ids);
+  }
+  const outcome: CatchUpOutcome = { newest, touched: touched.size, clean: watch.gaps.length === 0 };
+  ctx.run.log.info({ since, ...outcome }, 'read what changed while the run paged');
+  return outcome;
+}
+
+/**
+ * The follow-up's first page, asked ahead (a pull job whose start mark is known; null otherwise).
+ * Asked before the read's last page is answered it is still right: it vouches for what was modified
+ * before it was served, and anything modified later is newer than the mark it gives.
+ */
+function askFollowUpPage(ctx: RunContext, cp: PullCheckpoint): Promise<PageResult<Item>> | null {
+  const { deps, list } = ctx;
+  if (ctx.job !== 'pull' || cp.highWaterAtStart === null || markMillis(ctx, cp) === undefined || cp.plan.fallback !== null) return null;
+  const query = { ...buildQuery(list, followUpPlan(cp.highWaterAtStart)), PageIndex: 1, PageSize: list.pageSize };
+  const page = deps.client.queryPageResult(list.appID, list.listID, query);
+  page.catch(() => undefined);
+  return page;
+}
+
+/**
+ * Before a by-created read: the start answers (see pull/start.ts), recorded in the checkpoint
+ * before any page is believed, so a run killed at any point resumes knowing both.
+ */
+async function recordStart(ctx: RunContext, cp: PullCheckpoint, answers: StartAnswers): Promise<void> {
+  const { deps, list } = ctx;
+  const lastItem = answers.last.items[0];
+  const total = answers.last.totalCount;
   cp.watch = {
     ...cp.watch,
     lastKeyAtStart: lastItem ? sortKey(lastItem, list) : null,
-    firstTotal: last.totalCount,
-    lastTotal: last.totalCount,
-    minTotal: last.totalCount,
+    firstTotal: total,
+    lastTotal: total,
+    minTotal: total,
   };
-  cp.highWaterAtStart = newest;
+  cp.highWaterAtStart = answers.newest;
   await writeCheckpoint(deps.db, list.name, ctx.job, { ...cp, runId: ctx.run.runId });
 }
 
-/** The item with the highest `field` (then ID) within the query's filters, and the filters' TotalCount: one item asked for. */
-function topItem(ctx: RunContext, field: string, query: ItemQuery = {}): Promise<{ items: Item[]; totalCount: number }> {
-  const { deps, list } = ctx;
-  return deps.client.queryItems(list.appID, list.listID, {
-    ...query,
-    Fields: [field, list.idField],
-    Sorts: [
-      { Field: field, Desc: true },
-      { Field: list.idField, Desc: true },
-    ],
-    PageIndex: 1,
-    PageSize: 1,
-  });
-}
-
-/** The newest cursor value on the platform now, or null when it cannot be asked or read. */
-async function newestModification(ctx: RunContext): Promise<string | null> {
-  const { list } = ctx;
-  try {
-    const { items } = await topItem(ctx, list.cursorField);
-    const v = items[0]?.[list.cursorField];
-    return typeof v === 'string' && cursorMillis(v, ctx.zone) !== undefined ? cursorText(v, ctx.zone) : null;
-  } catch (err) {
-    if (err instanceof ValidationError) return null;
-    throw err;
-  }
-}
-
 /** Newest first: every cursor value parses and none is newer than the one before it. Returns the page's last. */
-function checkNewestFirst(page: CheckedPage, cursorField: string, zone: string, before: number | undefined): number | undefined {
+function checkNewestFirst(
+  page: CheckedPage,
+  cursorField: string,
+  zone: string,
+  before: number | undefined,
+  markMs: number | undefined,
+): number | undefined {
   let prev = before;
   for (const item of page.items) {
     const ms = cursorMillis(item[cursorField], zone);
@@ -493,6 +717,9 @@ function checkNewestFirst(page: CheckedPage, cursorField: string, zone: string, 
       throw new FallbackNeeded(
         `the cursor field ${cursorField} holds ${JSON.stringify(item[cursorField])}, not a date-time (page ${page.index})`,
       );
+    // Modified in or after the second the run started: maybe edited while the run paged and served where the index
+    // still had it; not held to the order (the follow-up reads it).
+    if (markMs !== undefined && ms >= markMs && page.index > 1) continue;
     if (prev !== undefined && ms > prev) throw new FallbackNeeded(`page ${page.index} is not in newest-first order of ${cursorField}`);
     prev = ms;
   }
@@ -504,9 +731,12 @@ function readIncomplete(cp: PullCheckpoint, read: ReadOutcome): string | null {
   // A newest-first read stops at its mark by design; its pages are checked one by one.
   if (cp.plan.order !== 'by-created') return null;
   const w = read.watch;
+  // A date window gains items edited into it meanwhile, some behind the read position (modified after the start:
+  // the next run reads them); what it must have received is what it held at the start.
+  const expected = cp.plan.windowFrom !== null ? w.firstTotal : w.lastTotal;
   // Fewer distinct IDs than the platform counts, with nothing deleted under the read to explain it.
-  if (w.lastTotal >= 0 && read.received < w.lastTotal && !w.decreaseSeen && w.minTotal >= w.firstTotal) {
-    return `incomplete read: received ${read.received} distinct IDs but the platform's TotalCount is ${w.lastTotal}; the watermark stays`;
+  if (expected >= 0 && read.received < expected && !w.decreaseSeen && w.minTotal >= w.firstTotal) {
+    return `incomplete read: received ${read.received} distinct IDs but the platform's TotalCount is ${expected}; the watermark stays`;
   }
   return null;
 }
@@ -549,6 +779,9 @@ async function recordSuccess(
         received: read.received,
         createdDuringRun: read.watch.createdSeen,
         repeats: read.watch.repeats,
+        gaps: read.watch.gaps.length,
+        gapItems: read.gapItems,
+        ...(read.catchUp ? { followUp: read.catchUp } : {}),
         ...(schemaChanges.length ? { schemaChanges } : {}),
       },
     });

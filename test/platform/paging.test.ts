@@ -25,6 +25,26 @@ function controllableFetcher() {
 const tick = () => new Promise<void>((r) => setImmediate(r));
 
 describe('paginate', () => {
+  it('a start page asked for already is used once, not asked again; a page that fails its check is asked again', async () => {
+    const { calls, fetch } = controllableFetcher();
+    const firstPage = Promise.resolve<PageResult<number>>({ items: [1, 1], totalCount: 20 });
+    let checked = 0;
+    const gen = paginate<number>(fetch, {
+      pageSize: 2,
+      window: 2,
+      expectedTotal: 4,
+      firstPage,
+      verify: () => (checked++ === 0 ? 'bad' : null),
+    });
+    const first = gen.next();
+    await tick();
+    // Page 2 fanned out from the expected total; page 1 not fetched: its answer was handed in.
+    expect(calls.map((c) => c.index)).toEqual([2, 1]);
+    calls[1]!.resolve({ items: [7, 8], totalCount: 4 }); // the re-ask after the failed check
+    expect((await first).value).toMatchObject({ index: 1, items: [7, 8] });
+    await gen.return(undefined);
+  });
+
   it('fetches the first page alone, then keeps `window` pages ahead, yielding in order', async () => {
     const { calls, fetch } = controllableFetcher();
     const gen = paginate<number>(fetch, { pageSize: 10, window: 3 });

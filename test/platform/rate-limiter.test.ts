@@ -4,7 +4,13 @@ import { ManualClock, maxInSlidingWindow } from './manual-clock.js';
 
 async function grantTimes(limiter: RateLimiter, clock: ManualClock, n: number): Promise<number[]> {
   const times: number[] = [];
-  const all = Array.from({ length: n }, () => limiter.acquire().then(() => times.push(clock.now())));
+  // Each request leaves at once (its send reported at the grant), as on an idle event loop.
+  const all = Array.from({ length: n }, () =>
+    limiter.acquire().then((slot) => {
+      slot.sent();
+      times.push(clock.now());
+    }),
+  );
   await clock.run();
   await Promise.all(all);
   return times;
@@ -50,6 +56,29 @@ describe('RateLimiter', () => {
     const times = await grantTimes(limiter, clock, 10);
     expect(times.at(-1)!).toBeGreaterThanOrEqual(t0 + 200 + 1030);
     expect(maxInSlidingWindow([t0 + 200, ...times])).toBeLessThanOrEqual(10);
+  });
+
+  it('a granted request not yet reported sent counts as leaving now: the send ten later waits for it', async () => {
+    const clock = new ManualClock();
+    const limiter = new RateLimiter({ requestsPerSecond: 10, clock });
+    const t0 = clock.now();
+    const first = await limiter.acquire(); // granted, but the event loop has not written it yet
+    const nine = await grantTimes(limiter, clock, 9);
+    let eleventh: number | undefined;
+    const pending = limiter.acquire().then((slot) => {
+      slot.sent();
+      eleventh = clock.now();
+    });
+    // Run time forward past when the grant alone would have allowed it (t0 + 1030), without the report.
+    await clock.run(t0 + 1500);
+    expect(eleventh).toBeUndefined();
+    first.sent(clock.now()); // it leaves now, about 1.5 s after its grant
+    const leftAt = clock.now();
+    await clock.run();
+    await pending;
+    expect(eleventh!).toBeGreaterThanOrEqual(leftAt + 1030);
+    expect(maxInSlidingWindow([leftAt, ...nine, eleventh!])).toBeLessThanOrEqual(10);
+    expect(nine[0]!).toBeGreaterThan(t0);
   });
 
   it('grants the first request at once when idle, and spaces others after a pause in traffic', async () => {

@@ -10,10 +10,13 @@
  *   count, the remainder on the last one (short pages, a TotalCount lower or
  *   higher than the items served);
  * - the page is not the previous page again (a server ignoring PageIndex);
- * - in by-created order no ID comes back twice (nothing moves in that order,
- *   so a repeat means an item was served in place of another); in
- *   newest-first order a repeat is expected at a page boundary and counted
- *   for the delete watch instead;
+ * - in by-created order an ID comes back twice only for a reason the run can
+ *   see (`repeatExplained`: the item was modified after the run started, the
+ *   list's TotalCount moved between the two pages, or a date window that
+ *   edits move items into); otherwise a repeat means an item was served in
+ *   place of another. In newest-first order a repeat is expected at a page
+ *   boundary (an item moved to the front) and counted for the watermark
+ *   decision instead;
  * - a full last page is followed by an empty one (the tail past a low
  *   TotalCount), unless it reaches the last item that existed when the run
  *   started; no read goes past a ceiling of pages.
@@ -46,17 +49,24 @@ export interface ReadOptions {
    * it was created during the run, and the next run reads it.
    */
   lastKeyAtStart?: SortKey | null;
+  /** The start page's answer, asked for already. */
+  firstPage?: Promise<PageResult<Item>>;
 }
 
 /** Checks pages against each other; `verify` is pure, `accept` records a page handed out. */
+/** Whether an item served again on a later page is explained by the list changing (by-created order). */
+export type RepeatExplained = (item: Item, totalCount: number, previousTotal: number | undefined) => boolean;
+
 export class PageChecks {
   private readonly seen = new IdSet();
   private previous: string[] | null = null;
+  private previousTotal: number | undefined;
 
   constructor(
     private readonly idField: string,
     private readonly pageSize: number,
     private readonly order: ReadOrder,
+    private readonly repeatExplained: RepeatExplained = () => false,
   ) {}
 
   get distinct(): number {
@@ -77,18 +87,27 @@ export class PageChecks {
       return 'the page equals the previous one (PageIndex ignored)';
     if (new Set(ids).size !== ids.length) return 'an ID appears twice on the page';
     if (this.order === 'by-created') {
-      const again = (ids as string[]).find((id) => this.seen.has(id));
-      if (again !== undefined) return `ID ${again} was already served on an earlier page`;
+      const at = (ids as string[]).findIndex(
+        (id, i) => this.seen.has(id) && !this.repeatExplained(result.items[i]!, total, this.previousTotal),
+      );
+      if (at >= 0) return `ID ${ids[at]!} was already served on an earlier page`;
     }
     return null;
   }
 
-  accept(items: readonly Item[]): { ids: string[]; repeats: number } {
+  accept(items: readonly Item[], totalCount?: number): { ids: string[]; repeats: number } {
     const ids = items.map((it) => idOf(it, this.idField)!);
-    let repeats = 0;
-    for (const id of ids) if (!this.seen.add(id)) repeats++;
+    const repeats = ids.length - this.note(ids);
     this.previous = ids;
+    if (totalCount !== undefined) this.previousTotal = totalCount;
     return { ids, repeats };
+  }
+
+  /** Records IDs read outside the pages (a gap re-read, a follow-up): how many were new. */
+  note(ids: readonly string[]): number {
+    let added = 0;
+    for (const id of ids) if (this.seen.add(id)) added++;
+    return added;
   }
 }
 
@@ -120,11 +139,12 @@ export async function* readPages(
       return compareKeys(sortKey(last, list), opts.lastKeyAtStart) < 0;
     },
     expectedTotal: opts.expectedTotal,
+    firstPage: opts.firstPage,
     // newest-first usually needs one page: ask for the next only once a page shows it is needed.
     window: opts.order === 'newest-first' ? 1 : undefined,
   });
   for await (const page of pages) {
-    const { ids, repeats } = checks.accept(page.items);
+    const { ids, repeats } = checks.accept(page.items, page.totalCount);
     yield { ...page, ids, repeats };
   }
 }

@@ -14,7 +14,7 @@
 import type { Knex } from '../../db.js';
 import { PG, pgCode } from '../../errors.js';
 import { upsertItems, type TableMapping, type UpsertResult } from '../../mirror/index.js';
-import type { Page } from '../../platform/types.js';
+import type { Item, Page } from '../../platform/types.js';
 import { addToRun, zeroCounters, type RunCounters } from '../../store/runs.js';
 import { writeCheckpoint } from '../../store/state.js';
 
@@ -111,23 +111,50 @@ export class PageWriter {
     if (this.error !== undefined) throw this.error;
   }
 
+  /**
+   * Writes items read outside the paged order (a gap re-read, a follow-up read) in one transaction
+   * with the run's counters; the checkpoint is not touched (a run killed here reads them again).
+   */
+  async writeItems(items: readonly Item[]): Promise<UpsertResult> {
+    await this.drain();
+    const { r, delta } = await withDeadlockRetry(() =>
+      this.o.db.transaction(async (trx) => {
+        const written = await this.upsert(trx, items, false);
+        await addToRun(trx, this.o.runId, written.delta);
+        return written;
+      }),
+    );
+    for (const [k, v] of Object.entries(delta)) this.counters[k as keyof RunCounters] += v ?? 0;
+    return r;
+  }
+
+  private async upsert(
+    trx: Knex.Transaction,
+    items: readonly Item[],
+    expectNew: boolean,
+  ): Promise<{ r: UpsertResult; delta: Partial<RunCounters> }> {
+    const { mapping, zone } = this.o;
+    const r = await upsertItems(trx, mapping, items, zone, { expectNew });
+    const conflicts = r.skippedPending.length ? (await this.o.onPending(trx, mapping, r.skippedPending)).conflicts : 0;
+    const delta: Partial<RunCounters> = {
+      rows_inserted: r.inserted,
+      rows_updated: r.updated,
+      rows_unchanged: r.unchanged,
+      rows_failed: r.failedValues,
+      rows_undeleted: r.undeleted,
+      rows_skipped_pending: r.skippedPending.length,
+      changes_conflicted: conflicts,
+      ...this.o.takeRequests(),
+    };
+    return { r, delta };
+  }
+
   private async commit(page: Page): Promise<UpsertResult> {
-    const { db, mapping, zone, runId } = this.o;
+    const { db, runId } = this.o;
     const { r, delta } = await withDeadlockRetry(() =>
       db.transaction(async (trx) => {
-        const r = await upsertItems(trx, mapping, page.items, zone, { expectNew: this.lastAllNew });
-        const conflicts = r.skippedPending.length ? (await this.o.onPending(trx, mapping, r.skippedPending)).conflicts : 0;
-        const delta: Partial<RunCounters> = {
-          pages: 1,
-          rows_inserted: r.inserted,
-          rows_updated: r.updated,
-          rows_unchanged: r.unchanged,
-          rows_failed: r.failedValues,
-          rows_undeleted: r.undeleted,
-          rows_skipped_pending: r.skippedPending.length,
-          changes_conflicted: conflicts,
-          ...this.o.takeRequests(),
-        };
+        const { r, delta } = await this.upsert(trx, page.items, this.lastAllNew);
+        delta.pages = 1;
         await addToRun(trx, runId, delta);
         // Resume point: the first page not known committed, counting this one (it is, if this commits).
         let next = this.frontier;

@@ -58,6 +58,11 @@ export function planWindow(p: PlanInput): PullPlan {
   };
 }
 
+/** The follow-up read after a run's pages: newest first down to the run's start mark (`YYYY-MM-DD HH:mm:ss`). */
+export function followUpPlan(since: string): PullPlan {
+  return { order: 'newest-first', windowFrom: since.slice(0, 10), windowTo: null, stopBefore: since, fallback: null };
+}
+
 /** The plan a newest-first read falls back to within the same run. */
 export function fallbackPlan(p: PlanInput, why: string): PullPlan {
   const plan = planWindow({ ...p, highWater: null });
