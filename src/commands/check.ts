@@ -8,7 +8,7 @@ import { redactUrl } from '../config.js';
 import { createDb, pendingMigrations, ping } from '../db.js';
 import type { PlatformClient } from '../platform/client.js';
 import { AuthError, NotFoundError } from '../platform/errors.js';
-import { describeDuplicates, mirrorTableFindings } from './mirror-tables.js';
+import { describeDuplicates, mirrorTableFindings, reservedNameNotes } from './mirror-tables.js';
 import { appLogger, createClient, loadAppConfig } from '../context.js';
 import type { CommandKit } from './kit.js';
 import { coerceError } from '../errors.js';
@@ -119,7 +119,10 @@ export function platformCheck(makeClient: () => PlatformClient): PlatformCheck {
             : {
                 check: `platform ${list.name}`,
                 ok: true,
-                message: `${fields.length} fields; ${list.cursorField} and ${list.sortField} are indexed`,
+                message: [
+                  `${fields.length} fields; ${list.cursorField} and ${list.sortField} are indexed`,
+                  ...reservedNameNotes(fields, list),
+                ].join('; '),
               },
         );
       }

@@ -34,6 +34,8 @@ export function summary(r: PullResult): string {
     `${r.list}: ${r.status} (${window}${r.resumed ? ', resumed' : ''}) — ${plural(c.pages, 'page')}, ${plural(c.requests, 'request')}, ${plural(c.retries, 'retry', 'retries')}; ` +
     `rows inserted ${c.rows_inserted}, updated ${c.rows_updated}, unchanged ${c.rows_unchanged}, failed values ${c.rows_failed}` +
     (c.rows_skipped_pending ? `, kept local ${c.rows_skipped_pending}` : '') +
+    (c.rows_missing_keys ? `, missing keys ${c.rows_missing_keys} (columns kept)` : '') +
+    (c.rows_unstorable ? `, text PostgreSQL cannot hold ${c.rows_unstorable} (exact in _raw)` : '') +
     `; watermark ${r.watermark ?? '-'}${r.watermarkHeld ? ` (held: ${r.heldBecause ?? 'an item may have been skipped'})` : ''}` +
     (r.fallback ? `\n  read by the immutable sort field: ${r.fallback}` : '') +
     (r.schemaChanges.length ? `\n  schema: ${r.schemaChanges.join('; ')}` : '')

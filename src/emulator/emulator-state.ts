@@ -41,6 +41,8 @@ export interface RuntimeSettings {
   fieldMeta: FieldMetaShape['arrangement'];
   fieldFlags: FieldMetaShape['flags'];
   queryLagMs: number;
+  /** Items leave out the fields whose value is empty (what some platforms do); system fields are always sent. */
+  omitEmptyValues: boolean;
 }
 
 export class EmulatorState {
@@ -57,6 +59,7 @@ export class EmulatorState {
   readonly timers = new TimerSet();
   readonly lag: QueryLag;
   fieldMeta: FieldMetaShape;
+  omitEmptyValues = false;
   private readonly initial: ResetOptions;
   private readonly initialReferenceMs: number;
 
@@ -81,7 +84,12 @@ export class EmulatorState {
   }
 
   get settings(): RuntimeSettings {
-    return { fieldMeta: this.fieldMeta.arrangement, fieldFlags: this.fieldMeta.flags, queryLagMs: this.lag.lagMs };
+    return {
+      fieldMeta: this.fieldMeta.arrangement,
+      fieldFlags: this.fieldMeta.flags,
+      queryLagMs: this.lag.lagMs,
+      omitEmptyValues: this.omitEmptyValues,
+    };
   }
 
   /** Changes the runtime settings given (validated by the caller). */
@@ -89,6 +97,7 @@ export class EmulatorState {
     if (patch.queryLagMs !== undefined) this.lag.lagMs = patch.queryLagMs;
     if (patch.fieldMeta !== undefined) this.fieldMeta = { ...this.fieldMeta, arrangement: patch.fieldMeta };
     if (patch.fieldFlags !== undefined) this.fieldMeta = { ...this.fieldMeta, flags: patch.fieldFlags };
+    if (patch.omitEmptyValues !== undefined) this.omitEmptyValues = patch.omitEmptyValues;
     return this.settings;
   }
 

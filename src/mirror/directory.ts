@@ -8,6 +8,7 @@
  */
 import type { Knex } from '../db.js';
 import { assertIdentifier, qualifiedName, quoteIdent } from './naming.js';
+import { DIRECTORY_OWN_COLUMNS } from './own-columns.js';
 import { arrayLiteral, jsonbSafe } from './pg-text.js';
 import { createSchemaIfMissing, syncComments } from './reporting.js';
 import { scalarString } from './convert.js';
@@ -99,8 +100,8 @@ export async function ensureDirectoryTable(
     const existing = new Set(have.rows.map((r) => r.name));
     const columns: [string, string][] = [
       ...spec.columns.map((c) => [c.column, 'text'] as [string, string]),
-      ['_raw', 'jsonb'],
-      ['_synced_at', 'timestamptz'],
+      [DIRECTORY_OWN_COLUMNS.raw, 'jsonb'],
+      [DIRECTORY_OWN_COLUMNS.syncedAt, 'timestamptz'],
     ];
     if (existing.size === 0) {
       const key = spec.columns.slice(0, spec.keyCount).map((c) => quoteIdent(c.column));
@@ -112,8 +113,8 @@ export async function ensureDirectoryTable(
     }
     const comments = new Map<string, string>([
       ...spec.columns.map((c) => [c.column, c.comment] as [string, string]),
-      ['_raw', 'the entry exactly as the platform sent it (JSON)'],
-      ['_synced_at', 'when listsync last wrote this row'],
+      [DIRECTORY_OWN_COLUMNS.raw, 'the entry exactly as the platform sent it (JSON)'],
+      [DIRECTORY_OWN_COLUMNS.syncedAt, 'when listsync last wrote this row'],
     ]);
     await syncComments(trx, schema, table, `listsync mirror of the platform's ${spec.what}; read whole on every run.`, comments);
   });

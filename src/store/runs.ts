@@ -21,6 +21,10 @@ export interface RunCounters {
   rows_undeleted: number;
   rows_failed: number;
   rows_skipped_pending: number;
+  /** Items that omitted a mirrored field (its column kept what it held). */
+  rows_missing_keys: number;
+  /** Items with text PostgreSQL cannot hold (typed columns got the closest text, `_raw` the exact value). */
+  rows_unstorable: number;
   changes_applied: number;
   changes_conflicted: number;
   changes_failed: number;
@@ -37,6 +41,8 @@ export const zeroCounters = (): RunCounters => ({
   rows_undeleted: 0,
   rows_failed: 0,
   rows_skipped_pending: 0,
+  rows_missing_keys: 0,
+  rows_unstorable: 0,
   changes_applied: 0,
   changes_conflicted: 0,
   changes_failed: 0,
@@ -224,6 +230,8 @@ export async function counterTotals(db: Knex): Promise<Record<string, string | n
       deleted: 'rows_deleted',
       undeleted: 'rows_undeleted',
       failed: 'rows_failed',
+      missing_keys: 'rows_missing_keys',
+      unstorable: 'rows_unstorable',
       applied: 'changes_applied',
       conflicted: 'changes_conflicted',
       changes_failed: 'changes_failed',

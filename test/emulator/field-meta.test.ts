@@ -102,7 +102,12 @@ describe('GET .../fields in the four arrangements', () => {
       expect((await fields(byOption)).get('Day')).toEqual(expect.objectContaining({ Type: 'datepicker' }));
       expect((await fields(byOption)).get('Day')).not.toHaveProperty('FieldType');
       expect((await fields(bySeed)).get('Day')).toMatchObject({ Type: 'Datetime', IsIndex: 1 });
-      expect(await bySeed.admin.settings()).toEqual({ fieldMeta: 'type-only', fieldFlags: 'number', queryLagMs: 0 });
+      expect(await bySeed.admin.settings()).toEqual({
+        fieldMeta: 'type-only',
+        fieldFlags: 'number',
+        queryLagMs: 0,
+        omitEmptyValues: false,
+      });
       const exported = await bySeed.admin.exportList('qa', 'things');
       expect(exported.fields.find((x) => x.FieldName === 'Day')).toMatchObject({
         FieldType: 'Datetime',
