@@ -55,6 +55,14 @@ const columnPin = z
   .strict()
   .refine((p) => p.name !== undefined || p.type !== undefined, { message: 'give a "name", a "type", or both' });
 
+/** A pin as a plain name (`"status"`) or an object; each form's own message when it is wrong (a union would only say "Invalid input"). */
+const columnPinOrName = z.unknown().transform((v, ctx): string | z.output<typeof columnPin> => {
+  const r = typeof v === 'string' ? columnName.safeParse(v) : columnPin.safeParse(v);
+  if (r.success) return r.data;
+  for (const issue of r.error.issues) ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path });
+  return z.NEVER;
+});
+
 type ColumnPins = Readonly<Record<string, string | { name?: string | undefined; type?: ColumnKind | undefined }>>;
 
 /** The pinned column names of `lists[].columns`, by field name. */
@@ -152,7 +160,7 @@ const listSchema = z
      * Pinned columns, by field name: a name (`{ "Text1": "status" }`), or a name and/or a type
      * (`{ "Text2": { "name": "tags", "type": "text[]" } }`) for metadata that does not say enough.
      */
-    columns: z.record(z.string().min(1), z.union([columnName, columnPin])).default({}),
+    columns: z.record(z.string().min(1), columnPinOrName).default({}),
     /** Keep `<table>_history`: one row per version the mirror saw. */
     history: z.boolean().default(false),
     /** `serve` subscribes the list's item events and applies them within about a second (needs serve.publicUrl). */

@@ -120,7 +120,7 @@ describe('text PostgreSQL cannot hold', () => {
 });
 
 describe('a type pinned in lists[].columns', () => {
-  it('gives text[] over metadata that names only the storage kind, with the platform values; discover names the pin', async () => {
+  it('gives text[] over metadata that names only the storage kind, with the platform values', async () => {
     const fields = [{ FieldName: 'Text2', FieldType: 'Text', Type: 'checkbox', DisplayName: 'Labels' }];
     w = await startWorld({
       emulator: { sample: false, seed: seedOf(fields, { Text2: '["red","blue"]' }) },
