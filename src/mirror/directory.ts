@@ -9,7 +9,8 @@
 import type { Knex } from '../db.js';
 import { assertIdentifier, qualifiedName, quoteIdent } from './naming.js';
 import { DIRECTORY_OWN_COLUMNS } from './own-columns.js';
-import { arrayLiteral, jsonbSafe } from './pg-text.js';
+import { arrayLiteral } from './pg-text.js';
+import { closestText, storableJson } from './storable.js';
 import { createSchemaIfMissing, syncComments } from './reporting.js';
 import { scalarString } from './convert.js';
 import { withListsyncWriter } from './writer.js';
@@ -160,7 +161,7 @@ export async function replaceDirectoryRows(
     seen.add(k);
     row.forEach((v, i) => values[i]!.push(v));
     const raw = Object.fromEntries(Object.entries(e).filter(([name]) => !name.startsWith('_')));
-    raws.push(jsonbSafe(JSON.stringify(raw, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))).json);
+    raws.push(storableJson(raw));
   }
   const qc = (c: string): string => quoteIdent(c);
   const keyMatch = keyCols.map((c) => `t.${qc(c)} = s.${qc(c)}`).join(' and ');
@@ -191,5 +192,5 @@ function firstKey(e: Record<string, unknown>, keys: readonly string[]): unknown 
 function textOf(v: unknown): string | null {
   if (v === undefined || v === null || v === '') return null;
   const s = scalarString(v) ?? (typeof v === 'boolean' ? String(v) : JSON.stringify(v));
-  return s.replace(/\0/g, '\uFFFD');
+  return closestText(s);
 }

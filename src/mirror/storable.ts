@@ -102,6 +102,12 @@ export function decodeStorable(value: unknown): unknown {
   return value;
 }
 
+/** A value's JSON text for a jsonb column: strings PostgreSQL cannot hold escaped (`storableValue`), BigInts as digits. */
+export function storableJson(value: unknown): string {
+  const replacer = (_k: string, v: unknown): unknown => (typeof v === 'bigint' ? v.toString() : v);
+  return JSON.stringify(hasUnstorable(value) ? storableValue(value) : value, replacer);
+}
+
 /** The closest text PostgreSQL can hold: NUL and lone surrogates become U+FFFD. */
 export function closestText(s: string): string {
   return isStorable(s) ? s : s.replace(UNSTORABLE_ALL, '\ufffd');

@@ -41,10 +41,10 @@ import type { ColumnKind } from './column-types.js';
 import { fromPlatformToSql, NOT_CONVERTED, scalarString } from './convert.js';
 import { USERS_COLUMNS } from './ddl.js';
 import { qualifiedName, quoteIdent, quoteLiteral } from './naming.js';
-import { arrayLiteral, jsonbSafe } from './pg-text.js';
+import { arrayLiteral } from './pg-text.js';
 import { historyStatement } from './history.js';
 import { RawJsonWriter } from './raw-json.js';
-import { closestText, escapeStorable, hasUnstorable, isStorable, storableValue } from './storable.js';
+import { closestText, escapeStorable, hasUnstorable, isStorable, storableJson, storableValue } from './storable.js';
 import { FIXED_COLUMNS, type TableMapping } from './table-mapping.js';
 import { inTransaction, isMarked, markListsyncWriter, noteMarked, withListsyncWriter, WRITER_MARK } from './writer.js';
 
@@ -797,7 +797,7 @@ select (select count(*) from up where inserted)::int as inserted, (select count(
           const v = c === 'user_id' ? id : userText(u[USER_FIELDS[c]]);
           values[i]!.push(v);
         });
-        raws.push(jsonbSafe(JSON.stringify(u, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))).json);
+        raws.push(storableJson(u));
       }
       const res = (await trx.raw(sql, [...values.map(arrayLiteral), arrayLiteral(raws)])) as {
         rows: { inserted: number; updated: number }[];
@@ -814,5 +814,5 @@ select (select count(*) from up where inserted)::int as inserted, (select count(
 function userText(v: unknown): string | null {
   if (v === null || v === undefined || v === '') return null;
   const s = scalarString(v) ?? (typeof v === 'boolean' ? String(v) : JSON.stringify(v));
-  return s.replace(/\0/g, '\uFFFD');
+  return closestText(s);
 }

@@ -4,6 +4,7 @@
  */
 import { hostname } from 'node:os';
 import type { Knex } from '../db.js';
+import { closestText } from '../mirror/storable.js';
 
 export const RUNS_TABLE = 'listsync.sync_runs';
 
@@ -107,7 +108,12 @@ export async function finishRun(
   status: Exclude<RunStatus, 'running'>,
   extra: { error?: string; details?: object; counters?: Partial<RunCounters> } = {},
 ): Promise<void> {
-  const update: Record<string, unknown> = { status, finished_at: db.fn.now(), error: extra.error ?? null };
+  // An error may quote the platform's text: NUL and lone surrogates read U+FFFD (PostgreSQL text cannot hold them).
+  const update: Record<string, unknown> = {
+    status,
+    finished_at: db.fn.now(),
+    error: extra.error === undefined ? null : closestText(extra.error),
+  };
   if (extra.details) update.details = db.raw(`details || ?::jsonb`, [JSON.stringify(extra.details)]);
   for (const [k, v] of Object.entries(extra.counters ?? {})) update[k] = v;
   await db(RUNS_TABLE).where({ id: runId }).update(update);
