@@ -92,6 +92,34 @@ describe('generated identifiers', () => {
   });
 });
 
+describe('fields that go away', () => {
+  it('a removed field keeps its column and its _raw value when the row is rewritten without it', async () => {
+    const notes: FieldMeta = { FieldName: 'Text1', FieldID: '1', DisplayName: 'Notes', FieldType: 'Text', Type: 'textarea' };
+    const title: FieldMeta = { FieldName: 'Title', FieldType: 'Text', Type: 'input' };
+    const m = await ensureMirrorTable(t.db, opts('gone', [title, notes]));
+    await upsertItems(t.db, m, [item('1', { Title: 'a', Text1: 'keep me' })], 'UTC');
+    const without = await ensureMirrorTable(t.db, opts('gone', [title]));
+    expect(without.schemaChanges?.map((c) => c.kind)).toEqual(['removed']);
+    await upsertItems(t.db, without, [{ ...item('1', { Title: 'b' }), RowVersion: 2 }], 'UTC');
+    const row = (await t.db.raw('select title, notes, _raw from mirror.gone')).rows[0];
+    expect(row).toMatchObject({ title: 'b', notes: 'keep me' });
+    expect(row._raw).toMatchObject({ Title: 'b', Text1: 'keep me' });
+  });
+
+  it('without FieldIDs, another control in the slot is another field: the old column is kept, the new one fresh', async () => {
+    const before: FieldMeta = { FieldName: 'Text4', DisplayName: 'Notes', FieldType: 'Text', Type: 'textarea' };
+    const m = await ensureMirrorTable(t.db, opts('noid', [before]));
+    await upsertItems(t.db, m, [item('1', { Text4: 'old note' })], 'UTC');
+    const next = await ensureMirrorTable(t.db, opts('noid', [{ ...before, DisplayName: 'Priority', Type: 'radio' }]));
+    expect(next.schemaChanges?.map((c) => c.kind).sort()).toEqual(['added', 'slot-reused']);
+    expect(next.columnFor('Text4')?.column).toBe('priority');
+    const row = (await t.db.raw('select notes_removed, priority, _raw from mirror.noid')).rows[0];
+    expect(row).toMatchObject({ notes_removed: 'old note', priority: null });
+    expect(row._raw).toMatchObject({ 'Text4@notes_removed': 'old note' });
+    expect(row._raw).not.toHaveProperty('Text4');
+  });
+});
+
 describe("columns named like listsync's own", () => {
   it('an existing field column called synced_at (made before the name was reserved) is renamed; views show both', async () => {
     const field: FieldMeta = { FieldName: 'Text3', FieldID: '3', DisplayName: 'Synced At', FieldType: 'Text', Type: 'input' };
