@@ -15,6 +15,7 @@ import { IANAZone } from 'luxon';
 import { validate as validateCron } from 'node-cron';
 import { z } from 'zod';
 import { ConfigError, coerceError } from './errors.js';
+import { COLUMN_KINDS, type ColumnKind } from './mirror/column-types.js';
 import { RESERVED_COLUMNS } from './mirror/naming.js';
 import { passwordOf, registerSecrets, scrubSecrets } from './secrets.js';
 
@@ -40,8 +41,47 @@ const columnName = z
   .regex(/^[\p{Ll}\p{Lo}_][\p{Ll}\p{Lo}\p{N}_]*$/u, 'use lower-case letters, digits and _ (starting with a letter or _)')
   .refine((s) => Buffer.byteLength(s, 'utf8') <= 63, 'is longer than 63 bytes; Postgres would truncate it')
   .refine((s) => !RESERVED_COLUMNS.includes(s), {
-    message: `is one of the columns every mirror table has (${RESERVED_COLUMNS.join(', ')}); choose another name`,
+    message: `is a column listsync adds itself to a mirror table, its history or its views (${RESERVED_COLUMNS.join(', ')}); choose another name`,
   });
+/** A pinned column with a name, a type, or both: `{ "name": "tags", "type": "text[]" }`. */
+const columnPin = z
+  .object({
+    name: columnName.optional(),
+    type: z.enum(COLUMN_KINDS as unknown as [ColumnKind, ...ColumnKind[]], {
+      message: `is not a column type listsync makes; use one of ${COLUMN_KINDS.join(', ')}`,
+    }),
+  })
+  .partial({ type: true })
+  .strict()
+  .refine((p) => p.name !== undefined || p.type !== undefined, { message: 'give a "name", a "type", or both' });
+
+/** A pin as a plain name (`"status"`) or an object; each form's own message when it is wrong (a union would only say "Invalid input"). */
+const columnPinOrName = z.unknown().transform((v, ctx): string | z.output<typeof columnPin> => {
+  const r = typeof v === 'string' ? columnName.safeParse(v) : columnPin.safeParse(v);
+  if (r.success) return r.data;
+  for (const issue of r.error.issues) ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path });
+  return z.NEVER;
+});
+
+type ColumnPins = Readonly<Record<string, string | { name?: string | undefined; type?: ColumnKind | undefined }>>;
+
+/** The pinned column names of `lists[].columns`, by field name. */
+export function pinnedNames(columns: ColumnPins): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [field, pin] of Object.entries(columns)) {
+    const name = typeof pin === 'string' ? pin : pin.name;
+    if (name !== undefined) out[field] = name;
+  }
+  return out;
+}
+
+/** The pinned column types of `lists[].columns`, by field name. */
+export function pinnedTypes(columns: ColumnPins): Record<string, ColumnKind> {
+  const out: Record<string, ColumnKind> = {};
+  for (const [field, pin] of Object.entries(columns)) if (typeof pin !== 'string' && pin.type !== undefined) out[field] = pin.type;
+  return out;
+}
+
 /** The platform's API lives under a version segment: `.../v1`. */
 const VERSION_SEGMENT = /\/v\d+$/;
 
@@ -70,6 +110,12 @@ const platformSchema = z
     timeoutMs: positiveInt.default(30_000),
     retries: z.number().int().min(0).max(20).default(6),
     maxRetryAfterSeconds: positiveInt.default(120),
+    /**
+     * The platform leaves fields with empty values out of the items it sends: a missing key then means
+     * empty (the column is set NULL). Off (default): a missing key leaves its column as it was, and the
+     * run counts the item (rows_missing_keys).
+     */
+    omitsEmptyValues: z.boolean().default(false),
     /** Processes that share this account name share one request budget through Postgres. Default: derived from baseUrl + apiKey. */
     account: z.string().min(1).optional(),
   })
@@ -112,8 +158,11 @@ const listSchema = z
     reconcileMinSeenRatio: z.number().min(0).max(1).default(0.5),
     /** Columns named from the fields' display names (`order_no`) or their field names (`text1`). */
     columnNames: z.enum(['display', 'field']).default('display'),
-    /** Pinned column names, by field name: `{ "Text1": "status" }`. */
-    columns: z.record(z.string().min(1), columnName).default({}),
+    /**
+     * Pinned columns, by field name: a name (`{ "Text1": "status" }`), or a name and/or a type
+     * (`{ "Text2": { "name": "tags", "type": "text[]" } }`) for metadata that does not say enough.
+     */
+    columns: z.record(z.string().min(1), columnPinOrName).default({}),
     /** Keep `<table>_history`: one row per version the mirror saw. */
     history: z.boolean().default(false),
     /** `serve` subscribes the list's item events and applies them within about a second (needs serve.publicUrl). */
@@ -124,7 +173,7 @@ const listSchema = z
   .strict()
   .superRefine((l, ctx) => {
     const byColumn = new Map<string, string>();
-    for (const [field, column] of Object.entries(l.columns)) {
+    for (const [field, column] of Object.entries(pinnedNames(l.columns))) {
       const other = byColumn.get(column);
       if (other !== undefined)
         ctx.addIssue({

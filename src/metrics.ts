@@ -42,7 +42,7 @@ import type { ReceiveOutcome } from './webhooks/receiver.js';
 import type { FlushResult } from './realtime/applier.js';
 import { realtimeStatuses, type RealtimeStatus } from './realtime/stats.js';
 
-export const ROW_KINDS = ['inserted', 'updated', 'unchanged', 'deleted', 'undeleted', 'failed'] as const;
+export const ROW_KINDS = ['inserted', 'updated', 'unchanged', 'deleted', 'undeleted', 'failed', 'missing_keys', 'unstorable'] as const;
 
 export interface MetricsOptions {
   db: Knex;
@@ -224,7 +224,7 @@ const FROM_POSTGRES: readonly ReadMetric<Snapshot>[] = [
   {
     kind: 'counter',
     name: 'listsync_rows_total',
-    help: 'Rows written by kind (inserted, updated, unchanged, deleted, undeleted, failed), summed over the run history.',
+    help: 'Rows written by kind (inserted, updated, unchanged, deleted, undeleted, failed, missing_keys, unstorable), summed over the run history.',
     labels: ['list', 'kind'],
     read: (v, s) => {
       for (const sum of s.sums) for (const kind of ROW_KINDS) v.add({ list: String(sum.list_name), kind }, Number(sum[kind] ?? 0));

@@ -8,7 +8,7 @@ import { redactUrl } from '../config.js';
 import { createDb, pendingMigrations, ping } from '../db.js';
 import type { PlatformClient } from '../platform/client.js';
 import { AuthError, NotFoundError } from '../platform/errors.js';
-import { describeDuplicates, mirrorTableFindings } from './mirror-tables.js';
+import { describeDuplicates, mirrorTableFindings, reservedNameNotes } from './mirror-tables.js';
 import { appLogger, createClient, loadAppConfig } from '../context.js';
 import type { CommandKit } from './kit.js';
 import { coerceError, exitCodeFor } from '../errors.js';
@@ -117,7 +117,10 @@ export async function checkList(client: PlatformClient, list: ListConfig, i: num
     : {
         check: `platform ${list.name}`,
         ok: true,
-        message: `${fields.length} fields; ${list.cursorField} and ${list.sortField} are indexed`,
+        message: [
+          `${fields.length} fields; ${list.cursorField} and ${list.sortField} are indexed`,
+          ...reservedNameNotes(fields, list),
+        ].join('; '),
       };
 }
 

@@ -4,7 +4,7 @@
  * from, whether the field is indexed, and (when the mirror exists) which
  * fields were renamed on the platform since their column was named.
  */
-import type { ListConfig } from '../config.js';
+import { pinnedNames, pinnedTypes, type ListConfig } from '../config.js';
 import type { AppContext } from '../context.js';
 import { table } from '../format.js';
 import {
@@ -13,6 +13,7 @@ import {
   columnSqlType,
   describeField,
   FIXED_COLUMNS,
+  isReservedColumn,
   preferredColumnName,
   type RegistryEntry,
 } from '../mirror/index.js';
@@ -23,7 +24,7 @@ import { describeDuplicates } from './mirror-tables.js';
 import { appLogger, createClient, loadAppConfig } from '../context.js';
 import { createDb } from '../db.js';
 import { UsageError, coerceError } from '../errors.js';
-import { readRegistry } from '../mirror/registry.js';
+import { isAnotherField, readRegistry } from '../mirror/registry.js';
 import { selectLists } from './pull.js';
 import { LIST_FLAGS, LIST_HELP, type CommandKit } from './kit.js';
 
@@ -60,11 +61,17 @@ function describeRows(list: ListConfig, fields: readonly FieldMeta[], registry: 
     ['Created', [FIXED_COLUMNS.createdAt, 'timestamptz']],
     ['Modified', [FIXED_COLUMNS.modifiedAt, 'timestamptz']],
   ]);
-  const stored = new Map((registry?.fields ?? []).filter((e) => !e.fixed).map((e) => [e.field, e]));
+  const pinnedType = pinnedTypes(list.columns);
+  // What the next pull does: retired fields' columns and reserved names are left to it (a reused slot
+  // gets a new column, a column named like listsync's own a suffixed name).
+  const stored = new Map((registry?.fields ?? []).filter((e) => !e.fixed && !e.retired).map((e) => [e.field, e]));
+  const reused = new Set(
+    fields.filter((f) => stored.has(f.FieldName) && isAnotherField(stored.get(f.FieldName)!, f)).map((f) => f.FieldName),
+  );
   const names = assignColumnNames(
     fields.filter((f) => !fixed.has(f.FieldName)).map((f) => ({ field: f.FieldName, name: preferredColumnName(f, list.columnNames) })),
-    new Map([...stored].map(([field, e]) => [field, e.column])),
-    new Map(Object.entries(list.columns)),
+    new Map([...stored].filter(([field, e]) => !reused.has(field) && !isReservedColumn(e.column)).map(([field, e]) => [field, e.column])),
+    new Map(Object.entries(pinnedNames(list.columns))),
   );
   const role = (name: string): string =>
     [
@@ -77,17 +84,30 @@ function describeRows(list: ListConfig, fields: readonly FieldMeta[], registry: 
       .join(',');
   return fields.map((f) => {
     const shape = describeField(f);
-    const before = stored.get(f.FieldName);
-    const [column, type] = fixed.get(f.FieldName) ?? [names.get(f.FieldName) ?? '?', columnSqlType(before?.kind ?? shape.kind)];
+    const pin = pinnedType[f.FieldName];
+    const wanted = pin ?? shape.kind;
+    const isReused = reused.has(f.FieldName);
+    const before = isReused ? undefined : stored.get(f.FieldName);
+    const column = names.get(f.FieldName) ?? '?';
+    const [shown, type] = fixed.get(f.FieldName) ?? [column, columnSqlType(before?.kind ?? wanted)];
+    const preferred = preferredColumnName(f, list.columnNames);
     const notes = [
-      before === undefined && registry !== undefined && !fixed.has(f.FieldName) && 'new: the next pull adds the column',
+      isReused &&
+        `another field in slot ${f.FieldName} (was "${stored.get(f.FieldName)!.displayName ?? ''}"): the next pull keeps the old column as ${stored.get(f.FieldName)!.column}_removed with its data and adds ${column}`,
+      before === undefined && !isReused && registry !== undefined && !fixed.has(f.FieldName) && 'new: the next pull adds the column',
+      !fixed.has(f.FieldName) &&
+        isReservedColumn(preferred) &&
+        `"${preferred}" is a column listsync adds itself; the field's column is ${column}`,
+      before !== undefined &&
+        isReservedColumn(before.column) &&
+        `column ${before.column} is named like listsync's own: the next pull renames it ${column}`,
       before?.displayName !== undefined &&
         f.DisplayName &&
         before.displayName !== f.DisplayName &&
         `renamed on the platform (was "${before.displayName}"); the column keeps its name`,
       before !== undefined &&
-        before.kind !== shape.kind &&
-        `column is ${columnSqlType(before.kind)}; the platform now says ${columnSqlType(shape.kind)}`,
+        before.kind !== wanted &&
+        `column is ${columnSqlType(before.kind)}; ${pin ? 'lists[].columns pins' : 'the platform now says'} ${columnSqlType(wanted)}`,
       list.columns[f.FieldName] !== undefined && 'pinned by lists[].columns',
     ].filter(Boolean);
     return [
@@ -95,9 +115,9 @@ function describeRows(list: ListConfig, fields: readonly FieldMeta[], registry: 
       f.DisplayName ?? '',
       shape.storage || '?',
       shape.control || '-',
-      column,
+      shown,
       type,
-      shape.source,
+      pin ? 'lists[].columns' : shape.source,
       f.IsIndex ? 'yes' : 'no',
       role(f.FieldName),
       notes.join('; '),

@@ -4,10 +4,10 @@
  * (registered in listsync.lists, with listsync's own columns), and a list's
  * fields must have distinct names (two fields of one name would share a column).
  */
-import type { Config } from '../config.js';
+import { pinnedNames, type Config, type ListConfig } from '../config.js';
 import type { Knex } from '../db.js';
 import { readRegistry } from '../mirror/registry.js';
-import { FIXED_COLUMNS } from '../mirror/index.js';
+import { assignColumnNames, FIXED_COLUMNS, isReservedColumn, preferredColumnName } from '../mirror/index.js';
 import type { FieldMeta } from '../platform/types.js';
 import type { Finding } from './check.js';
 
@@ -70,4 +70,28 @@ async function columnsOf(db: Knex, schema: string, table: string): Promise<strin
     column_name: string;
   }[];
   return rows.map((r) => r.column_name);
+}
+
+/**
+ * Fields whose column would be named like a column listsync adds itself (`valid_from`, `synced_at`,
+ * `row_version`...): each gets a suffixed column instead. One sentence per field, for check (discover
+ * says it in its table).
+ */
+export function reservedNameNotes(
+  fields: readonly FieldMeta[],
+  list: Pick<ListConfig, 'columnNames' | 'idField' | 'versionField' | 'columns'>,
+): string[] {
+  const fixed = new Set([list.idField, list.versionField, 'Created', 'Modified']);
+  const own = fields.filter((f) => !fixed.has(f.FieldName));
+  const names = assignColumnNames(
+    own.map((f) => ({ field: f.FieldName, name: preferredColumnName(f, list.columnNames) })),
+    new Map(),
+    new Map(Object.entries(pinnedNames(list.columns))),
+  );
+  return own
+    .filter((f) => isReservedColumn(preferredColumnName(f, list.columnNames)))
+    .map(
+      (f) =>
+        `field ${f.FieldName}${f.DisplayName ? ` ("${f.DisplayName}")` : ''} is named like listsync's own column ${preferredColumnName(f, list.columnNames)}, so its column is ${names.get(f.FieldName) ?? '?'}`,
+    );
 }

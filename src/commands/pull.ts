@@ -35,6 +35,8 @@ export function summary(r: PullResult): string {
     `${r.list}: ${r.status} (${window}${r.resumed ? ', resumed' : ''}) — ${plural(c.pages, 'page')}, ${plural(c.requests, 'request')}, ${plural(c.retries, 'retry', 'retries')}; ` +
     `rows inserted ${n(c.rows_inserted)}, updated ${n(c.rows_updated)}, unchanged ${n(c.rows_unchanged)}, failed values ${n(c.rows_failed)}` +
     (c.rows_skipped_pending ? `, kept local ${n(c.rows_skipped_pending)}` : '') +
+    (c.rows_missing_keys ? `, missing keys ${n(c.rows_missing_keys)} (columns kept)` : '') +
+    (c.rows_unstorable ? `, text PostgreSQL cannot hold ${n(c.rows_unstorable)} (exact in _raw)` : '') +
     `; watermark ${r.watermark ?? '-'}${r.watermarkHeld ? ` (held: ${r.heldBecause ?? 'an item may have been skipped'})` : ''}` +
     (r.fallback ? `\n  read by the immutable sort field: ${r.fallback}` : '') +
     (r.schemaChanges.length ? `\n  schema: ${r.schemaChanges.join('; ')}` : '')

@@ -167,6 +167,24 @@ export class EmulatorAdminClient {
     });
   }
 
+  /** Deletes a field and its values, as a list designer does on the platform. */
+  async deleteField(appID: string, listID: string, fieldName: string): Promise<void> {
+    await this.call('PATCH', `${EmulatorAdminClient.listPath(appID, listID)}/fields/${encodeURIComponent(fieldName)}`, { delete: true });
+  }
+
+  /**
+   * Gives the slot `fieldName` to another field (a new FieldID unless one is given): what the platform
+   * does when a deleted field's storage slot is reused. `keepValues`: items keep the slot's old values.
+   */
+  reuseSlot(
+    appID: string,
+    listID: string,
+    fieldName: string,
+    field: Omit<FieldSpec, 'FieldName'> & { FieldID?: string; keepValues?: boolean },
+  ): Promise<FieldMeta> {
+    return this.call('PATCH', `${EmulatorAdminClient.listPath(appID, listID)}/fields/${encodeURIComponent(fieldName)}`, { reuse: field });
+  }
+
   /** List item event subscriptions, delivery settings and delivery counts. */
   itemHooks(): Promise<{ subscriptions: ItemHook[]; delivery: ItemDeliverySettings; stats: ItemDeliveryStats }> {
     return this.call('GET', '/item-hooks');

@@ -4,7 +4,7 @@ import { ActivityError, type ActivitySettings } from './activity.js';
 import { ApiError, STATUS } from './api-error.js';
 import type { EmulatorState, ResetOptions } from './emulator-state.js';
 import { FaultSettingsError } from './faults.js';
-import { type FieldSpec, userFieldMeta } from './field-types.js';
+import { type FieldSpec, fieldIdFor, userFieldMeta } from './field-types.js';
 import { readBody, sendJson } from './http-io.js';
 import { FIELD_FLAG_STYLES, FIELD_META_ARRANGEMENTS } from './field-meta.js';
 import { ItemHookError } from './item-hooks.js';
@@ -92,7 +92,11 @@ const settingsSchema = z.strictObject({
         .refine((n) => n !== 0, 'must not be 0'),
     })
     .optional(),
+  omitEmptyValues: z.boolean().optional(),
 });
+
+/** How a slot is given to another field: the new field's FieldID (default: a fresh one), and whether items keep the slot's old values. */
+const reuseSchema = z.strictObject({ FieldID: z.string().min(1).optional(), keepValues: z.boolean().optional() });
 
 const redeliverSchema = z.strictObject({ deliveryIndex: z.number().int().min(0) });
 const clockSchema = z.strictObject({ now: z.string().nullable() });
@@ -110,6 +114,47 @@ function jsonBody(text: string): unknown {
   } catch (e) {
     throw new AdminError(400, `The body is not valid JSON: ${coerceError(e).message}`);
   }
+}
+
+/**
+ * A user-defined field from an admin body. Its FieldID is `id` when given, else derived from the
+ * name and the slot's generation: a slot given to a new field gets a FieldID it never had.
+ */
+function newFieldMeta(list: ListData, body: unknown, id?: string): ReturnType<typeof userFieldMeta> {
+  const r = fieldSchema.safeParse(body);
+  if (!r.success) throw new AdminError(400, `Invalid field:\n${formatZodIssues(r.error, 'body')}`);
+  const meta = userFieldMeta(list.appID, list.listID, r.data as FieldSpec);
+  const generation = list.nextFieldGeneration(meta.FieldName);
+  if (id !== undefined) meta.FieldID = id;
+  else if (generation > 1) meta.FieldID = fieldIdFor(list.appID, list.listID, `${meta.FieldName}#${generation}`);
+  return meta;
+}
+
+/** Deletes a user-defined field and its values; the platform may later give its slot (FieldName) to another field. */
+function deleteField(state: EmulatorState, list: ListData, name: string): ReturnType<typeof userFieldMeta> {
+  const field = list.field(name);
+  if (!field || field.IsSystem) throw new AdminError(404, `no user-defined field "${name}" in list ${list.appID}/${list.listID}`);
+  const meta = list.removeField(name);
+  fieldsChanged(state, list);
+  return meta;
+}
+
+/** Gives slot `name` to another field: `reuse` is the new field (FieldName optional), plus FieldID and keepValues. */
+function reuseSlot(state: EmulatorState, list: ListData, name: string, reuse: unknown): ReturnType<typeof userFieldMeta> {
+  if (reuse === null || typeof reuse !== 'object' || Array.isArray(reuse))
+    throw new AdminError(400, 'reuse: expected the new field as an object');
+  const { FieldID, keepValues, ...spec } = reuse as Record<string, unknown>;
+  const how = parse(reuseSchema, { FieldID, keepValues }, 'reuse');
+  const meta = newFieldMeta(list, { FieldName: name, ...spec }, how.FieldID);
+  if (list.field(name)) list.replaceField(meta, how.keepValues ?? false);
+  else list.addField(meta);
+  fieldsChanged(state, list);
+  return meta;
+}
+
+function fieldsChanged(state: EmulatorState, list: ListData): void {
+  list.modifiedNaive = state.now().naive;
+  state.queries.clear();
 }
 
 function requireList(state: EmulatorState, appID: string, listID: string): ListData {
@@ -210,25 +255,24 @@ async function route(
     if (is('GET', 'lists', '*', '*', 'export')) return exportList(state, list, res);
     if (is('GET', 'lists', '*', '*', 'fields')) return list.fields();
     if (is('POST', 'lists', '*', '*', 'fields')) {
-      const r = fieldSchema.safeParse(jsonBody(text));
-      if (!r.success) throw new AdminError(400, `Invalid field:\n${formatZodIssues(r.error, 'body')}`);
-      if (list.field(r.data.FieldName)) throw new AdminError(400, `FieldName: field "${r.data.FieldName}" already exists`);
-      const meta = userFieldMeta(list.appID, list.listID, r.data as FieldSpec);
+      const meta = newFieldMeta(list, jsonBody(text));
+      if (list.field(meta.FieldName)) throw new AdminError(400, `FieldName: field "${meta.FieldName}" already exists`);
       list.addField(meta);
-      list.modifiedNaive = state.now().naive;
-      state.queries.clear();
+      fieldsChanged(state, list);
       return meta;
     }
     if (is('PATCH', 'lists', '*', '*', 'fields', '*')) {
-      // Renames a field's display name (the storage name never changes).
+      // {DisplayName}: renames the field (the storage name never changes). {delete: true}: deletes it and
+      // its values. {reuse: {field, FieldID?, keepValues?}}: gives its slot to another field (a new FieldID).
+      const body = jsonBody(text) as { DisplayName?: unknown; delete?: unknown; reuse?: unknown } | null;
+      if (body?.delete === true) return { deleted: deleteField(state, list, d!) };
+      if (body?.reuse !== undefined) return reuseSlot(state, list, d!, body.reuse);
       const meta = list.field(d!);
       if (!meta) throw new AdminError(404, `no field "${d}" in list ${a}/${b}`);
-      const body = jsonBody(text) as { DisplayName?: unknown } | null;
       if (typeof body?.DisplayName !== 'string' || body.DisplayName.trim() === '')
-        throw new AdminError(400, 'DisplayName: expected a non-empty string');
+        throw new AdminError(400, 'DisplayName: expected a non-empty string (or delete: true, or reuse: {...})');
       meta.DisplayName = body.DisplayName;
-      list.modifiedNaive = state.now().naive;
-      state.queries.clear();
+      fieldsChanged(state, list);
       return meta;
     }
     if (is('POST', 'lists', '*', '*', 'items')) {
@@ -331,7 +375,7 @@ async function route(
 
 export const ADMIN_ROUTES = [
   'POST /_admin/reset {sample?, items?, seedNumber?, seed?, timeZone?, apiKeys?, referenceDate?}',
-  'GET|PUT /_admin/settings {fieldMeta?: exported|swapped|type-only|control-only, fieldFlags?: boolean|number|string, queryLagMs?, unknownItem?: {httpStatus, status}}',
+  'GET|PUT /_admin/settings {fieldMeta?: exported|swapped|type-only|control-only, fieldFlags?: boolean|number|string, queryLagMs?, unknownItem?: {httpStatus, status}, omitEmptyValues?}',
   'GET|PUT /_admin/faults (PUT: partial, null restores a default)',
   'DELETE /_admin/faults (all faults off)',
   'GET /_admin/requests?since=<seq>',
@@ -339,7 +383,7 @@ export const ADMIN_ROUTES = [
   'GET /_admin/stats',
   'GET /_admin/lists/{appID}/{listID}/export',
   'GET|POST /_admin/lists/{appID}/{listID}/fields',
-  'PATCH /_admin/lists/{appID}/{listID}/fields/{FieldName} {DisplayName}',
+  'PATCH /_admin/lists/{appID}/{listID}/fields/{FieldName} {DisplayName} | {delete: true} | {reuse: {Type, FieldType, DisplayName?, ..., FieldID?, keepValues?}} (rename; delete with its values; give the slot to another field, a new FieldID)',
   'POST /_admin/lists/{appID}/{listID}/items {Data, Created?, UserID?}',
   'GET|PATCH|DELETE /_admin/lists/{appID}/{listID}/items/{id} (PATCH: {Data, Modified?, UserID?, RowVersion?})',
   'GET|PUT /_admin/activity (PUT null stops)',

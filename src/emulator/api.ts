@@ -119,7 +119,7 @@ function listFields(state: EmulatorState, appID: string, listID: string): ApiRep
 function queryItems(state: EmulatorState, appID: string, listID: string, input: RequestInput): ApiReply {
   const list = requireList(state, appID, listID);
   const q = parseQuery(parseBody(input.body), list);
-  const projection = buildProjection(list, q.fields, state.idsAsNumbers);
+  const projection = buildProjection(list, q.fields, state.idsAsNumbers, state.omitEmptyValues);
   const result = state.queries.run(list, q, state.lag.view(list));
   if (input.faultsApply && state.faults.isEmptyPage(q.pageIndex)) {
     return { ...ok('[]', result.totalCount), pageIndex: q.pageIndex, fault: 'emptyPage' };
@@ -199,7 +199,7 @@ function requireApiItem(state: EmulatorState, list: ListData, itemID: string): n
 function readItem(state: EmulatorState, appID: string, listID: string, itemID: string): ApiReply {
   const list = requireList(state, appID, listID);
   const slot = requireApiItem(state, list, itemID);
-  const json = itemsJson(buildProjection(list, undefined, state.idsAsNumbers), [slot]);
+  const json = itemsJson(buildProjection(list, undefined, state.idsAsNumbers, state.omitEmptyValues), [slot]);
   return ok(json.slice(1, -1));
 }
 

@@ -47,6 +47,8 @@ export interface RuntimeSettings {
    * answer HTTP 200 with any non-zero Status, or HTTP 404.
    */
   unknownItem: UnknownItemAnswer;
+  /** Items leave out the fields whose value is empty (what some platforms do); system fields are always sent. */
+  omitEmptyValues: boolean;
 }
 
 export interface UnknownItemAnswer {
@@ -71,6 +73,7 @@ export class EmulatorState {
   readonly lag: QueryLag;
   fieldMeta: FieldMetaShape;
   unknownItem: UnknownItemAnswer = { ...DEFAULT_UNKNOWN_ITEM };
+  omitEmptyValues = false;
   private readonly initial: ResetOptions;
   private readonly initialReferenceMs: number;
 
@@ -100,6 +103,7 @@ export class EmulatorState {
       fieldFlags: this.fieldMeta.flags,
       queryLagMs: this.lag.lagMs,
       unknownItem: { ...this.unknownItem },
+      omitEmptyValues: this.omitEmptyValues,
     };
   }
 
@@ -109,6 +113,7 @@ export class EmulatorState {
     if (patch.fieldMeta !== undefined) this.fieldMeta = { ...this.fieldMeta, arrangement: patch.fieldMeta };
     if (patch.fieldFlags !== undefined) this.fieldMeta = { ...this.fieldMeta, flags: patch.fieldFlags };
     if (patch.unknownItem !== undefined) this.unknownItem = { ...patch.unknownItem };
+    if (patch.omitEmptyValues !== undefined) this.omitEmptyValues = patch.omitEmptyValues;
     return this.settings;
   }
 

@@ -1,5 +1,6 @@
 import { ApiError, STATUS } from './api-error.js';
 import { formatNaive } from './platform-time.js';
+import { SYSTEM_FIELD_NAMES } from './field-types.js';
 import type { ListData } from './store.js';
 
 /**
@@ -15,9 +16,16 @@ export interface ItemProjection {
   readonly names: readonly string[];
   readonly readers: readonly Reader[];
   readonly idsAsNumbers: boolean;
+  /** Leave out user fields whose value is empty (`omitEmptyValues`). */
+  readonly omitEmpty: boolean;
 }
 
-export function buildProjection(list: ListData, fields: readonly string[] | undefined, idsAsNumbers: boolean): ItemProjection {
+export function buildProjection(
+  list: ListData,
+  fields: readonly string[] | undefined,
+  idsAsNumbers: boolean,
+  omitEmpty = false,
+): ItemProjection {
   const names: string[] = ['ListDataID', 'RowVersion'];
   if (fields === undefined) {
     for (const f of list.fields()) if (f.FieldName !== 'ListDataID' && f.FieldName !== 'RowVersion') names.push(f.FieldName);
@@ -45,13 +53,22 @@ export function buildProjection(list: ListData, fields: readonly string[] | unde
       }
     }
   });
-  return { names, readers, idsAsNumbers };
+  return { names, readers, idsAsNumbers, omitEmpty };
 }
+
+const SYSTEM_KEYS: ReadonlySet<string> = new Set(SYSTEM_FIELD_NAMES);
 
 /** One item as an object in projection order. */
 export function projectItem(projection: ItemProjection, slot: number): Record<string, string | number> {
   const o: Record<string, string | number> = {};
   const { names, readers } = projection;
+  if (projection.omitEmpty) {
+    for (let f = 0; f < names.length; f++) {
+      const v = (readers[f] as Reader)(slot);
+      if (v !== '' || SYSTEM_KEYS.has(names[f] as string)) o[names[f] as string] = v;
+    }
+    return o;
+  }
   for (let f = 0; f < names.length; f++) o[names[f] as string] = (readers[f] as Reader)(slot);
   return o;
 }

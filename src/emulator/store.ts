@@ -77,6 +77,7 @@ export class ListData {
   private readonly userFields: FieldMeta[] = [];
   private readonly metaByName = new Map<string, FieldMeta>();
   private readonly columnsByName = new Map<string, TextColumn>();
+  private readonly fieldGenerations = new Map<string, number>();
   /** Title then the user-defined fields, in definition order: the columns `appendRow` values align with. */
   readonly dataColumns: TextColumn[] = [];
   readonly createdByColumn: TextColumn;
@@ -164,6 +165,44 @@ export class ListData {
     this.userFields.push(meta);
     this.metaByName.set(meta.FieldName, meta);
     this.dataColumns.push(this.makeColumn(meta, meta.DefaultValue));
+    this.mutation++;
+  }
+
+  /** How many fields have held each FieldName, counting the one asked for now (FieldIDs of later ones differ). */
+  nextFieldGeneration(name: string): number {
+    const n = (this.fieldGenerations.get(name) ?? (this.metaByName.has(name) ? 1 : 0)) + 1;
+    this.fieldGenerations.set(name, n);
+    return n;
+  }
+
+  /** Deletes a user-defined field and its values (items' versions do not move, as on the platform). */
+  removeField(name: string): FieldMeta {
+    const meta = this.metaByName.get(name);
+    if (!meta || meta.IsSystem) throw new Error(`no user-defined field "${name}"`);
+    if (!this.fieldGenerations.has(name)) this.fieldGenerations.set(name, 1);
+    this.userFields.splice(this.userFields.indexOf(meta), 1);
+    this.metaByName.delete(name);
+    const col = this.columnsByName.get(name)!;
+    this.dataColumns.splice(this.dataColumns.indexOf(col), 1);
+    this.columnsByName.delete(name);
+    this.mutation++;
+    return meta;
+  }
+
+  /**
+   * Gives a field's slot to another field (`meta`, same FieldName, another FieldID), in the old
+   * field's place: existing items get the new field's DefaultValue, or keep the slot's old values
+   * (`keepValues`: a platform that does not clear a reused slot). Versions do not move.
+   */
+  replaceField(meta: FieldMeta, keepValues: boolean): void {
+    const old = this.metaByName.get(meta.FieldName);
+    if (!old || old.IsSystem) throw new Error(`no user-defined field "${meta.FieldName}"`);
+    const oldCol = this.columnsByName.get(meta.FieldName)!;
+    const col = this.makeColumn(meta, meta.DefaultValue);
+    if (keepValues) for (let slot = 0; slot < this.slotCount; slot++) this.setValue(slot, col, oldCol.values[slot] ?? '');
+    this.userFields[this.userFields.indexOf(old)] = meta;
+    this.metaByName.set(meta.FieldName, meta);
+    this.dataColumns[this.dataColumns.indexOf(oldCol)] = col;
     this.mutation++;
   }
 

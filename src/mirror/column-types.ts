@@ -91,8 +91,8 @@ const MULTI_VALUE_CONTROLS = new Set([
 ]);
 const FILE_CONTROLS = new Set(['file-upload', 'upload', 'fileupload', 'file_upload', 'attachment', 'attachments', 'image-upload']);
 
-/** Where a field's column type came from. */
-export type KindSource = 'FieldType' | 'Type' | 'field name' | 'control' | 'default';
+/** Where a field's column type came from (`lists[].columns`: a type pinned in the config). */
+export type KindSource = 'FieldType' | 'Type' | 'field name' | 'control' | 'default' | 'lists[].columns';
 
 export interface FieldShape {
   /** Storage kind as the platform spells it (`Text`, `Bigint`...), or '' when unknown. */

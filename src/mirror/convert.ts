@@ -72,7 +72,8 @@ export function fromPlatformToSql(kind: ColumnKind, raw: unknown, zone: string):
   if (typeof raw === 'string') {
     switch (kind) {
       case 'text':
-        return raw.includes('\0') ? NOT_CONVERTED : raw;
+        // NUL and lone surrogates stay: the writer stores the closest text PostgreSQL can hold and counts it.
+        return raw;
       case 'numeric':
         return plainDecimal(raw) ?? NOT_CONVERTED;
       case 'date':
@@ -237,7 +238,7 @@ function isLosslessNumberLike(v: unknown): v is { isLosslessNumber: true; value:
 
 function textFrom(raw: unknown): Converted {
   const s = scalarString(raw) ?? (typeof raw === 'boolean' ? String(raw) : safeJson(raw));
-  if (s === null || s.includes('\0')) return FAILED;
+  if (s === null) return FAILED;
   return s === '' ? NULL_OK : { value: s, ok: true };
 }
 
@@ -274,7 +275,7 @@ function multiFrom(raw: unknown): Converted {
   const out: string[] = [];
   for (const el of arr) {
     const s = scalarString(el) ?? (typeof el === 'boolean' ? String(el) : null);
-    if (s === null || s.includes('\0')) return FAILED;
+    if (s === null) return FAILED;
     out.push(s);
   }
   return { value: out, ok: true };

@@ -19,15 +19,19 @@ import { columnKindFor, describeField, SQL_TYPE, type ColumnKind } from './colum
 import {
   assignColumnNames,
   assertIdentifier,
+  freeColumnName,
+  isReservedColumn,
   objectName,
   preferredColumnName,
   qualifiedName,
   quoteIdent,
   quoteLiteral,
+  withSuffix,
   type ColumnNaming,
 } from './naming.js';
+import { DIRECTORY_OWN_COLUMNS, OWN_COLUMNS_OF } from './own-columns.js';
 import { rederiveColumns, type DerivedColumn } from './rederive.js';
-import { fieldsFingerprint, readRegistry, writeRegistry, type RegistryField } from './registry.js';
+import { fieldIdOf, fieldsFingerprint, isAnotherField, keptRawKeys, readRegistry, writeRegistry, type RegistryField } from './registry.js';
 import { createTableMapping, FIXED_COLUMNS, type MappedColumn, type TableMapping } from './table-mapping.js';
 import { ensureHistoryTable, historyTableName } from './history.js';
 import {
@@ -44,7 +48,8 @@ import {
 import { recordSchemaChanges } from '../store/schema-changes.js';
 import { describeSchemaChange, WARNING_KINDS, type SchemaChange } from './schema-change.js';
 import { assertCaptureFunction, attachCaptureTriggers, tableOwner } from './triggers.js';
-import { isTransaction } from './writer.js';
+import { escapeStorable } from './storable.js';
+import { isTransaction, markListsyncWriter } from './writer.js';
 
 export interface MirrorListRef {
   name: string;
@@ -74,6 +79,8 @@ export interface EnsureMirrorTableOptions {
   columnNames?: ColumnNaming;
   /** Pinned column names by field name (`lists[].columns`); a pinned name renames an existing column. */
   columns?: Readonly<Record<string, string>>;
+  /** Pinned column types by field name (`lists[].columns` with `type`), for metadata that does not say enough. */
+  columnTypes?: Readonly<Record<string, ColumnKind>>;
   /** Schema of the live (and history) views; undefined or null: no views. */
   reportingSchema?: string | null;
   /** Keep `<table>_history` (lists[].history). */
@@ -84,6 +91,8 @@ export interface EnsureMirrorTableOptions {
   runId?: number;
   /** `lists[].pushDeletes`: a DELETE on the table is written back (true) or refused (default). */
   pushDeletes?: boolean;
+  /** `platform.omitsEmptyValues`: items leave empty values out, so a missing key is NULL (not "keep the column"). */
+  omitsEmptyValues?: boolean;
   logger?: Logger;
 }
 
@@ -175,7 +184,21 @@ async function ensureInTransaction(trx: Knex.Transaction, o: EnsureMirrorTableOp
     fields.push(f);
   }
   const ownFields = fields.filter((f) => !fixedByField.has(f.FieldName));
-  const prior = new Map((registry?.fields ?? []).filter((e) => !e.fixed).map((e) => [e.field, e]));
+  const registered = (registry?.fields ?? []).filter((e) => !e.fixed);
+  const retired = registered.filter((e) => e.retired === true);
+  const prior = new Map(registered.filter((e) => e.retired !== true).map((e) => [e.field, e]));
+  const reporting = o.reportingSchema ?? undefined;
+  const evolving: Evolution = {
+    trx,
+    schema,
+    table,
+    reporting,
+    columns: existing.kind === 'table' ? existing.columns : undefined,
+    taken: new Set([...registered.map((e) => e.column), ...Object.values(o.columns ?? {})]),
+    changes,
+  };
+  await renameReservedColumns(evolving, registered);
+  await retireReusedSlots(evolving, ownFields, prior, retired);
   const names = assignColumnNames(
     ownFields.map((f) => ({ field: f.FieldName, name: preferredColumnName(f, o.columnNames) })),
     new Map([...prior].map(([field, e]) => [field, e.column])),
@@ -189,7 +212,8 @@ async function ensureInTransaction(trx: Knex.Transaction, o: EnsureMirrorTableOp
   const widen: string[] = [];
   for (const f of ownFields) {
     const column = names.get(f.FieldName)!;
-    const wanted = columnKindFor(f);
+    const pinnedKind = o.columnTypes?.[f.FieldName];
+    const wanted = pinnedKind ?? columnKindFor(f);
     const before = prior.get(f.FieldName);
     const renamedTo = platformRename(before, f);
     if (renamedTo !== undefined) {
@@ -214,7 +238,8 @@ async function ensureInTransaction(trx: Knex.Transaction, o: EnsureMirrorTableOp
         changes.push({ kind: 'widened', field: f.FieldName, column, before: have, after: SQL_TYPE[wanted] });
       }
     }
-    entries.push(registryEntry(f, column, kind, wanted, false));
+    const entry = registryEntry(f, column, kind, wanted, false);
+    entries.push(pinnedKind === undefined ? entry : { ...entry, kindSource: 'lists[].columns' });
   }
 
   const ownNames = new Set(ownFields.map((f) => f.FieldName));
@@ -224,10 +249,10 @@ async function ensureInTransaction(trx: Knex.Transaction, o: EnsureMirrorTableOp
     if (!e.removed) changes.push({ kind: 'removed', field: e.field, column: e.column });
     removed.push({ ...e, removed: true });
   }
+  removed.push(...retired);
 
   // DDL.
   if (!(await schemaExists(trx, schema))) await trx.raw(`create schema if not exists ${quoteIdent(schema)}`);
-  const reporting = o.reportingSchema ?? undefined;
   const allFields = [...entries, ...removed];
   if (existing.kind === 'none') {
     const columnsSql = [
@@ -274,6 +299,7 @@ async function ensureInTransaction(trx: Knex.Transaction, o: EnsureMirrorTableOp
   });
   const fingerprint = fieldsFingerprint(fields);
   const timeZone = o.timeZone ?? registry?.conversion.timeZone;
+  const omitsEmptyValues = o.omitsEmptyValues ?? registry?.conversion.omitsEmptyValues ?? false;
   if (existing.kind === 'table') {
     const stale = staleColumns({ entries, widen, fixedEntries, before: registry?.conversion.timeZone, now: timeZone });
     if (stale.columns.length > 0) {
@@ -297,7 +323,7 @@ async function ensureInTransaction(trx: Knex.Transaction, o: EnsureMirrorTableOp
     table,
     fields: [...fixedEntries, ...allFields],
     fingerprint,
-    conversion: timeZone === undefined ? {} : { timeZone },
+    conversion: { ...(timeZone === undefined ? {} : { timeZone }), ...(omitsEmptyValues ? { omitsEmptyValues } : {}) },
     history,
     ...(title !== undefined ? { title } : {}),
   });
@@ -337,6 +363,8 @@ async function ensureInTransaction(trx: Knex.Transaction, o: EnsureMirrorTableOp
     modifiedField,
     columns: active,
     removedColumns: removed.map(({ field, column, kind }) => ({ field, column, kind })),
+    keptRawKeys: keptRawKeys(removed),
+    ...(omitsEmptyValues ? { omitsEmptyValues } : {}),
     changes: changes.map(describeSchemaChange),
     schemaChanges: changes,
     schemaChangeIds: ids,
@@ -359,7 +387,7 @@ export async function ensureUsersTable(db: Knex | Knex.Transaction, schema: stri
     const existing = await describeTable(trx, schema, table);
     if (existing.kind === 'other') throw new Error(`${schema}.${table} exists but is not a table; choose another users.table.`);
     const columns: [string, string][] = USERS_COLUMNS.map((c) => [c, c === 'user_id' ? 'text primary key' : 'text']);
-    columns.push(['_raw', 'jsonb'], ['_synced_at', 'timestamptz']);
+    columns.push([DIRECTORY_OWN_COLUMNS.raw, 'jsonb'], [DIRECTORY_OWN_COLUMNS.syncedAt, 'timestamptz']);
     if (existing.kind === 'none') {
       await trx.raw(`create table ${q} (\n  ${columns.map(([c, t]) => `${quoteIdent(c)} ${t}`).join(',\n  ')}\n)`);
       await trx.raw(`comment on table ${q} is ${quoteLiteral('listsync mirror of the platform users directory (POST /users/search).')}`);
@@ -425,7 +453,11 @@ function reportingViews(reporting: string, schema: string, table: string, fields
   return [liveViewSpec(reporting, schema, table, fields), historyViewSpec(reporting, schema, table, fields)];
 }
 
-/** A pinned column's new name in the history table and the reporting views too. */
+/**
+ * A field column's new name in the history table and the reporting views too. A relation whose own
+ * column is called `from` (the live view's `synced_at`, the history's `valid_from`) never showed the
+ * field under that name: it is left alone there.
+ */
 async function renameShownColumn(
   trx: Knex.Transaction,
   schema: string,
@@ -435,10 +467,101 @@ async function renameShownColumn(
   to: string,
 ): Promise<void> {
   const history = historyTableName(table);
-  await renameColumnIfPresent(trx, schema, history, from, to);
+  const fieldColumnIn = (own: readonly string[]): boolean => !own.includes(from);
+  if (fieldColumnIn(OWN_COLUMNS_OF.history)) await renameColumnIfPresent(trx, schema, history, from, to);
   if (reporting === undefined) return;
-  await renameColumnIfPresent(trx, reporting, table, from, to);
-  await renameColumnIfPresent(trx, reporting, history, from, to);
+  if (fieldColumnIn(OWN_COLUMNS_OF.liveView)) await renameColumnIfPresent(trx, reporting, table, from, to);
+  if (fieldColumnIn(OWN_COLUMNS_OF.history)) await renameColumnIfPresent(trx, reporting, history, from, to);
+}
+
+/** What the steps that evolve an existing table's columns share. */
+interface Evolution {
+  trx: Knex.Transaction;
+  schema: string;
+  table: string;
+  reporting: string | undefined;
+  /** The table's columns and types (kept up to date by the renames); undefined when the table does not exist yet. */
+  columns: Map<string, string> | undefined;
+  /** Column names in use or promised: registry entries, pinned names, new names given so far. */
+  taken: Set<string>;
+  changes: SchemaChange[];
+}
+
+/** Renames a field column everywhere it is shown (table, history, views); only the registry when the table is missing. */
+async function renameFieldColumn(ev: Evolution, from: string, to: string): Promise<void> {
+  ev.taken.add(to);
+  if (ev.columns === undefined || !ev.columns.has(from)) return;
+  await ev.trx.raw(`alter table ${qualifiedName(ev.schema, ev.table)} rename column ${quoteIdent(from)} to ${quoteIdent(to)}`);
+  ev.columns.set(to, ev.columns.get(from)!);
+  ev.columns.delete(from);
+  await renameShownColumn(ev.trx, ev.schema, ev.table, ev.reporting, from, to);
+}
+
+/** A column name that no field column, existing column or pinned name holds (and not reserved). */
+function freeName(ev: Evolution, base: string): string {
+  return freeColumnName(base, (c) => ev.taken.has(c) || (ev.columns?.has(c) ?? false));
+}
+
+/**
+ * Field columns named like a column listsync adds itself (named before the name was reserved:
+ * a field "Valid From" in a list that now keeps history, "Synced At" beside the view's `synced_at`)
+ * are renamed to a free name, so that every table and view built from the mirror table can show both.
+ */
+async function renameReservedColumns(ev: Evolution, entries: readonly RegistryField[]): Promise<void> {
+  for (const e of entries) {
+    if (!isReservedColumn(e.column)) continue;
+    const to = freeName(ev, e.column);
+    await renameFieldColumn(ev, e.column, to);
+    ev.changes.push({ kind: 'column-renamed', field: e.field, column: to, before: e.column, after: to, detail: 'reserved' });
+    e.column = to;
+  }
+}
+
+/**
+ * Slots the platform gave to another field since the registry saw them: the old field (active or
+ * removed) is retired: its column is renamed `<column>_removed` with its data, its raw values move to
+ * `_raw` key `<field>@<column>` (which later rewrites of the row keep), and the slot's new field is
+ * named and created like any new field. Taken out of `prior`, added to `retired`.
+ */
+async function retireReusedSlots(
+  ev: Evolution,
+  fields: readonly FieldMeta[],
+  prior: Map<string, RegistryField>,
+  retired: RegistryField[],
+): Promise<void> {
+  for (const f of fields) {
+    const before = prior.get(f.FieldName);
+    if (before === undefined || !isAnotherField(before, f)) continue;
+    const kept = freeName(ev, withSuffix(before.column, '_removed'));
+    await renameFieldColumn(ev, before.column, kept);
+    const rawKey = `${f.FieldName}@${kept}`;
+    if (ev.columns !== undefined) await moveRawValues(ev, f.FieldName, rawKey);
+    prior.delete(f.FieldName);
+    retired.push({ ...before, column: kept, removed: true, retired: true, rawKey });
+    ev.changes.push({
+      kind: 'slot-reused',
+      field: f.FieldName,
+      column: kept,
+      before: fieldLabel(before.displayName, before.fieldId, before.storage, before.control),
+      after: fieldLabel(f.DisplayName, fieldIdOf(f), describeField(f).storage, describeField(f).control),
+      detail: rawKey,
+    });
+  }
+}
+
+/** Moves every row's `_raw` value of `field` to `rawKey`: the slot's old values stay whole, and the new field starts empty. */
+async function moveRawValues(ev: Evolution, field: string, rawKey: string): Promise<void> {
+  const raw = quoteIdent(FIXED_COLUMNS.raw);
+  await markListsyncWriter(ev.trx);
+  await ev.trx.raw(
+    `update ${qualifiedName(ev.schema, ev.table)} set ${raw} = (${raw} - ?::text) || jsonb_build_object(?::text, ${raw} -> ?::text) where jsonb_exists(${raw}, ?::text)`,
+    [escapeStorable(field), escapeStorable(rawKey), escapeStorable(field), escapeStorable(field)],
+  );
+}
+
+function fieldLabel(display: string | undefined, id: string | undefined, storage: string | undefined, control: string | undefined): string {
+  const kind = [storage, control].filter(Boolean).join('/');
+  return `"${display ?? ''}"${id !== undefined ? ` FieldID ${id}` : ''}${kind ? ` ${kind}` : ''}`;
 }
 
 async function detachViewColumns(trx: Knex.Transaction, views: readonly ViewSpec[], columns: ReadonlySet<string>): Promise<void> {
@@ -482,6 +605,7 @@ function registryEntry(f: FieldMeta, column: string, kind: ColumnKind, platformK
     system: flag(f.IsSystem),
     fixed,
     removed: false,
+    ...(fieldIdOf(f) !== undefined ? { fieldId: fieldIdOf(f) } : {}),
   };
 }
 

@@ -8,7 +8,9 @@
  */
 import type { Knex } from '../db.js';
 import { assertIdentifier, qualifiedName, quoteIdent } from './naming.js';
-import { arrayLiteral, jsonbSafe } from './pg-text.js';
+import { DIRECTORY_OWN_COLUMNS } from './own-columns.js';
+import { arrayLiteral } from './pg-text.js';
+import { closestText, storableJson } from './storable.js';
 import { createSchemaIfMissing, syncComments } from './reporting.js';
 import { scalarString } from './convert.js';
 import { withListsyncWriter } from './writer.js';
@@ -99,8 +101,8 @@ export async function ensureDirectoryTable(
     const existing = new Set(have.rows.map((r) => r.name));
     const columns: [string, string][] = [
       ...spec.columns.map((c) => [c.column, 'text'] as [string, string]),
-      ['_raw', 'jsonb'],
-      ['_synced_at', 'timestamptz'],
+      [DIRECTORY_OWN_COLUMNS.raw, 'jsonb'],
+      [DIRECTORY_OWN_COLUMNS.syncedAt, 'timestamptz'],
     ];
     if (existing.size === 0) {
       const key = spec.columns.slice(0, spec.keyCount).map((c) => quoteIdent(c.column));
@@ -112,8 +114,8 @@ export async function ensureDirectoryTable(
     }
     const comments = new Map<string, string>([
       ...spec.columns.map((c) => [c.column, c.comment] as [string, string]),
-      ['_raw', 'the entry exactly as the platform sent it (JSON)'],
-      ['_synced_at', 'when listsync last wrote this row'],
+      [DIRECTORY_OWN_COLUMNS.raw, 'the entry exactly as the platform sent it (JSON)'],
+      [DIRECTORY_OWN_COLUMNS.syncedAt, 'when listsync last wrote this row'],
     ]);
     await syncComments(trx, schema, table, `listsync mirror of the platform's ${spec.what}; read whole on every run.`, comments);
   });
@@ -159,7 +161,7 @@ export async function replaceDirectoryRows(
     seen.add(k);
     row.forEach((v, i) => values[i]!.push(v));
     const raw = Object.fromEntries(Object.entries(e).filter(([name]) => !name.startsWith('_')));
-    raws.push(jsonbSafe(JSON.stringify(raw, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))).json);
+    raws.push(storableJson(raw));
   }
   const qc = (c: string): string => quoteIdent(c);
   const keyMatch = keyCols.map((c) => `t.${qc(c)} = s.${qc(c)}`).join(' and ');
@@ -190,5 +192,5 @@ function firstKey(e: Record<string, unknown>, keys: readonly string[]): unknown 
 function textOf(v: unknown): string | null {
   if (v === undefined || v === null || v === '') return null;
   const s = scalarString(v) ?? (typeof v === 'boolean' ? String(v) : JSON.stringify(v));
-  return s.replace(/\0/g, '\uFFFD');
+  return closestText(s);
 }

@@ -17,6 +17,7 @@ import { SQL_TYPE } from './column-types.js';
 import { arrayLiteral } from './pg-text.js';
 import { objectName, qualifiedName, quoteIdent } from './naming.js';
 import type { RegistryField } from './registry.js';
+import { HISTORY_COLUMNS } from './own-columns.js';
 import { FIXED_COLUMNS, type MappedColumn, type TableMapping } from './table-mapping.js';
 
 export function historyTableName(table: string): string {
@@ -45,8 +46,8 @@ export async function ensureHistoryTable(
     const cols = [
       `${quoteIdent('id')} text not null`,
       `${quoteIdent('row_version')} bigint`,
-      `${quoteIdent('valid_from')} timestamptz`,
-      `${quoteIdent('valid_to')} timestamptz`,
+      `${quoteIdent(HISTORY_COLUMNS.validFrom)} timestamptz`,
+      `${quoteIdent(HISTORY_COLUMNS.validTo)} timestamptz`,
       ...fieldColumns.map((f) => `${quoteIdent(f.column)} ${SQL_TYPE[f.kind]}`),
     ];
     await trx.raw(`create table ${qh} (\n  ${cols.join(',\n  ')}\n)`);

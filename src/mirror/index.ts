@@ -23,6 +23,8 @@ export {
   qualifiedName,
   assertIdentifier,
   objectName,
+  isReservedColumn,
+  freeColumnName,
   RESERVED_COLUMNS,
   MAX_IDENTIFIER_BYTES,
 } from './naming.js';
@@ -73,5 +75,6 @@ export {
 export { pendingChanges, OPEN_STATUSES, type OutboxChange } from '../store/outbox.js';
 export { describeSchemaChange, FIELD_APPEARED_KINDS, type SchemaChange, type SchemaChangeKind } from './schema-change.js';
 export { recordSchemaChanges, recentSchemaChanges, countSchemaChanges, type RecordedSchemaChange } from '../store/schema-changes.js';
+export { decodeStorable, escapeStorable, unescapeStorable, storableValue, closestText, STORABLE_MARK } from './storable.js';
 export { historyTableName, ensureHistoryTable, closeDeletedVersions, reopenVersions } from './history.js';
 export { tableComment, fieldColumnComment, SYSTEM_COLUMN_COMMENTS, ensureView, liveViewSpec, historyViewSpec } from './reporting.js';

@@ -4,29 +4,21 @@
  * A column is named for people: the field's display name ("Order No.") in
  * lower snake_case (`order_no`), falling back to the field name (`Text1`);
  * letters and digits of any script are kept, everything else becomes `_`; at
- * most 63 bytes, never one of the reserved columns and never a Postgres system
- * column; collisions get deterministic numeric suffixes; a name pinned in the
+ * most 63 bytes, never a column listsync adds to any table or view it makes
+ * (`RESERVED_COLUMNS`) and never a Postgres system column; collisions get deterministic numeric suffixes; a name pinned in the
  * config wins. Once assigned, a field's column is persisted (in
  * `listsync.lists.fields`, keyed by the field name, which never changes) and
  * reused, so a field renamed on the platform keeps its column. Identifiers
  * always reach SQL through `quoteIdent`.
  */
 import { createHash } from 'node:crypto';
+import { RESERVED_COLUMNS } from './own-columns.js';
 
 /** Postgres truncates identifiers longer than this many bytes. */
 export const MAX_IDENTIFIER_BYTES = 63;
 
-/** Columns every mirror table has; no field may take these names. */
-export const RESERVED_COLUMNS: readonly string[] = [
-  'id',
-  'row_version',
-  'created_at',
-  'modified_at',
-  '_raw',
-  '_synced_at',
-  '_deleted_at',
-  '_local',
-];
+/** Every column listsync adds to a table or view it makes (src/mirror/own-columns.ts): no field may take these names. */
+export { RESERVED_COLUMNS };
 
 /** Postgres system columns: a user column with one of these names cannot be created. */
 const SYSTEM_COLUMNS = ['oid', 'tableoid', 'xmin', 'cmin', 'xmax', 'cmax', 'ctid'];
@@ -108,16 +100,31 @@ export function assignColumnNames(
   }
   const fresh = [...wanted.keys()].filter((f) => !result.has(f)).sort(compareCodePoints);
   for (const field of fresh) {
-    const base = wanted.get(field)!;
-    let column = base;
-    for (let n = 2; used.has(column); n++) {
-      const suffix = `_${n}`;
-      column = truncate(base, MAX_IDENTIFIER_BYTES - suffix.length) + suffix;
-    }
+    const column = freeColumnName(wanted.get(field)!, (c) => used.has(c));
     used.add(column);
     result.set(field, column);
   }
   return result;
+}
+
+/**
+ * `base`, or `base_2`, `base_3`... (cut to fit 63 bytes): the first that is
+ * not taken and not reserved (`RESERVED_COLUMNS`, Postgres system columns).
+ */
+export function freeColumnName(base: string, taken: (column: string) => boolean): string {
+  let column = truncate(base, MAX_IDENTIFIER_BYTES);
+  for (let n = 2; taken(column) || TAKEN_ALWAYS.has(column); n++) column = withSuffix(base, `_${n}`);
+  return column;
+}
+
+/** Whether a column name is one listsync adds itself somewhere (or a Postgres system column). */
+export function isReservedColumn(column: string): boolean {
+  return TAKEN_ALWAYS.has(column);
+}
+
+/** `name` + `suffix` in at most 63 bytes: `name` is cut (at a character boundary) to make room. */
+export function withSuffix(name: string, suffix: string): string {
+  return truncate(name, MAX_IDENTIFIER_BYTES - Buffer.byteLength(suffix, 'utf8')) + suffix;
 }
 
 /** A double-quoted SQL identifier: `a"b` → `"a""b"`. Refuses what cannot be an identifier. */

@@ -15,6 +15,7 @@ import { SQL_TYPE, type ColumnKind } from './column-types.js';
 import { fromPlatformToSql, NOT_CONVERTED } from './convert.js';
 import { qualifiedName, quoteIdent } from './naming.js';
 import { arrayLiteral } from './pg-text.js';
+import { closestText, decodeStorable } from './storable.js';
 import { markListsyncWriter } from './writer.js';
 
 export interface DerivedColumn {
@@ -55,11 +56,11 @@ export async function rederiveColumns(
     if (rows.length === 0) break;
     const values: (string | null)[][] = columns.map(() => []);
     for (const row of rows) {
-      const item = parseJson(row.raw) as Record<string, unknown>;
+      const item = decodeStorable(parseJson(row.raw)) as Record<string, unknown>;
       columns.forEach((c, i) => {
         const v = fromPlatformToSql(c.kind, item[c.field], zone);
         if (v === NOT_CONVERTED) result.failedValues++;
-        values[i]!.push(v === NOT_CONVERTED ? null : v);
+        values[i]!.push(v === NOT_CONVERTED ? null : v === null ? null : closestText(v));
       });
     }
     await trx.raw(update, [arrayLiteral(rows.map((r) => r.id)), ...values.map((v) => arrayLiteral(v))]);

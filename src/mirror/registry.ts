@@ -12,7 +12,8 @@ import { createHash } from 'node:crypto';
 import type { Knex } from '../db.js';
 import type { FieldMeta } from '../platform/types.js';
 import { selectRegistryRow, upsertRegistryRow } from '../store/registry.js';
-import { columnKindFor, isColumnKind, parseRules, type ColumnKind, type KindSource } from './column-types.js';
+import { columnKindFor, describeField, isColumnKind, parseRules, type ColumnKind, type KindSource } from './column-types.js';
+import { decodeStorable, escapeStorable, storableValue, unescapeStorable } from './storable.js';
 import { createTableMapping, FIXED_COLUMNS, type TableMapping } from './table-mapping.js';
 
 export interface RegistryField {
@@ -36,6 +37,15 @@ export interface RegistryField {
   fixed: boolean;
   /** No longer in the platform's field list; the column is kept. */
   removed: boolean;
+  /** The platform's FieldID, as a string, when it sends one: with the field name, what tells one field from another. */
+  fieldId?: string;
+  /**
+   * A removed field whose slot (`field`) the platform gave to another field: its column is kept under
+   * its own name and never matched to that field name again.
+   */
+  retired?: boolean;
+  /** For a retired field: the key of `_raw` its raw values were moved to (`<field>@<column>`). */
+  rawKey?: string;
 }
 
 export interface RegistryEntry {
@@ -55,6 +65,8 @@ export interface RegistryEntry {
 
 export interface ConversionSettings {
   timeZone?: string;
+  /** The platform leaves empty values out of items (`platform.omitsEmptyValues`): a missing key is NULL. */
+  omitsEmptyValues?: boolean;
 }
 
 export async function readRegistry(
@@ -69,12 +81,20 @@ export async function readRegistry(
     appID: row.app_id,
     listID: row.list_id,
     table: row.table_name,
-    fields: parseRegistryFields(row.fields),
+    fields: parseRegistryFields(decodeStorable(typeof row.fields === 'string' ? safeParse(row.fields) : row.fields)),
     fingerprint: row.fingerprint,
     conversion: parseConversion(row.conversion),
     history: row.history === true,
-    ...(row.title !== null ? { title: row.title } : {}),
+    ...(row.title !== null ? { title: unescapeStorable(row.title) } : {}),
   };
+}
+
+function safeParse(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }
 
 export async function writeRegistry(db: Knex | Knex.Transaction, entry: RegistryEntry): Promise<void> {
@@ -83,11 +103,12 @@ export async function writeRegistry(db: Knex | Knex.Transaction, entry: Registry
     app_id: entry.appID,
     list_id: entry.listID,
     table_name: entry.table,
-    fields: JSON.stringify(entry.fields),
+    // Display names and field names are the platform's strings: kept exactly, escaped where PostgreSQL cannot hold them.
+    fields: JSON.stringify(storableValue(entry.fields)),
     fingerprint: entry.fingerprint,
     conversion: JSON.stringify(entry.conversion),
     history: entry.history ?? false,
-    title: entry.title ?? null,
+    title: entry.title === undefined ? null : escapeStorable(entry.title),
   });
 }
 
@@ -95,7 +116,8 @@ function parseConversion(value: unknown): ConversionSettings {
   const v = typeof value === 'string' ? (JSON.parse(value) as unknown) : value;
   if (v === null || typeof v !== 'object') return {};
   const tz = (v as Record<string, unknown>).timeZone;
-  return typeof tz === 'string' ? { timeZone: tz } : {};
+  const omits = (v as Record<string, unknown>).omitsEmptyValues === true;
+  return { ...(typeof tz === 'string' ? { timeZone: tz } : {}), ...(omits ? { omitsEmptyValues: true } : {}) };
 }
 
 /** Tolerant: entries written by anything else (no string field/column) are skipped. */
@@ -130,13 +152,16 @@ export function parseRegistryFields(value: unknown): RegistryField[] {
       system: r.system === true,
       fixed: r.fixed === true,
       removed: r.removed === true,
+      ...(typeof r.fieldId === 'string' ? { fieldId: r.fieldId } : {}),
+      ...(r.retired === true ? { retired: true } : {}),
+      ...(typeof r.rawKey === 'string' ? { rawKey: r.rawKey } : {}),
     });
   }
   return out;
 }
 
 function isKindSource(v: unknown): v is KindSource {
-  return v === 'FieldType' || v === 'Type' || v === 'field name' || v === 'control' || v === 'default';
+  return v === 'FieldType' || v === 'Type' || v === 'field name' || v === 'control' || v === 'default' || v === 'lists[].columns';
 }
 
 /** A stable hash of what in the field metadata shapes the table: names, types and kinds. */
@@ -174,8 +199,39 @@ export async function loadTableMapping(db: Knex | Knex.Transaction, schema: stri
     modifiedField: fixedField(FIXED_COLUMNS.modifiedAt, 'Modified'),
     columns: fieldEntries.filter((f) => !f.removed).map(({ field, column, kind }) => ({ field, column, kind })),
     removedColumns: fieldEntries.filter((f) => f.removed).map(({ field, column, kind }) => ({ field, column, kind })),
+    keptRawKeys: keptRawKeys(fieldEntries),
+    ...(entry.conversion.omitsEmptyValues ? { omitsEmptyValues: true } : {}),
     changes: [],
     history: entry.history === true,
     fingerprint: entry.fingerprint,
   });
+}
+
+/**
+ * Whether the platform's field `f` is another field than the one the registry knew in its slot: its
+ * FieldID differs (when both are known); without IDs, its control or storage kind differs (when both
+ * are known).
+ */
+export function isAnotherField(before: RegistryField, f: FieldMeta): boolean {
+  const id = fieldIdOf(f);
+  if (before.fieldId !== undefined && id !== undefined) return before.fieldId !== id;
+  const shape = describeField(f);
+  const differs = (a: string | undefined, b: string): boolean =>
+    a !== undefined && a !== '' && b !== '' && a.toLowerCase() !== b.toLowerCase();
+  return differs(before.control, shape.control) || differs(before.storage, shape.storage);
+}
+
+/** The platform's FieldID as a string, when it sent one. */
+export function fieldIdOf(f: FieldMeta): string | undefined {
+  const id: unknown = f.FieldID;
+  return typeof id === 'string' && id !== '' ? id : typeof id === 'number' || typeof id === 'bigint' ? String(id) : undefined;
+}
+
+/**
+ * The `_raw` keys a row rewritten from the platform carries over from what it held: those of removed
+ * fields (items no longer have them; their columns keep the values) and those retired fields' values
+ * were moved to.
+ */
+export function keptRawKeys(fields: readonly RegistryField[]): string[] {
+  return fields.flatMap((f) => (f.retired ? (f.rawKey !== undefined ? [f.rawKey] : []) : f.removed ? [f.field] : []));
 }

@@ -13,11 +13,14 @@
  * the view it is dropped and created again in the same transaction (readers
  * never see it missing); when something does, the column keeps its old type
  * (values that no longer cast read NULL, through `listsync.try_cast`) and the
- * text is appended as `<column>_text`.
+ * text is appended as `<column>_text` (`textCopyName`: cut and hashed to fit
+ * 63 bytes).
  */
 import type { Knex } from '../db.js';
 import { objectName, qualifiedName, quoteIdent, quoteLiteral } from './naming.js';
 import type { RegistryField } from './registry.js';
+import { closestText } from './storable.js';
+import { HISTORY_COLUMNS, OWN_COLUMNS_OF, VIEW_SYNCED_AT } from './own-columns.js';
 import { FIXED_COLUMNS } from './table-mapping.js';
 
 /** What the fixed columns of a mirror table hold. */
@@ -31,9 +34,9 @@ export const SYSTEM_COLUMN_COMMENTS: Readonly<Record<string, string>> = {
   [FIXED_COLUMNS.raw]: 'the item exactly as the platform last sent it (JSON); values that did not convert to their column are kept here',
   [FIXED_COLUMNS.syncedAt]: 'when listsync last wrote this row from the platform',
   [FIXED_COLUMNS.deletedAt]: 'when reconcile found the item deleted on the platform (null while it exists); the row is kept',
-  synced_at: 'when listsync last wrote this row from the platform',
-  valid_from: "when this version started: the platform's Modified of the version",
-  valid_to: 'when the next version started, or when the item was found deleted; null for the current version',
+  [VIEW_SYNCED_AT]: 'when listsync last wrote this row from the platform',
+  [HISTORY_COLUMNS.validFrom]: "when this version started: the platform's Modified of the version",
+  [HISTORY_COLUMNS.validTo]: 'when the next version started, or when the item was found deleted; null for the current version',
 };
 
 export interface ListDescription {
@@ -92,16 +95,36 @@ export async function syncComments(
   )) as { rows: { name: string; comment: string | null; rel: string | null; relkind: string }[] };
   if (res.rows.length === 0) return;
   const what = res.rows[0]!.relkind === 'v' ? 'view' : 'table';
-  if (relation !== undefined && res.rows[0]!.rel !== relation) await trx.raw(`comment on ${what} ${q} is ${quoteLiteral(relation)}`);
+  // Comments quote the platform's names: NUL and lone surrogates (which PostgreSQL text cannot hold) read U+FFFD there.
+  const rel = relation === undefined ? undefined : closestText(relation);
+  if (rel !== undefined && res.rows[0]!.rel !== rel) await trx.raw(`comment on ${what} ${q} is ${quoteLiteral(rel)}`);
   for (const r of res.rows) {
-    const want = columns.get(r.name) ?? (r.name.endsWith('_text') ? textCopyComment(r.name.slice(0, -5), columns) : undefined);
+    const found = columns.get(r.name) ?? textCopyComment(r.name, columns);
+    const want = found === undefined ? undefined : closestText(found);
     if (want !== undefined && want !== r.comment) await trx.raw(`comment on column ${q}.${quoteIdent(r.name)} is ${quoteLiteral(want)}`);
   }
 }
 
-function textCopyComment(base: string, columns: ReadonlyMap<string, string>): string | undefined {
-  const of = columns.get(base);
+function textCopyComment(name: string, columns: ReadonlyMap<string, string>): string | undefined {
+  const base = textCopyOf(name, columns.keys());
+  const of = base === undefined ? undefined : columns.get(base);
   return of === undefined ? undefined : `as text (the field was widened to text on the platform): ${of}`;
+}
+
+/**
+ * The name of the text copy of a widened `column` in a view something is
+ * built on: `<column>_text`, cut and given a hash when that would pass 63
+ * bytes (so it never collides with another column's copy).
+ */
+export function textCopyName(column: string): string {
+  return objectName(column, 'text');
+}
+
+/** The column (of `candidates`) whose text copy is called `name`, if any. */
+function textCopyOf(name: string, candidates: Iterable<string>): string | undefined {
+  if (!name.endsWith('_text')) return undefined;
+  for (const c of candidates) if (textCopyName(c) === name) return c;
+  return undefined;
 }
 
 // ---------------------------------------------------------------- views
@@ -133,7 +156,7 @@ export function liveViewColumns(fields: readonly RegistryField[]): ViewColumn[] 
     ...fields.filter((f) => !f.fixed).map((f) => ({ name: f.column, source: f.column })),
     { name: F.createdAt, source: F.createdAt },
     { name: F.modifiedAt, source: F.modifiedAt },
-    { name: 'synced_at', source: F.syncedAt },
+    { name: VIEW_SYNCED_AT, source: F.syncedAt },
   ];
 }
 
@@ -152,7 +175,7 @@ export function liveViewSpec(reportingSchema: string, schema: string, table: str
 /** The history view of a list (over `<table>_history`). */
 export function historyViewSpec(reportingSchema: string, schema: string, table: string, fields: readonly RegistryField[]): ViewSpec {
   const h = objectName(table, 'history');
-  const cols = ['id', 'row_version', 'valid_from', 'valid_to', ...fields.filter((f) => !f.fixed).map((f) => f.column)];
+  const cols = [...OWN_COLUMNS_OF.history, ...fields.filter((f) => !f.fixed).map((f) => f.column)];
   return { schema: reportingSchema, name: h, baseSchema: schema, base: h, columns: cols.map((c) => ({ name: c, source: c })) };
 }
 
@@ -252,7 +275,7 @@ export async function ensureView(trx: Knex.Transaction, spec: ViewSpec, options:
     return;
   }
   for (const r of retyped) {
-    const copy = `${r.name}_text`;
+    const copy = textCopyName(r.name);
     if (!have.has(copy) && !appended.some((c) => c.name === copy)) select.push(`${expr(r.source)}::text as ${quoteIdent(copy)}`);
   }
   for (const c of appended) select.push(`${expr(c.source)} as ${quoteIdent(c.name)}`);
@@ -265,8 +288,8 @@ export async function ensureView(trx: Knex.Transaction, spec: ViewSpec, options:
 
 /** `<col>_text` is the text copy of a widened `<col>` that reports still see with its old type. */
 function textCopySource(name: string, sourceOf: ReadonlyMap<string, string>, baseType: ReadonlyMap<string, string>): string | undefined {
-  if (!name.endsWith('_text')) return undefined;
-  const of = sourceOf.get(name.slice(0, -5));
+  const column = textCopyOf(name, sourceOf.keys());
+  const of = column === undefined ? undefined : sourceOf.get(column);
   return of !== undefined && baseType.has(of) ? of : undefined;
 }
 

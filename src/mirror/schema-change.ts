@@ -21,8 +21,14 @@ export type SchemaChangeKind =
   | 'back'
   /** The field's display name changed on the platform. */
   | 'renamed'
-  /** The column was renamed because `lists[].columns` pins another name. */
+  /** The column was renamed because `lists[].columns` pins another name, or (`detail: 'reserved'`) because listsync now uses its name itself. */
   | 'column-renamed'
+  /**
+   * The platform gave the field's slot to another field (another FieldID, or another control or storage kind
+   * when no ID is given): the old field's column is kept with its data under a new name (`column`), its raw values
+   * in `_raw` under `detail`; the new field gets a column of its own.
+   */
+  | 'slot-reused'
   /** The platform's type no longer fits the column: widened to text. */
   | 'widened'
   /** The platform's type differs from a text column, which stays text. */
@@ -48,7 +54,7 @@ export interface SchemaChange {
 export const FIELD_APPEARED_KINDS: ReadonlySet<SchemaChangeKind> = new Set(['added', 'back']);
 
 /** Kinds logged as warnings (data is kept, but someone may want to look). */
-export const WARNING_KINDS: ReadonlySet<SchemaChangeKind> = new Set(['removed', 'widened', 'kept-text']);
+export const WARNING_KINDS: ReadonlySet<SchemaChangeKind> = new Set(['removed', 'widened', 'kept-text', 'slot-reused']);
 
 /** The sentence for a change, as `ensureMirrorTable` has always logged it. */
 export function describeSchemaChange(c: SchemaChange): string {
@@ -70,7 +76,11 @@ export function describeSchemaChange(c: SchemaChange): string {
     case 'renamed':
       return `field ${field} is now called "${c.after ?? ''}" on the platform (was "${c.before ?? ''}"); column ${column} keeps its name (pin another with lists[].columns)`;
     case 'column-renamed':
-      return `renamed column ${c.before ?? ''} to ${c.after ?? ''} for field ${field} (lists[].columns)`;
+      return c.detail === 'reserved'
+        ? `renamed column ${c.before ?? ''} to ${c.after ?? ''} for field ${field}: listsync uses "${c.before ?? ''}" itself (in the table, its history or its views)`
+        : `renamed column ${c.before ?? ''} to ${c.after ?? ''} for field ${field} (lists[].columns)`;
+    case 'slot-reused':
+      return `the platform reused slot ${field} for another field (${c.after ?? ''}; was ${c.before ?? ''}): the old field's column is kept with its data as ${column} (its raw values in _raw under "${c.detail ?? ''}"), the new field gets a column of its own`;
     case 'widened':
       return `field ${field} changed type (column ${column} was ${c.before ?? ''}, the platform now says ${c.after ?? ''}): column widened to text, no data dropped`;
     case 'kept-text':

@@ -8,16 +8,7 @@ import type { ColumnKind } from './column-types.js';
 import { qualifiedName } from './naming.js';
 import type { SchemaChange } from './schema-change.js';
 
-/** Columns every mirror table has, besides the field columns. */
-export const FIXED_COLUMNS = {
-  id: 'id',
-  rowVersion: 'row_version',
-  createdAt: 'created_at',
-  modifiedAt: 'modified_at',
-  raw: '_raw',
-  syncedAt: '_synced_at',
-  deletedAt: '_deleted_at',
-} as const;
+export { FIXED_COLUMNS } from './own-columns.js';
 
 /** Prefix of the provisional id a row inserted locally without an id gets. */
 export const LOCAL_ID_PREFIX = 'local-';
@@ -43,6 +34,16 @@ export interface TableMappingData {
   columns: MappedColumn[];
   /** Columns of fields that disappeared from the platform: kept with their data, no longer written. */
   removedColumns: MappedColumn[];
+  /**
+   * Keys of `_raw` a row rewritten from the platform keeps from what it held (unless the item has them
+   * again): removed fields' names, and the keys retired fields' values were moved to (`<field>@<column>`).
+   */
+  keptRawKeys?: readonly string[];
+  /**
+   * The platform leaves empty values out of items (`platform.omitsEmptyValues`): a missing key is an
+   * empty value (NULL). Otherwise a missing key leaves its column as it was, and is counted.
+   */
+  omitsEmptyValues?: boolean;
   /** What `ensureMirrorTable` changed in this call, as sentences (empty when the table was up to date or when loaded). */
   changes: string[];
   /** The same changes as data (`changes` is derived from them). */

@@ -40,10 +40,11 @@ import { openChangeExists, openChangeLookup } from '../store/outbox.js';
 import type { ColumnKind } from './column-types.js';
 import { fromPlatformToSql, NOT_CONVERTED, scalarString } from './convert.js';
 import { USERS_COLUMNS } from './ddl.js';
-import { qualifiedName, quoteIdent } from './naming.js';
-import { arrayLiteral, jsonbSafe } from './pg-text.js';
+import { qualifiedName, quoteIdent, quoteLiteral } from './naming.js';
+import { arrayLiteral } from './pg-text.js';
 import { historyStatement } from './history.js';
 import { RawJsonWriter } from './raw-json.js';
+import { closestText, escapeStorable, hasUnstorable, isStorable, storableJson, storableValue } from './storable.js';
 import { FIXED_COLUMNS, type TableMapping } from './table-mapping.js';
 import { inTransaction, isMarked, markListsyncWriter, noteMarked, withListsyncWriter, WRITER_MARK } from './writer.js';
 
@@ -90,12 +91,34 @@ export interface UpsertResult {
   skippedPending: SkippedPending[];
   /** Items without a usable id: not written at all (also listed in failures). */
   invalid: number;
+  /**
+   * Items that omit a field the mirror has a column for: that column (and its `_raw` key) keeps
+   * what it held. Not counted (and written NULL) when the platform is known to omit empty values
+   * (`platform.omitsEmptyValues`).
+   */
+  missingKeys: number;
+  /**
+   * Rows written with text PostgreSQL cannot hold (NUL, lone surrogates): the typed columns have the
+   * closest text (U+FFFD in their place), `_raw` the exact values, escaped (src/mirror/storable.ts).
+   */
+  unstorable: number;
 }
 
 type Db = Knex | Knex.Transaction;
 
 export function emptyUpsertResult(): UpsertResult {
-  return { inserted: 0, updated: 0, unchanged: 0, undeleted: 0, failedValues: 0, failures: [], skippedPending: [], invalid: 0 };
+  return {
+    inserted: 0,
+    updated: 0,
+    unchanged: 0,
+    undeleted: 0,
+    failedValues: 0,
+    failures: [],
+    skippedPending: [],
+    invalid: 0,
+    missingKeys: 0,
+    unstorable: 0,
+  };
 }
 
 export interface UpsertOptions {
@@ -171,7 +194,22 @@ async function upsertBatch(
   if (byId.size === 0) return;
   if (expectNew && (await copyAllNew(trx, mapping, sql, [...byId.values()], zone, result, fail))) return;
   await markListsyncWriter(trx);
-  await upsertRead(trx, mapping, sql, byId, zone, result, fail);
+  await upsertRead(trx, mapping, sql, byId, zone, result, rowReport(result, fail));
+}
+
+/** What encoding rows finds out about them: values that did not convert, keys missing, text escaped. */
+interface RowReport {
+  fail(f: UpsertFailure): void;
+  missingKeys(): void;
+  unstorable(): void;
+}
+
+function rowReport(result: UpsertResult, fail: (f: UpsertFailure) => void): RowReport {
+  return {
+    fail,
+    missingKeys: () => void result.missingKeys++,
+    unstorable: () => void result.unstorable++,
+  };
 }
 
 /** One row per id: the highest version wins (later ones on a tie). Items without a usable id are counted and left out. */
@@ -214,10 +252,19 @@ async function copyAllNew(
   result: UpsertResult,
   fail: (f: UpsertFailure) => void,
 ): Promise<boolean> {
+  // Counted only when the copy stands (otherwise the reading path encodes the rows again).
   const failures: UpsertFailure[] = [];
-  const encoded = new Encoder(mapping, rows, zone, (f) => failures.push(f));
+  const counted = emptyUpsertResult();
+  const encoded = new Encoder(
+    mapping,
+    rows,
+    zone,
+    rowReport(counted, (f) => failures.push(f)),
+  );
   if (!(await copyFresh(trx, sql, encoded))) return false;
   for (const f of failures) fail(f);
+  result.missingKeys += counted.missingKeys;
+  result.unstorable += counted.unstorable;
   result.inserted += rows.length;
   if (sql.history) await trx.raw(sql.history, [arrayLiteral(rows.map((r) => r.id))]);
   return true;
@@ -231,7 +278,7 @@ async function upsertRead(
   byId: ReadonlyMap<string, BatchRow>,
   zone: string,
   result: UpsertResult,
-  fail: (f: UpsertFailure) => void,
+  report: RowReport,
 ): Promise<void> {
   // 1. What is stored for these ids.
   const state = (await trx.raw(sql.read, [arrayLiteral([...byId.keys()]), mapping.listName])) as { rows: StoredState[] };
@@ -262,23 +309,31 @@ async function upsertRead(
     if (sql.history) for (const row of (res as { rows: { id: string }[] }).rows) written.push(row.id);
     return rowCount(res);
   };
+  const update = async (encoded: Encoder): Promise<number> => {
+    const bindings = bindingsOf(mapping, await encoded.all());
+    if (!encoded.anyMissing) return write(sql.update, [...bindings, mapping.listName]);
+    return write(sql.updateKeeping, [
+      ...bindings,
+      arrayLiteral(encoded.missingColumns),
+      arrayLiteral(encoded.missingKeys),
+      mapping.listName,
+    ]);
+  };
   if (fresh.length > 0) {
-    const encoded = new Encoder(mapping, fresh, zone, fail);
+    const encoded = new Encoder(mapping, fresh, zone, report);
     if (await copyFresh(trx, sql, encoded)) {
       inserted = fresh.length;
       if (sql.history) for (const r of fresh) written.push(r.id);
     } else {
-      const bindings = bindingsOf(mapping, await encoded.all());
-      inserted = await write(sql.insert, bindings);
+      inserted = await write(sql.insert, bindingsOf(mapping, await encoded.all()));
       // Inserted meanwhile by another writer (ON CONFLICT DO NOTHING skipped them): update those instead.
-      if (inserted < fresh.length) updated += await write(sql.update, [...bindings, mapping.listName]);
+      if (inserted < fresh.length) updated += await update(encoded);
     }
   }
 
   // 3. Rows whose version moved, or that come back after a soft delete. The conditions are
   // checked again on the row itself: an unchanged item without a version is not rewritten.
-  if (changed.length > 0)
-    updated += await write(sql.update, [...bindingsOf(mapping, await new Encoder(mapping, changed, zone, fail).all()), mapping.listName]);
+  if (changed.length > 0) updated += await update(new Encoder(mapping, changed, zone, report));
   // 4. With history: the versions just written, in the same transaction, by one statement.
   if (sql.history && written.length > 0) await trx.raw(sql.history, [arrayLiteral(written)]);
 
@@ -294,30 +349,47 @@ function rowCount(res: unknown): number {
 
 /**
  * One row's values in the order of `FIXED_COLUMNS` id, row version, created,
- * modified, then the mapped columns, then `_raw`: SQL text, or null.
+ * modified, then the mapped columns, then `_raw`: SQL text, or null. The
+ * mapped columns the item has no key for are listed in `missing` (by index),
+ * unless the platform omits empty values.
  */
 function encodeRow(
   mapping: TableMapping,
   r: BatchRow,
   zone: string,
-  raw: RawJsonWriter,
-  fail: (f: UpsertFailure) => void,
+  writer: RawJsonWriter,
+  report: RowReport,
+  missing: number[],
 ): (string | null)[] {
+  const fail = report.fail;
   const out: (string | null)[] = [
     r.id,
     r.versionText,
     instant(r, mapping.createdField, zone, fail),
     instant(r, mapping.modifiedField, zone, fail),
   ];
-  for (const c of mapping.columns) {
-    const raw = r.item[c.field];
-    const v = fromPlatformToSql(c.kind, raw, zone);
+  // `_raw` first: a value with NUL or a lone surrogate is always escaped in JSON text, so an item
+  // whose JSON has no backslash has no value that needs a closer look.
+  const raw = rawJson(r, writer);
+  const check = writer.lastHadBackslash;
+  let unstorable = check && raw.escaped;
+  const columns = mapping.columns;
+  for (let i = 0; i < columns.length; i++) {
+    const c = columns[i]!;
+    const value = r.item[c.field];
+    if (value === undefined && !mapping.omitsEmptyValues && !Object.hasOwn(r.item, c.field)) missing.push(i);
+    const v = fromPlatformToSql(c.kind, value, zone);
     if (v === NOT_CONVERTED) {
-      fail({ id: r.id, field: c.field, raw });
+      fail({ id: r.id, field: c.field, raw: value });
       out.push(null);
+    } else if (check && v !== null && !isStorable(v)) {
+      unstorable = true;
+      out.push(closestText(v));
     } else out.push(v);
   }
-  out.push(rawJson(r, raw, fail));
+  if (unstorable) report.unstorable();
+  if (missing.length > 0) report.missingKeys();
+  out.push(raw.json);
   return out;
 }
 
@@ -332,13 +404,19 @@ class Encoder {
   readonly values: (string | null)[][] = [];
   /** Per row: whether its `_raw` text may hold a backslash (COPY's text format doubles them). */
   readonly rawBackslashes: boolean[] = [];
+  /** Per row: the indexes of the mapped columns its item has no key for (an int[] literal), or null. */
+  readonly missingColumns: (string | null)[] = [];
+  /** Per row: those columns' field names (a text[] literal: their `_raw` keys), or null. */
+  readonly missingKeys: (string | null)[] = [];
+  /** Whether any row so far misses a key. */
+  anyMissing = false;
   private readonly raw = new RawJsonWriter();
 
   constructor(
     private readonly mapping: TableMapping,
     private readonly rows: readonly BatchRow[],
     private readonly zone: string,
-    private readonly fail: (f: UpsertFailure) => void,
+    private readonly report: RowReport,
   ) {}
 
   /** The next slice of rows encoded (first index, end); null when every row is. */
@@ -347,11 +425,25 @@ class Encoder {
     if (start >= this.rows.length) return null;
     if (start > 0) await yieldToEventLoop();
     const end = Math.min(this.rows.length, start + sliceSize(start));
+    const missing: number[] = [];
     for (let i = start; i < end; i++) {
-      this.values.push(encodeRow(this.mapping, this.rows[i]!, this.zone, this.raw, this.fail));
+      this.values.push(encodeRow(this.mapping, this.rows[i]!, this.zone, this.raw, this.report, missing));
       this.rawBackslashes.push(this.raw.lastHadBackslash);
+      this.noteMissing(missing);
+      missing.length = 0;
     }
     return [start, end];
+  }
+
+  private noteMissing(missing: readonly number[]): void {
+    if (missing.length === 0) {
+      this.missingColumns.push(null);
+      this.missingKeys.push(null);
+      return;
+    }
+    this.anyMissing = true;
+    this.missingColumns.push(`{${missing.join(',')}}`);
+    this.missingKeys.push(arrayLiteral(missing.map((i) => escapeStorable(this.mapping.columns[i]!.field))));
   }
 
   /** Every row's values (the ones not encoded yet are encoded now). */
@@ -478,6 +570,12 @@ interface Statements {
   insert: string;
   /** Bindings: the encoded rows, list name. */
   update: string;
+  /**
+   * The update for a batch where items omit keys of mapped columns: those columns, and those keys
+   * of `_raw`, keep what they hold. Bindings: the encoded rows, the missing column indexes and
+   * field names per row, list name.
+   */
+  updateKeeping: string;
   /** With history only (insert and update then return the ids they wrote). Bindings: those ids. */
   history?: string;
 }
@@ -499,14 +597,17 @@ function statementsFor(mapping: TableMapping): Statements {
   const paramCast = (kind: ColumnKind): string => (kind === 'text[]' ? 'text[]' : kind === 'jsonb' ? 'jsonb[]' : `${kind}[]`);
   const valueExpr = (kind: ColumnKind, alias: string): string => (kind === 'text[]' ? `s.${alias}::text[]` : `s.${alias}`);
   const aliases = mapping.columns.map((_c, i) => `c${i}`);
-  const unnest = `unnest(${[
-    '?::text[]',
-    '?::bigint[]',
-    '?::timestamptz[]',
-    '?::timestamptz[]',
-    'string_to_array(?::text, chr(30))',
-    ...mapping.columns.map((c) => `?::${paramCast(c.kind)}`),
-  ].join(', ')}) as s(${['id', 'row_version', 'created_at', 'modified_at', 'raw', ...aliases].join(', ')})`;
+  const unnestOf = (extra: readonly string[]): string =>
+    `unnest(${[
+      '?::text[]',
+      '?::bigint[]',
+      '?::timestamptz[]',
+      '?::timestamptz[]',
+      'string_to_array(?::text, chr(30))',
+      ...mapping.columns.map((c) => `?::${paramCast(c.kind)}`),
+      ...extra.map(() => '?::text[]'),
+    ].join(', ')}) as s(${['id', 'row_version', 'created_at', 'modified_at', 'raw', ...aliases, ...extra].join(', ')})`;
+  const unnest = unnestOf([]);
 
   const read = `
 select s.id, c.id is not null as present, c.row_version, c.deleted, p.hit is not null as pending, p.base_version
@@ -544,16 +645,32 @@ select ${values.join(', ')}
   from ${unnest}
 on conflict (${q(F.id)}) do nothing${returning}`;
 
-  const sets = target.slice(1).map((col, i) => `${col} = ${values[i + 1]}`);
-  const update = `
+  // A rewritten row keeps the `_raw` keys of removed and retired fields (the item no longer has them;
+  // they are the raw values of columns kept with their data), and those of keys the item omits.
+  const rawAt = 4 + mapping.columns.length;
+  const kept = mapping.keptRawKeys ?? [];
+  const keptRaw = kept.length === 0 ? '' : `${rawSubset(`${quoteLiteral(arrayLiteral(kept.map(escapeStorable)))}::text[]`)} || `;
+  const updateOf = (keeping: boolean): string => {
+    const sets = target.slice(1).map((col, i) => {
+      const at = i + 1;
+      let value = values[at]!;
+      if (at === rawAt) value = `${keptRaw}${keeping ? `${rawSubset('s.missing_keys::text[]')} || ` : ''}${value}`;
+      else if (keeping && at > 3 && at < rawAt)
+        value = `case when ${at - 4} = any(s.missing_columns::int[]) then t.${col} else ${value} end`;
+      return `${col} = ${value}`;
+    });
+    return `
 update ${t} as t set ${sets.join(', ')}
-  from ${unnest}
+  from ${keeping ? unnestOf(['missing_columns', 'missing_keys']) : unnest}
  where t.${q(F.id)} = s.id
    and ((t.${q(F.rowVersion)} is null and s.row_version is not null)
         or s.row_version > t.${q(F.rowVersion)}
         or t.${q(F.deletedAt)} is not null
         or (s.row_version is null and t.${q(F.raw)} is distinct from s.raw::jsonb))
    and ${openChangeExists(`t.${q(F.id)}`)} is null${mapping.history ? `\nreturning t.${q(F.id)} as id` : ''}`;
+  };
+  const update = updateOf(false);
+  const updateKeeping = updateOf(true);
 
   const copy = `copy ${t} (${[F.id, F.rowVersion, F.createdAt, F.modifiedAt, ...mapping.columns.map((c) => c.column), F.raw, F.syncedAt]
     .map(q)
@@ -565,10 +682,17 @@ update ${t} as t set ${sets.join(', ')}
     copyEscapes,
     insert,
     update,
+    updateKeeping,
     ...(mapping.history ? { history: historyStatement(mapping) } : {}),
   };
   statementCache.set(mapping, statements);
   return statements;
+}
+
+/** The keys (a text[] expression) of the stored row's `_raw` that it has, as a jsonb object. */
+function rawSubset(keys: string): string {
+  const raw = `t.${quoteIdent(FIXED_COLUMNS.raw)}`;
+  return `coalesce((select jsonb_object_agg(e.key, e.value) from jsonb_each(${raw}) e where e.key = any(${keys})), '{}'::jsonb)`;
 }
 
 function instant(r: BatchRow, field: string, zone: string, fail: (f: UpsertFailure) => void): string | null {
@@ -579,19 +703,26 @@ function instant(r: BatchRow, field: string, zone: string, fail: (f: UpsertFailu
   return null;
 }
 
-/** The item as JSON for `_raw`; what jsonb cannot hold (NUL, unpaired surrogates) becomes U+FFFD and is reported. */
-function rawJson(r: BatchRow, writer: RawJsonWriter, fail: (f: UpsertFailure) => void): string {
+/**
+ * The item as JSON for `_raw`. Strings jsonb cannot hold (NUL, lone surrogates) are kept exactly,
+ * escaped (src/mirror/storable.ts), and counted as unstorable.
+ */
+function rawJson(r: BatchRow, writer: RawJsonWriter): { json: string; escaped: boolean } {
   let json: string;
   try {
     json = writer.write(r.item);
   } catch {
     json = JSON.stringify(r.item, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
   }
-  // Without a backslash there is no escape jsonb could refuse.
-  if (!writer.lastHadBackslash) return json;
-  const safe = jsonbSafe(json);
-  if (safe.changed) fail({ id: r.id, field: FIXED_COLUMNS.raw, raw: 'NUL characters or unpaired surrogates replaced by U+FFFD' });
-  return safe.json;
+  // Without a backslash there is no escape jsonb could refuse, and no escape mark: JSON writes NUL,
+  // lone surrogates and the mark (U+0010) as \u escapes.
+  if (!writer.lastHadBackslash || !json.includes('\\u') || !hasUnstorable(r.item)) return { json, escaped: false };
+  const storable = storableValue(r.item) as Record<string, unknown>;
+  try {
+    return { json: writer.write(storable), escaped: true };
+  } catch {
+    return { json: JSON.stringify(storable, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)), escaped: true };
+  }
 }
 
 /** An item id as a string (ids are 19-digit numbers: never through a double when avoidable). */
@@ -666,7 +797,7 @@ select (select count(*) from up where inserted)::int as inserted, (select count(
           const v = c === 'user_id' ? id : userText(u[USER_FIELDS[c]]);
           values[i]!.push(v);
         });
-        raws.push(jsonbSafe(JSON.stringify(u, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))).json);
+        raws.push(storableJson(u));
       }
       const res = (await trx.raw(sql, [...values.map(arrayLiteral), arrayLiteral(raws)])) as {
         rows: { inserted: number; updated: number }[];
@@ -683,5 +814,5 @@ select (select count(*) from up where inserted)::int as inserted, (select count(
 function userText(v: unknown): string | null {
   if (v === null || v === undefined || v === '') return null;
   const s = scalarString(v) ?? (typeof v === 'boolean' ? String(v) : JSON.stringify(v));
-  return s.replace(/\0/g, '\uFFFD');
+  return closestText(s);
 }

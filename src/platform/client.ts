@@ -98,8 +98,9 @@ export interface ClientStats {
   errors: number;
 }
 
-export type PlatformClientConfig = Omit<PlatformConfig, 'maxBytesAhead' | 'rateMargin'> &
-  Partial<Pick<PlatformConfig, 'maxBytesAhead' | 'rateMargin'>>;
+/** `omitsEmptyValues` is about how items are stored, not requests: the client never reads it. */
+export type PlatformClientConfig = Omit<PlatformConfig, 'maxBytesAhead' | 'rateMargin' | 'omitsEmptyValues'> &
+  Partial<Pick<PlatformConfig, 'maxBytesAhead' | 'rateMargin' | 'omitsEmptyValues'>>;
 
 export interface PageOptions {
   /** 1-based page to start at (resume). Default 1. */

@@ -77,8 +77,9 @@ export function normalizeField(entry: unknown, keyName?: string): FieldMeta | un
     }
   }
   for (const [k, v] of Object.entries(src)) if (!consumed.has(k) && !(k in out)) out[k] = v;
-  let name = typeof out.FieldName === 'string' ? out.FieldName.trim() : typeof out.FieldName === 'number' ? String(out.FieldName) : '';
-  if (name === '' && typeof out.InternalName === 'string') name = out.InternalName.trim();
+  // Names are taken exactly as sent: "Text1" and "Text1 " are two fields (items carry both keys).
+  let name = typeof out.FieldName === 'string' ? out.FieldName : typeof out.FieldName === 'number' ? String(out.FieldName) : '';
+  if (name === '' && typeof out.InternalName === 'string') name = out.InternalName;
   if (name === '' && keyName !== undefined) name = keyName;
   if (name === '') return undefined;
   out.FieldName = name;

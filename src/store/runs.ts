@@ -4,6 +4,7 @@
  */
 import { hostname } from 'node:os';
 import type { Knex } from '../db.js';
+import { closestText } from '../mirror/storable.js';
 
 export const RUNS_TABLE = 'listsync.sync_runs';
 
@@ -22,6 +23,10 @@ export interface RunCounters {
   rows_undeleted: number;
   rows_failed: number;
   rows_skipped_pending: number;
+  /** Items that omitted a mirrored field (its column kept what it held). */
+  rows_missing_keys: number;
+  /** Items with text PostgreSQL cannot hold (typed columns got the closest text, `_raw` the exact value). */
+  rows_unstorable: number;
   changes_applied: number;
   changes_conflicted: number;
   changes_failed: number;
@@ -38,6 +43,8 @@ export const zeroCounters = (): RunCounters => ({
   rows_undeleted: 0,
   rows_failed: 0,
   rows_skipped_pending: 0,
+  rows_missing_keys: 0,
+  rows_unstorable: 0,
   changes_applied: 0,
   changes_conflicted: 0,
   changes_failed: 0,
@@ -102,7 +109,12 @@ export async function finishRun(
   status: Exclude<RunStatus, 'running'>,
   extra: { error?: string; details?: object; counters?: Partial<RunCounters> } = {},
 ): Promise<void> {
-  const update: Record<string, unknown> = { status, finished_at: db.fn.now(), error: extra.error ?? null };
+  // An error may quote the platform's text: NUL and lone surrogates read U+FFFD (PostgreSQL text cannot hold them).
+  const update: Record<string, unknown> = {
+    status,
+    finished_at: db.fn.now(),
+    error: extra.error === undefined ? null : closestText(extra.error),
+  };
   if (extra.details) update.details = db.raw(`details || ?::jsonb`, [JSON.stringify(extra.details)]);
   for (const [k, v] of Object.entries(extra.counters ?? {})) update[k] = v;
   await db(RUNS_TABLE).where({ id: runId }).update(update);
@@ -240,6 +252,8 @@ export async function counterTotals(db: Knex): Promise<Record<string, string | n
       deleted: 'rows_deleted',
       undeleted: 'rows_undeleted',
       failed: 'rows_failed',
+      missing_keys: 'rows_missing_keys',
+      unstorable: 'rows_unstorable',
       applied: 'changes_applied',
       conflicted: 'changes_conflicted',
       changes_failed: 'changes_failed',

@@ -4,6 +4,7 @@
  * transaction; read by `status` and `/metrics`.
  */
 import type { Knex } from '../db.js';
+import { closestText, escapeStorable, unescapeStorable } from '../mirror/storable.js';
 import { describeSchemaChange, type SchemaChange, type SchemaChangeKind } from '../mirror/schema-change.js';
 
 export const SCHEMA_CHANGES_TABLE = 'listsync.schema_changes';
@@ -24,16 +25,21 @@ export async function recordSchemaChanges(
       changes.map((c) => ({
         list_name: listName,
         kind: c.kind,
-        field: c.field ?? null,
+        // The platform's strings (field and display names), kept exactly where PostgreSQL cannot hold them as they are.
+        field: storableOrNull(c.field),
         column_name: c.column ?? null,
-        before: c.before ?? null,
-        after: c.after ?? null,
-        message: describeSchemaChange(c),
+        before: storableOrNull(c.before),
+        after: storableOrNull(c.after),
+        message: closestText(describeSchemaChange(c)),
         run_id: runId ?? null,
       })),
     )
     .returning('id')) as { id: string | number }[];
   return rows.map((r) => Number(r.id));
+}
+
+function storableOrNull(s: string | undefined): string | null {
+  return s === undefined ? null : escapeStorable(s);
 }
 
 export interface RecordedSchemaChange {
@@ -68,10 +74,10 @@ export async function recentSchemaChanges(db: Knex, options: { list?: string; li
   return rows.map((r) => ({
     list: r.list_name,
     kind: r.kind,
-    field: r.field,
+    field: r.field === null ? null : unescapeStorable(r.field),
     column: r.column_name,
-    before: r.before,
-    after: r.after,
+    before: r.before === null ? null : unescapeStorable(r.before),
+    after: r.after === null ? null : unescapeStorable(r.after),
     message: r.message,
     runId: r.run_id === null ? null : Number(r.run_id),
     seenAt: r.seen_at,

@@ -72,7 +72,7 @@
  * re-read the gaps, read the follow-up, then decide the marks
  * (pull/watermark.ts) and record the outcome.
  */
-import type { ListConfig } from '../config.js';
+import { pinnedNames, pinnedTypes, type ListConfig } from '../config.js';
 import type { PlatformClient } from '../platform/client.js';
 import { ValidationError } from '../platform/errors.js';
 import type { FieldMeta, Item, ItemQuery } from '../platform/types.js';
@@ -322,7 +322,9 @@ async function prepareTable(deps: PullDeps, list: ListConfig, run: ActiveRun): P
     versionField: list.versionField,
     timeZone: deps.config.platform.timeZone,
     columnNames: list.columnNames,
-    columns: list.columns,
+    columns: pinnedNames(list.columns),
+    columnTypes: pinnedTypes(list.columns),
+    omitsEmptyValues: deps.config.platform.omitsEmptyValues,
     reportingSchema: deps.config.database.reportingSchema,
     history: list.history,
     pushDeletes: list.pushDeletes,

@@ -107,6 +107,7 @@ describe('GET .../fields in the four arrangements', () => {
         fieldFlags: 'number',
         queryLagMs: 0,
         unknownItem: { httpStatus: 200, status: 40400 },
+        omitEmptyValues: false,
       });
       const exported = await bySeed.admin.exportList('qa', 'things');
       expect(exported.fields.find((x) => x.FieldName === 'Day')).toMatchObject({

@@ -173,9 +173,10 @@ describe('typed columns re-derived from _raw', () => {
 
   it("a column widened to text holds the platform's text, not a cast of the old type", async () => {
     n++;
-    const m = await ensureMirrorTable(t.db, opts(FIELDS, { timeZone: 'UTC' }));
+    const sameField = FIELDS.map((f) => (f.FieldName === 'Datetime1' ? { ...f, FieldID: 'f-shipped' } : f));
+    const m = await ensureMirrorTable(t.db, opts(sameField, { timeZone: 'UTC' }));
     await upsertItems(t.db, m, [item('1', '2026-07-01 12:00:00')], 'UTC');
-    const widened = FIELDS.map((f) => (f.FieldName === 'Datetime1' ? { ...f, FieldType: 'Text', Type: 'input' } : f));
+    const widened = sameField.map((f) => (f.FieldName === 'Datetime1' ? { ...f, FieldType: 'Text', Type: 'input' } : f));
     const next = await ensureMirrorTable(t.db, opts(widened, { timeZone: 'UTC' }));
     expect(next.changes).toEqual(
       expect.arrayContaining([expect.stringMatching(/re-derived shipped_at of 1 row\(s\) from _raw \(widened to text: shipped_at\)/)]),

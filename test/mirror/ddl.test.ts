@@ -145,8 +145,9 @@ describe('ensureMirrorTable: evolution', () => {
   const base: FieldMeta[] = [
     { FieldName: 'ListDataID', FieldType: 'Text', Type: 'id' },
     { FieldName: 'RowVersion', FieldType: 'Bigint', Type: 'version' },
-    { FieldName: 'Amount', FieldType: 'Bigint', Type: 'input_number' },
-    { FieldName: 'When', FieldType: 'Datetime', Type: 'datepicker', Rules: { DateFormat: 'yyyy-MM-dd' } },
+    // The same FieldID across a type change: the same field, its column widened (not a reused slot).
+    { FieldName: 'Amount', FieldID: 'f-amount', FieldType: 'Bigint', Type: 'input_number' },
+    { FieldName: 'When', FieldID: 'f-when', FieldType: 'Datetime', Type: 'datepicker', Rules: { DateFormat: 'yyyy-MM-dd' } },
     { FieldName: 'Obsolete', FieldType: 'Text', Type: 'input' },
   ];
 
@@ -161,8 +162,8 @@ describe('ensureMirrorTable: evolution', () => {
 
     const next: FieldMeta[] = [
       ...base.filter((f) => f.FieldName !== 'Obsolete' && f.FieldName !== 'Amount' && f.FieldName !== 'When'),
-      { FieldName: 'Amount', FieldType: 'Text', Type: 'input' },
-      { FieldName: 'When', FieldType: 'Datetime', Type: 'datepicker', Rules: { DateFormat: 'yyyy-MM-dd HH:mm:ss' } },
+      { FieldName: 'Amount', FieldID: 'f-amount', FieldType: 'Text', Type: 'input' },
+      { FieldName: 'When', FieldID: 'f-when', FieldType: 'Datetime', Type: 'datepicker', Rules: { DateFormat: 'yyyy-MM-dd HH:mm:ss' } },
       { FieldName: 'Fresh', FieldType: 'Bit', Type: 'switch' },
     ];
     const m = await ensureMirrorTable(t.db, options(list, next));

@@ -19,8 +19,9 @@ const SYSTEM: FieldMeta[] = [
   { FieldName: 'Created', DisplayName: 'Created', Type: 'datepicker', IsSystem: true, IsIndex: true },
   { FieldName: 'Modified', DisplayName: 'Modified', Type: 'datepicker', IsSystem: true, IsIndex: true },
 ];
-const NUMBER: FieldMeta[] = [...SYSTEM, { FieldName: 'Bigint1', DisplayName: 'Amount', Type: 'input_number' }];
-const TEXT: FieldMeta[] = [...SYSTEM, { FieldName: 'Bigint1', DisplayName: 'Amount', FieldType: 'Text', Type: 'input' }];
+// One FieldID: the same field changing type (a new FieldID would be another field in the slot).
+const NUMBER: FieldMeta[] = [...SYSTEM, { FieldName: 'Bigint1', FieldID: '11', DisplayName: 'Amount', Type: 'input_number' }];
+const TEXT: FieldMeta[] = [...SYSTEM, { FieldName: 'Bigint1', FieldID: '11', DisplayName: 'Amount', FieldType: 'Text', Type: 'input' }];
 
 function opts(n: number, fields: FieldMeta[], history = false): EnsureMirrorTableOptions {
   return {

@@ -143,6 +143,8 @@ export class PageWriter {
       rows_failed: r.failedValues,
       rows_undeleted: r.undeleted,
       rows_skipped_pending: r.skippedPending.length,
+      rows_missing_keys: r.missingKeys,
+      rows_unstorable: r.unstorable,
       changes_conflicted: conflicts,
       ...this.o.takeRequests(),
     };
