@@ -1,4 +1,7 @@
-/** `listsync reconcile [--list L] [--wait]`: finds items deleted on the platform. Exit 1 when a run failed or refused. */
+/**
+ * `listsync reconcile [--list L] [--full] [--wait]`: finds items deleted on the platform, by counts
+ * of Created ranges (default) or by sweeping every ID (`--full`). Exit 1 when a run failed or refused.
+ */
 import type { ListConfig } from '../config.js';
 import type { AppContext } from '../context.js';
 import { UsageError, exitCodeFor, coerceError } from '../errors.js';
@@ -7,8 +10,12 @@ import { selectLists } from './pull.js';
 import { listJobOptions, type CommandKit } from './kit.js';
 
 export function reconcileSummary(r: ReconcileResult): string {
-  const head = `${r.list}: reconcile ${r.status === 'succeeded' ? 'succeeded' : r.status === 'refused' ? 'REFUSED' : 'stopped'}`;
-  const figures = `saw ${r.seen} IDs in ${r.counters.pages} pages (${r.counters.requests} requests, ${r.counters.retries} retries; platform TotalCount ${r.totalCount}), mirror had ${r.live} live rows`;
+  const status = r.status === 'succeeded' ? 'succeeded' : r.status === 'refused' ? 'REFUSED' : 'stopped';
+  const head = `${r.list}: reconcile ${r.mode === 'full' ? '(full sweep)' : '(by counts)'} ${status}`;
+  const sweep = `saw ${r.seen} IDs in ${r.counters.pages} pages (${r.counters.requests} requests, ${r.counters.retries} retries; platform TotalCount ${r.totalCount}), mirror had ${r.live} live rows`;
+  const figures = r.counts
+    ? `${r.counts.requests} count request(s), ${r.counts.swept.length ? `swept ${describeSwept(r.counts.swept)}` : 'every count agreed'}; ${sweep}`
+    : sweep;
   if (r.status !== 'succeeded') return `${head} — ${figures}\n  ${r.message ?? ''}`;
   const heal =
     r.healed.missing + r.healed.behind
@@ -21,13 +28,23 @@ export function reconcileSummary(r: ReconcileResult): string {
   );
 }
 
-export async function runReconcile(ctx: AppContext, lists: readonly ListConfig[], options: { wait: boolean }): Promise<number> {
+function describeSwept(ranges: readonly string[]): string {
+  const shown = ranges.slice(0, 5).join(', ');
+  return `${ranges.length} range(s) (${shown}${ranges.length > 5 ? `, and ${ranges.length - 5} more` : ''})`;
+}
+
+export async function runReconcile(
+  ctx: AppContext,
+  lists: readonly ListConfig[],
+  options: { wait: boolean; full: boolean },
+): Promise<number> {
   let code = 0;
   for (const list of lists) {
     try {
       const r = await reconcileList(
         { db: ctx.db, client: ctx.client, config: ctx.config, logger: ctx.logger, waitMs: options.wait ? 24 * 3_600_000 : 0 },
         list,
+        { full: options.full },
       );
       if (r.status === 'succeeded') ctx.io.out(reconcileSummary(r));
       else {
@@ -47,8 +64,11 @@ export function register({ program, withContext }: CommandKit): void {
   listJobOptions(
     program
       .command('reconcile')
-      .description('find items deleted on the platform: sweep every ID, mark rows not seen with _deleted_at, undelete rows seen again'),
-  ).action((opts: { list?: string; wait: boolean }) =>
-    withContext((ctx) => runReconcile(ctx, selectLists(ctx, opts.list), { wait: opts.wait })),
+      .description(
+        'find items deleted on the platform: compare counts of Created ranges and sweep the IDs of the ranges that differ (--full: every ID); mark rows not seen with _deleted_at, undelete rows seen again',
+      )
+      .option('--full', 'sweep every ID of the list (also heals rows whose version is behind anywhere in the list)', false),
+  ).action((opts: { list?: string; wait: boolean; full: boolean }) =>
+    withContext((ctx) => runReconcile(ctx, selectLists(ctx, opts.list), { wait: opts.wait, full: opts.full })),
   );
 }
