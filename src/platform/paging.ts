@@ -73,6 +73,8 @@ export interface PaginateOptions<T = unknown> {
    * are large.
    */
   maxBytesAhead?: number;
+  /** Checked before each page is handed over (see heap-budget.ts). */
+  heapBudget?: { check(): void };
 }
 
 /** A read that failed a completeness check twice; pages before `page` were handed out. */
@@ -224,6 +226,7 @@ export async function* paginate<T>(fetchPage: PageFetcher<T>, options: PaginateO
       // Fill the window before handing the page over, so fetching overlaps the consumer's work.
       const upTo = Math.min(index + ahead(result.bytes), pageCount, options.maxPages ?? Number.POSITIVE_INFINITY);
       for (let j = index + 1; j <= upTo; j++) start(j);
+      options.heapBudget?.check();
       yield { index, pageCount, totalCount, items: result.items };
       if (last) return;
       if (index >= pageCount || result.items.length === 0) {
