@@ -18,7 +18,7 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 
 /** The budget of every client's paged reads: what a pull keeps live is ~15-35 MB above a ~25 MB process. */
-export const HEAP_BUDGET_BYTES = 96 * 1024 * 1024;
+export const HEAP_BUDGET_BYTES = 80 * 1024 * 1024;
 
 let collect: (() => void) | null | undefined;
 
