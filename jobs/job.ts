@@ -21,7 +21,7 @@ export interface JobContext {
 }
 
 export interface JobDefinition {
-  name: 'pull' | 'push' | 'reconcile' | 'users' | 'directory';
+  name: 'pull' | 'push' | 'reconcile' | 'reconcile-full' | 'users' | 'directory';
   perList: boolean;
   /**
    * A run asked for while one of the same target is running is not started

@@ -125,9 +125,25 @@ const scheduleSchema = z
   .object({
     pull: cron.optional(),
     push: cron.optional(),
+    /** Reconcile by counts of Created ranges (costs what changed). */
     reconcile: cron.optional(),
+    /**
+     * The full reconcile (every ID). Default: weekly (FULL_RECONCILE_SCHEDULE) when `reconcile` is
+     * scheduled, else not at all; "off" turns it off.
+     */
+    reconcileFull: z.union([z.literal('off'), cron]).optional(),
   })
   .strict();
+
+/** When the full reconcile runs for a list whose `schedule.reconcile` is set and `schedule.reconcileFull` is not: Sundays 03:17. */
+export const FULL_RECONCILE_SCHEDULE = '17 3 * * 0';
+
+/** The full reconcile's schedule of a list, or undefined when it is not scheduled. */
+export function fullReconcileSchedule(list: ListConfig): string | undefined {
+  const s = list.schedule;
+  if (s.reconcileFull === 'off') return undefined;
+  return s.reconcileFull ?? (s.reconcile ? FULL_RECONCILE_SCHEDULE : undefined);
+}
 
 const listSchema = z
   .object({

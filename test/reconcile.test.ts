@@ -1,7 +1,8 @@
 /**
- * Reconcile against the emulator over real HTTP and a real Postgres: deletes
- * on the platform become `_deleted_at`, rows seen again are undeleted, and a
- * broken sweep marks nothing.
+ * The full reconcile (`--full`, every ID) against the emulator over real HTTP
+ * and a real Postgres: deletes on the platform become `_deleted_at`, rows seen
+ * again are undeleted, and a broken sweep marks nothing. Reconcile by counts
+ * is in test/sync/reconcile-counts.test.ts.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,6 +20,7 @@ import { runCli } from './helpers/cli.js';
 import { createTestDatabase, type TestDatabase } from './helpers/db.js';
 
 const logger = createLogger({ level: 'silent' });
+const FULL = { full: true };
 const APP = 'demo';
 const LIST = 'orders';
 
@@ -88,7 +90,7 @@ describe('reconcile', () => {
     // A row created locally and not yet pushed: never marked.
     await t.db('mirror.orders').insert({ id: 'local-test-1' });
 
-    const r = await reconcileList(deps(), list());
+    const r = await reconcileList(deps(), list(), FULL);
     expect(r.status).toBe('succeeded');
     expect(r.seen).toBe(3000 - 37);
     expect(r.deleted).toBe(37);
@@ -106,7 +108,7 @@ describe('reconcile', () => {
     expect(outbox).toEqual([{ op: 'create', local_id: 'local-test-1' }]);
 
     // Idempotent: a second run changes nothing.
-    const again = await reconcileList(deps(), list());
+    const again = await reconcileList(deps(), list(), FULL);
     expect(again).toMatchObject({ status: 'succeeded', deleted: 0, undeleted: 0 });
     expect(await deletedIds()).toEqual([...doomed].sort());
   });
@@ -117,7 +119,7 @@ describe('reconcile', () => {
     for (const id of extra) await emu.admin.deleteItem(APP, LIST, id);
     await emu.admin.setFaults({ emptyPages: [2] });
     try {
-      await expect(reconcileList(deps(), list())).rejects.toThrow(/refusing to mark deletes/);
+      await expect(reconcileList(deps(), list(), FULL)).rejects.toThrow(/refusing to mark deletes/);
     } finally {
       await emu.admin.setFaults({ emptyPages: null });
     }
@@ -128,7 +130,7 @@ describe('reconcile', () => {
     expect(run.rows_deleted).toBe(0);
 
     // Once the platform answers properly again, the 10 are marked.
-    const ok = await reconcileList(deps(), list());
+    const ok = await reconcileList(deps(), list(), FULL);
     expect(ok.deleted).toBe(10);
   });
 
@@ -139,7 +141,7 @@ describe('reconcile', () => {
     const alive = new Set((await emu.admin.exportList(APP, LIST)).items.map((i) => String(i.ListDataID)));
     const victims = [...alive].slice(0, Math.ceil(live * 0.6));
     for (const id of victims) await emu.admin.deleteItem(APP, LIST, id);
-    const r = await reconcileList(deps(), list());
+    const r = await reconcileList(deps(), list(), FULL);
     expect(r.status).toBe('refused');
     expect(r.message).toBe(
       `saw ${live - victims.length} of ${live} live rows (< 50%): refusing to mark deletes; a broken or filtered response must not wipe the mirror`,
@@ -204,7 +206,7 @@ describe('reconcile while items are deleted under the sweep', () => {
         deleted = String(items[0]![config.lists[0]!.idField]);
         await emu.admin.deleteItem(APP, LIST, deleted);
       };
-      const r = await reconcileList({ db: t.db, client, config, logger }, config.lists[0]!);
+      const r = await reconcileList({ db: t.db, client, config, logger }, config.lists[0]!, FULL);
       expect(deleted).toBeDefined();
       expect(r.status).toBe('succeeded');
       // The sweep missed one or two items that exist (page 2 may have been computed before or after the delete)...
@@ -214,7 +216,7 @@ describe('reconcile while items are deleted under the sweep', () => {
       expect(r.deleted).toBe(0);
       expect(await t.db('mirror.orders').whereNotNull('_deleted_at').count({ n: '*' })).toEqual([{ n: 0 }]);
       client.afterPage1 = undefined;
-      const next = await reconcileList({ db: t.db, client, config, logger }, config.lists[0]!);
+      const next = await reconcileList({ db: t.db, client, config, logger }, config.lists[0]!, FULL);
       expect(next).toMatchObject({ status: 'succeeded', deleted: 1, confirmedPresent: 0 });
       expect(await t.db('mirror.orders').whereNotNull('_deleted_at').pluck('id')).toEqual([deleted]);
     } finally {

@@ -1,4 +1,7 @@
-/** `listsync reconcile [--list L] [--wait]`: finds items deleted on the platform. Exit 1 when a run failed or refused. */
+/**
+ * `listsync reconcile [--list L] [--full] [--wait]`: finds items deleted on the platform, by counts
+ * of Created ranges (default) or by sweeping every ID (`--full`). Exit 1 when a run failed or refused.
+ */
 import type { ListConfig } from '../config.js';
 import type { AppContext } from '../context.js';
 import { humanNumber, plural } from '../format.js';
@@ -8,9 +11,13 @@ import { selectLists } from './pull.js';
 import { listJobOptions, reportJobFailure, type CommandKit } from './kit.js';
 
 export function reconcileSummary(r: ReconcileResult): string {
-  const head = `${r.list}: reconcile ${r.status === 'succeeded' ? 'succeeded' : r.status === 'refused' ? 'REFUSED' : 'stopped'}`;
+  const status = r.status === 'succeeded' ? 'succeeded' : r.status === 'refused' ? 'REFUSED' : 'stopped';
+  const head = `${r.list}: reconcile ${r.mode === 'full' ? '(full sweep)' : '(by counts)'} ${status}`;
   const n = humanNumber;
-  const figures = `saw ${n(r.seen)} IDs in ${plural(r.counters.pages, 'page')} (${plural(r.counters.requests, 'request')}, ${plural(r.counters.retries, 'retry', 'retries')}; platform TotalCount ${n(r.totalCount)}), mirror had ${n(r.live)} live rows`;
+  const sweep = `saw ${n(r.seen)} IDs in ${plural(r.counters.pages, 'page')} (${plural(r.counters.requests, 'request')}, ${plural(r.counters.retries, 'retry', 'retries')}; platform TotalCount ${n(r.totalCount)}), mirror had ${n(r.live)} live rows`;
+  const figures = r.counts
+    ? `${plural(r.counts.requests, 'count request')}, ${r.counts.swept.length ? `swept ${describeSwept(r.counts.swept)}` : 'every count agreed'}; ${sweep}`
+    : sweep;
   if (r.status !== 'succeeded') return `${head} — ${figures}\n  ${r.message ?? ''}`;
   const heal =
     r.healed.missing + r.healed.behind
@@ -23,7 +30,16 @@ export function reconcileSummary(r: ReconcileResult): string {
   );
 }
 
-export async function runReconcile(ctx: AppContext, lists: readonly ListConfig[], options: { wait: boolean }): Promise<number> {
+function describeSwept(ranges: readonly string[]): string {
+  const shown = ranges.slice(0, 5).join(', ');
+  return `${ranges.length} range(s) (${shown}${ranges.length > 5 ? `, and ${ranges.length - 5} more` : ''})`;
+}
+
+export async function runReconcile(
+  ctx: AppContext,
+  lists: readonly ListConfig[],
+  options: { wait: boolean; full: boolean },
+): Promise<number> {
   let code = 0;
   for (const list of lists) {
     const reporter = progressReporter(ctx, 'reconcile');
@@ -39,6 +55,7 @@ export async function runReconcile(ctx: AppContext, lists: readonly ListConfig[]
           onPage: (p) => reporter.onPage(p),
         },
         list,
+        { full: options.full },
       );
       reporter.stop(r.status === 'succeeded');
       if (r.status === 'succeeded') ctx.io.out(reconcileSummary(r));
@@ -58,8 +75,11 @@ export function register({ program, withContext }: CommandKit): void {
   listJobOptions(
     program
       .command('reconcile')
-      .description('find items deleted on the platform: sweep every ID, mark rows not seen with _deleted_at, undelete rows seen again'),
-  ).action((opts: { list?: string; wait: boolean }) =>
-    withContext((ctx) => runReconcile(ctx, selectLists(ctx, opts.list), { wait: opts.wait })),
+      .description(
+        'find items deleted on the platform: compare counts of Created ranges and sweep the IDs of the ranges that differ (--full: every ID); mark rows not seen with _deleted_at, undelete rows seen again',
+      )
+      .option('--full', 'sweep every ID of the list (also heals rows whose version is behind anywhere in the list)', false),
+  ).action((opts: { list?: string; wait: boolean; full: boolean }) =>
+    withContext((ctx) => runReconcile(ctx, selectLists(ctx, opts.list), { wait: opts.wait, full: opts.full })),
   );
 }

@@ -30,6 +30,8 @@ export interface StoreOptions {
   apiKeys?: string[];
   /** Instant the generated data is anchored to (ms). */
   referenceMs: number;
+  /** Days before the reference instant that generated Created dates spread over (default GENERATED_SPAN_DAYS). */
+  spanDays?: number;
 }
 
 function seedUsers(seed: SeedFile['users'], seedNumber: number): User[] {
@@ -49,7 +51,7 @@ function seedUsers(seed: SeedFile['users'], seedNumber: number): User[] {
 }
 
 function buildSeedList(def: SeedList, index: number, store: EmulatorStore, seedNumber: number): ListData {
-  const { zone, users, referenceMs } = store;
+  const { zone, users, referenceMs, spanDays } = store;
   const path = `lists[${index}]`;
   const titleDef = def.fields.find((f) => f.FieldName === 'Title');
   const list = new ListData({
@@ -57,7 +59,7 @@ function buildSeedList(def: SeedList, index: number, store: EmulatorStore, seedN
     listID: def.listID,
     title: def.title ?? def.listID,
     description: def.description ?? '',
-    createdNaive: zone.naiveFromMs(referenceMs - (GENERATED_SPAN_DAYS + 1) * 86_400_000),
+    createdNaive: zone.naiveFromMs(referenceMs - (spanDays + 1) * 86_400_000),
     createdBy: (users[0] as User).UserID,
     titleDisplayName: titleDef?.DisplayName ?? 'Title',
   });
@@ -187,7 +189,9 @@ export function buildStore(opts: StoreOptions): EmulatorStore {
   const apiKeys = opts.apiKeys ?? seed?.apiKeys ?? [DEFAULT_API_KEY];
   if (apiKeys.length === 0) throw new SeedError('apiKeys: at least one API key is needed');
   const users = seedUsers(seed?.users, seedNumber);
-  const store = new EmulatorStore({ zone, users, apiKeys, referenceMs: opts.referenceMs });
+  const spanDays = opts.spanDays ?? GENERATED_SPAN_DAYS;
+  if (!Number.isInteger(spanDays) || spanDays < 1) throw new SeedError(`spanDays: must be a whole number >= 1 (got ${spanDays})`);
+  const store = new EmulatorStore({ zone, users, apiKeys, referenceMs: opts.referenceMs, spanDays });
   store.directory = seed?.directory ?? generateDirectory(users);
   const sample = opts.sample ?? seed === undefined;
   if (sample) {

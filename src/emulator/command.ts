@@ -105,6 +105,7 @@ interface RawOptions {
   seed?: string;
   sample?: boolean;
   items?: number;
+  spanDays?: number;
   seedNumber?: number;
   timeZone?: string;
   latency?: number;
@@ -132,6 +133,7 @@ export function emulatorOptionsFromCli(o: RawOptions): EmulatorOptions {
   if (o.seed !== undefined) opts.seedFile = o.seed;
   opts.sample = o.sample === true || o.seed === undefined;
   if (o.items !== undefined) opts.items = o.items;
+  if (o.spanDays !== undefined) opts.spanDays = o.spanDays;
   if (o.seedNumber !== undefined) opts.seedNumber = o.seedNumber;
   if (o.timeZone !== undefined) opts.timeZone = o.timeZone;
   if (o.rateLimit === false) opts.rateLimit = false;
@@ -173,6 +175,11 @@ export function registerEmulatorCommand(program: Command, deps: EmulatorCommandD
     .option('--seed <file>', 'JSON seed file with users and lists')
     .option('--sample', 'include the built-in sample list demo/orders (the default without --seed)')
     .option('--items <n>', 'items in the sample list (default 5000)', wholeNumber(0, 10_000_000))
+    .option(
+      '--span-days <n>',
+      'days before the reference date that generated Created dates spread over (default 400)',
+      wholeNumber(1, 36_500),
+    )
     .option('--seed-number <n>', 'seed of the generated data (same number, same data)', wholeNumber(0))
     .option('--time-zone <tz>', 'platform time zone of Created/Modified (default UTC)', timeZone)
     .option('--latency <ms>', 'latency added to every /v1 request', nonNegative)

@@ -23,6 +23,8 @@ export interface EmulatorOptions {
   sample?: boolean;
   /** Sample item count (default 5000). */
   items?: number;
+  /** Days before the reference date that generated items' Created dates spread over (default 400). */
+  spanDays?: number;
   /** Seed of the generated data (default 1). */
   seedNumber?: number;
   /** A seed file's content (validated). */
@@ -115,6 +117,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Running
     store: {
       ...(opts.sample === undefined ? {} : { sample: opts.sample }),
       ...(opts.items === undefined ? {} : { items: opts.items }),
+      ...(opts.spanDays === undefined ? {} : { spanDays: opts.spanDays }),
       ...(opts.seedNumber === undefined ? {} : { seedNumber: opts.seedNumber }),
       ...(seed === undefined ? {} : { seed }),
       ...(opts.timeZone === undefined ? {} : { timeZone: opts.timeZone }),

@@ -397,13 +397,16 @@ export class EmulatorStore {
   readonly lists = new Map<string, ListData>();
   /** Instant the generated data is anchored to (ms). */
   readonly referenceMs: number;
+  /** Days before the reference instant that generated items' Created dates spread over. */
+  readonly spanDays: number;
 
-  constructor(init: { zone: PlatformZone; users: User[]; apiKeys: readonly string[]; referenceMs: number }) {
+  constructor(init: { zone: PlatformZone; users: User[]; apiKeys: readonly string[]; referenceMs: number; spanDays: number }) {
     if (init.users.length === 0) throw new Error('the store needs at least one user');
     this.zone = init.zone;
     this.users = init.users;
     this.apiKeys = init.apiKeys;
     this.referenceMs = init.referenceMs;
+    this.spanDays = init.spanDays;
   }
 
   /** The user the API key acts as: CreatedBy/ModifiedBy of /v1 writes. */

@@ -49,6 +49,7 @@ import {
 } from './errors.js';
 import { type PlatformHttp, createPlatformHttp } from './http.js';
 import { parseJson } from './json.js';
+import { HEAP_BUDGET_BYTES, HeapBudget } from '../heap-budget.js';
 import { MAX_PAGE_SIZE, type PageResult, type PaginateOptions, assertPageSize, paginate } from './paging.js';
 import { RateLimiter, type SendSlot } from './rate-limiter.js';
 import type { SharedBudget } from './shared-budget.js';
@@ -85,6 +86,8 @@ export interface PlatformClientOptions {
   clock?: Clock;
   /** Tests: random source for jitter. */
   random?: () => number;
+  /** JS heap in use a paged read leaves between pages, at most (heap-budget.ts); 0 turns it off. Default HEAP_BUDGET_BYTES. */
+  heapBudgetBytes?: number;
 }
 
 export interface ClientStats {
@@ -195,8 +198,11 @@ export class PlatformClient {
   private readonly locations = new WeakMap<Envelope, string>();
   /** Body length (UTF-16 code units) of each answer, for the pager's byte bound. */
   private readonly sizes = new WeakMap<Envelope, number>();
+  /** One per client: every paged read shares the process's heap budget. */
+  private readonly heapBudget: HeapBudget;
 
   constructor(options: PlatformClientOptions) {
+    this.heapBudget = new HeapBudget(options.heapBudgetBytes ?? HEAP_BUDGET_BYTES);
     const config = options.config;
     this.config = config;
     this.logger = options.logger;
@@ -502,6 +508,7 @@ export class PlatformClient {
         expectedTotal: options.expectedTotal,
         firstPage: options.firstPage,
         maxBytesAhead: this.config.maxBytesAhead,
+        heapBudget: this.heapBudget,
       },
     );
   }

@@ -3,6 +3,16 @@
  * `window` pages are fetched ahead, and no more: a slow consumer means no new
  * requests (backpressure), a fast one keeps the request budget busy.
  *
+ * What a read holds is bounded whatever the ratio of source speed to
+ * consumer speed: pages asked for ahead are at most `window` and, by their
+ * answers' size, `maxBytesAhead`; and pages answered (parsed) and waiting for
+ * the consumer are only as many as the consumer needs. The number of pages
+ * kept ahead adapts: a page that was already answered when the consumer took
+ * it means the source is ahead, and one page fewer is kept ahead; a page the
+ * consumer had to wait for means one more (up to `window`). So when the
+ * database is the slow side, one or two parsed pages wait, not `window`; when
+ * the platform is, the whole window is in flight.
+ *
  * The first page (or `startPage`) is fetched alone to learn TotalCount, unless
  * a probe just told it (`expectedTotal`); the page count is re-evaluated on
  * every page, so a list that grows or shrinks
@@ -65,6 +75,8 @@ export interface PaginateOptions<T = unknown> {
    * are large.
    */
   maxBytesAhead?: number;
+  /** Checked before each page is handed over (see heap-budget.ts). */
+  heapBudget?: { check(): void };
 }
 
 /** A read that failed a completeness check twice; pages before `page` were handed out. */
@@ -102,6 +114,8 @@ export function assertPageSize(size: number, where = { method: 'POST', path: '(p
 
 interface Fetched<T> {
   promise: Promise<PageResult<T>>;
+  /** The answer arrived (the page is parsed and waits for the consumer). */
+  answered: boolean;
 }
 
 export async function* paginate<T>(fetchPage: PageFetcher<T>, options: PaginateOptions<T>): AsyncGenerator<Page<T>, void, undefined> {
@@ -124,12 +138,19 @@ export async function* paginate<T>(fetchPage: PageFetcher<T>, options: PaginateO
     if (inFlight.has(index)) return;
     const promise = index === startPage && early ? early : fetchPage(index, size, controller.signal);
     if (index === startPage) early = undefined;
-    promise.catch(() => undefined); // awaited later, in order; no unhandled rejection meanwhile
-    inFlight.set(index, { promise });
+    const entry: Fetched<T> = { promise, answered: false };
+    promise.then(
+      () => (entry.answered = true),
+      () => undefined, // awaited later, in order; no unhandled rejection meanwhile
+    );
+    inFlight.set(index, entry);
   };
+  /** Pages kept ahead of the consumer: fewer while pages wait answered for it, more while it waits for them. */
+  let target = window;
   const take = async (index: number): Promise<PageResult<T>> => {
     start(index);
     const entry = inFlight.get(index)!;
+    target = entry.answered ? Math.max(1, target - 1) : Math.min(window, target + 1);
     try {
       return await raceAbort(entry.promise, controller.signal);
     } finally {
@@ -182,10 +203,10 @@ export async function* paginate<T>(fetchPage: PageFetcher<T>, options: PaginateO
     );
   };
 
-  /** Pages to keep fetched ahead: the window, fewer when pages are big. */
+  /** Pages to keep fetched ahead: the adaptive target, fewer when pages are big. */
   const ahead = (bytes: number | undefined): number => {
-    if (!options.maxBytesAhead || !bytes) return window;
-    return Math.max(1, Math.min(window, Math.floor(options.maxBytesAhead / bytes)));
+    if (!options.maxBytesAhead || !bytes) return target;
+    return Math.max(1, Math.min(target, Math.floor(options.maxBytesAhead / bytes)));
   };
 
   try {
@@ -209,6 +230,7 @@ export async function* paginate<T>(fetchPage: PageFetcher<T>, options: PaginateO
       // Fill the window before handing the page over, so fetching overlaps the consumer's work.
       const upTo = Math.min(index + ahead(result.bytes), pageCount, options.maxPages ?? Number.POSITIVE_INFINITY);
       for (let j = index + 1; j <= upTo; j++) start(j);
+      options.heapBudget?.check();
       yield { index, pageCount, totalCount, items: result.items };
       if (last) return;
       if (index >= pageCount || result.items.length === 0) {

@@ -7,7 +7,17 @@
  * path (open local changes are left to write-back). It records how many rows
  * it healed of each kind (`details.healed`, rows_inserted/rows_updated).
  *
- * Under the list's lock it pages through the whole list asking only for the
+ * Two ways to find what to look at (the run records which, `details.mode`):
+ *
+ * - **by counts** (the default): counts of `Created` ranges on the platform
+ *   against the mirror's live rows, the ranges that differ split down to a
+ *   day or a page, and only those swept by IDs (see reconcile-counts.ts). A
+ *   mirror that agrees costs one request. Versions behind, and a delete
+ *   cancelled out by a create the mirror never got in the same range, are
+ *   left to the full sweep.
+ * - **full** (`reconcile --full`, its own weekly schedule): every ID, below.
+ *
+ * The full sweep, under the list's lock, pages through the whole list asking only for the
  * ID and version fields (1000 items a request, sorted by the sortField then the ID), through
  * the same throttled client as every other request, and collects the IDs in
  * temporary tables on one dedicated connection (no JS set of a million
@@ -41,7 +51,9 @@ import type { Knex } from '../db.js';
 import { LOCAL_ID_PREFIX, loadTableMapping, markListsyncWriter, upsertItems, type TableMapping } from '../mirror/index.js';
 import { closeDeletedVersions, reopenVersions } from '../mirror/history.js';
 import { pendingConflictHandler } from './conflicts.js';
-import { Operator, type Item, type ItemQuery } from '../platform/types.js';
+import { Operator, type Filter, type Item, type ItemQuery } from '../platform/types.js';
+import { platformDate } from '../platform/dates.js';
+import { DayCounts, describeRange, rangeFilters, searchByCounts, type DayRange } from './reconcile-counts.js';
 import { LIST_JOBS, listLockName } from './exclusive.js';
 import { runJob, type ActiveRun, type JobDeps, type PageDone } from './run-job.js';
 import { unsettledChangeExists } from '../store/outbox.js';
@@ -54,9 +66,27 @@ export const RECONCILE_PAGE_SIZE = 1000;
 /** `signal`: the sweep stops and nothing is marked. */
 export type ReconcileDeps = JobDeps & { onPage?: (p: PageDone) => void };
 
+export interface ReconcileOptions {
+  /** Sweep every ID (the default compares counts of Created ranges first and sweeps only where they differ). */
+  full?: boolean;
+}
+
+/** What a reconcile by counts asked and found (null for a full sweep). */
+export interface CountReport {
+  /** Count requests (PageSize 1) sent. */
+  requests: number;
+  /** The whole list's count: the platform's TotalCount and the mirror's live rows. */
+  platformTotal: number;
+  mirrorTotal: number;
+  /** The ranges of platform days whose counts differed and that were swept by IDs. */
+  swept: string[];
+}
+
 export interface ReconcileResult {
   runId: number;
   list: string;
+  /** `counts`: counts of Created ranges, then the IDs of the ranges that differ; `full`: every ID. */
+  mode: 'counts' | 'full';
   /** `refused`: a guard found the sweep untrustworthy; nothing was marked and the run is recorded failed. */
   status: 'succeeded' | 'refused' | 'stopped';
   /** Why it refused or stopped. */
@@ -65,7 +95,7 @@ export interface ReconcileResult {
   seen: number;
   /** Live (not deleted, not provisional) mirror rows before the run. */
   live: number;
-  /** The platform's TotalCount (the last one reported). */
+  /** The platform's TotalCount (the last one reported; the whole list's). */
   totalCount: number;
   pages: number;
   /** Candidates the ID lookups found still present (skipped by the sweep). */
@@ -74,8 +104,9 @@ export interface ReconcileResult {
   undeleted: number;
   /** Rows re-read and upserted: IDs the mirror lacked, rows whose version was behind, rows left to write-back. */
   healed: { missing: number; behind: number; keptLocal: number };
+  counts: CountReport | null;
   counters: RunCounters;
-  /** Where the time went: the sweep (paging + collecting IDs), finding the candidates, confirming them on the platform, marking. */
+  /** Where the time went: the sweep (counts, paging + collecting IDs), finding the candidates, confirming them on the platform, marking. */
   timingsMs: { sweep: number; candidates: number; confirm: number; heal: number; mark: number };
 }
 
@@ -88,7 +119,7 @@ interface PgConnection {
   query(sql: string, params?: unknown[]): Promise<{ rows: Record<string, unknown>[] }>;
 }
 
-export async function reconcileList(deps: ReconcileDeps, list: ListConfig): Promise<ReconcileResult> {
+export async function reconcileList(deps: ReconcileDeps, list: ListConfig, options: ReconcileOptions = {}): Promise<ReconcileResult> {
   return runJob(
     deps,
     {
@@ -99,11 +130,36 @@ export async function reconcileList(deps: ReconcileDeps, list: ListConfig): Prom
       holderJobs: LIST_JOBS,
       recordSkipped: false,
     },
-    (run) => reconcileLocked(deps, list, run),
+    (run) => reconcileLocked(deps, list, run, options.full === true ? 'full' : 'counts'),
   );
 }
 
-async function reconcileLocked(deps: ReconcileDeps, list: ListConfig, run: ActiveRun): Promise<ReconcileResult> {
+/** One run's working parts, handed to its steps. */
+interface RunParts {
+  runId: number;
+  deps: ReconcileDeps;
+  list: ListConfig;
+  mapping: TableMapping;
+  work: SweepTables;
+  counters: RunCounters;
+  timingsMs: ReconcileResult['timingsMs'];
+  /** Milliseconds since the last call (the phase that just ended). */
+  phaseEnd: () => number;
+}
+
+/** What a sweep (full or by counts) leaves for the steps after it. */
+interface SweepOutcome {
+  seen: number;
+  live: number;
+  totalCount: number;
+  /** Recorded with the run. */
+  details: Record<string, unknown>;
+  /** Why marking must not go ahead, or null. */
+  refusal: string | null;
+  counts: CountReport | null;
+}
+
+async function reconcileLocked(deps: ReconcileDeps, list: ListConfig, run: ActiveRun, mode: 'counts' | 'full'): Promise<ReconcileResult> {
   const { db, client, config } = deps;
   const { runId, log } = run;
   const schema = config.database.schema;
@@ -122,6 +178,7 @@ async function reconcileLocked(deps: ReconcileDeps, list: ListConfig, run: Activ
   const base = {
     runId,
     list: list.name,
+    mode,
     seen: 0,
     live: 0,
     totalCount: 0,
@@ -130,6 +187,7 @@ async function reconcileLocked(deps: ReconcileDeps, list: ListConfig, run: Activ
     deleted: 0,
     undeleted: 0,
     healed,
+    counts: null as CountReport | null,
     counters,
     timingsMs,
   };
@@ -151,107 +209,43 @@ async function reconcileLocked(deps: ReconcileDeps, list: ListConfig, run: Activ
     throw new Error(message);
   }
 
-  log.info({ table: `${schema}.${tableName}` }, 'reconcile started');
+  log.info({ table: `${schema}.${tableName}`, mode }, mode === 'full' ? 'reconcile (full sweep) started' : 'reconcile (by counts) started');
   const conn = (await db.client.acquireConnection()) as PgConnection;
   const work = new SweepTables(db, conn, mapping.qualifiedTable, mapping.listName);
+  const parts: RunParts = { runId, deps, list, mapping, work, counters, timingsMs, phaseEnd };
   try {
     await work.create();
 
-    // ---- sweep ----------------------------------------------------------
-    const query: ItemQuery = {
-      Fields: [list.idField, list.versionField],
-      Sorts: [
-        { Field: list.sortField, Desc: false },
-        { Field: list.idField, Desc: false },
-      ],
-      PageSize: RECONCILE_PAGE_SIZE,
-    };
-    let minTotal = Number.POSITIVE_INFINITY;
-    let maxTotal = 0;
-    let lastTotal = 0;
-    let received = 0;
-    const anomalies: string[] = [];
+    // ---- sweep: every ID, or the IDs of the ranges whose counts differ ----
+    let outcome: SweepOutcome;
     try {
-      for await (const page of client.pages(list.appID, list.listID, query, { pageSize: RECONCILE_PAGE_SIZE, signal: deps.signal })) {
-        const pageStart = performance.now();
-        counters.pages++;
-        minTotal = Math.min(minTotal, page.totalCount);
-        maxTotal = Math.max(maxTotal, page.totalCount);
-        lastTotal = page.totalCount;
-        if (page.index < page.pageCount && page.items.length < RECONCILE_PAGE_SIZE) {
-          anomalies.push(`page ${page.index} of ${page.pageCount} held ${page.items.length} of ${RECONCILE_PAGE_SIZE} items`);
-        }
-        const ids: string[] = [];
-        const versions: (string | null)[] = [];
-        let missing = 0;
-        for (const item of page.items) {
-          const id = idOf(item, list.idField);
-          if (id === undefined) missing++;
-          else {
-            ids.push(id);
-            versions.push(versionOf(item, list.versionField));
-          }
-        }
-        if (missing) anomalies.push(`page ${page.index}: ${missing} item(s) without ${list.idField}`);
-        received += ids.length;
-        await work.addSeen(ids, versions);
-        deps.onPage?.({
-          list: list.name,
-          runId,
-          page: page.index,
-          pageCount: page.pageCount,
-          totalCount: page.totalCount,
-          items: page.items.length,
-          itemsSoFar: received,
-        });
-        // Snapshot the mirror's rows while the request budget paces the pages: no big join at the end.
-        await work.snapshotFor(SNAPSHOT_MS_PER_PAGE - (performance.now() - pageStart));
-        if (deps.signal?.aborted) throw deps.signal.reason ?? new Error('aborted');
-      }
+      outcome = mode === 'full' ? await sweepWholeList(parts) : await sweepByCounts(parts);
     } catch (err) {
       takeRequests();
       if (deps.signal?.aborted) {
         const message = 'stopped by shutdown before the sweep ended; nothing was marked';
-        await finishRun(db, runId, 'failed', { error: message, counters });
+        await finishRun(db, runId, 'failed', { error: message, counters, details: { mode } });
         log.warn(message);
-        return { ...base, status: 'stopped', message, totalCount: lastTotal, pages: counters.pages };
+        return { ...base, status: 'stopped', message, pages: counters.pages };
       }
       const message = `${coerceError(err).message}; refusing to mark deletes; a broken or filtered response must not wipe the mirror`;
-      await finishRun(db, runId, 'failed', { error: message, counters, details: { received } });
+      await finishRun(db, runId, 'failed', { error: message, counters, details: { mode } });
       log.error({ err }, `reconcile failed; nothing was marked`);
       throw new Error(message, { cause: err });
     }
     takeRequests();
-    timingsMs.sweep = phaseEnd();
-    await work.snapshotFor(Number.POSITIVE_INFINITY);
-    timingsMs.candidates = phaseEnd();
-    const seen = work.seen;
-    const live = work.live;
-    const total = minTotal === Number.POSITIVE_INFINITY ? 0 : lastTotal;
-    Object.assign(base, { seen, live, totalCount: total, pages: counters.pages });
-
-    // ---- guards ---------------------------------------------------------
-    const refusal = guard({
-      seen,
-      live,
-      ratio: list.reconcileMinSeenRatio,
-      anomalies,
-      minTotal: Number.isFinite(minTotal) ? minTotal : 0,
-      maxTotal,
+    const details = { mode, ...outcome.details };
+    Object.assign(base, {
+      seen: outcome.seen,
+      live: outcome.live,
+      totalCount: outcome.totalCount,
+      pages: counters.pages,
+      counts: outcome.counts,
     });
-    const details = {
-      seen,
-      received,
-      live,
-      candidates: work.missing,
-      totalCount: total,
-      minTotal: Number.isFinite(minTotal) ? minTotal : 0,
-      maxTotal,
-    };
-    if (refusal) {
-      await finishRun(db, runId, 'failed', { error: refusal, counters, details });
-      log.error(details, refusal);
-      return { ...base, status: 'refused', message: refusal };
+    if (outcome.refusal) {
+      await finishRun(db, runId, 'failed', { error: outcome.refusal, counters, details });
+      log.error(details, outcome.refusal);
+      return { ...base, status: 'refused', message: outcome.refusal };
     }
 
     // ---- confirm the candidates, heal, then mark in one statement ---------
@@ -291,6 +285,150 @@ async function reconcileLocked(deps: ReconcileDeps, list: ListConfig, run: Activ
     await work.drop().catch(() => undefined);
     await db.client.releaseConnection(conn);
   }
+}
+
+/** Pages of one query, each page's IDs recorded as seen; `afterPage` runs between pages. */
+async function collectIds(
+  parts: RunParts,
+  query: ItemQuery,
+  anomalies: string[],
+  label: string,
+  afterPage?: (pageStart: number) => Promise<void>,
+): Promise<{ received: number; minTotal: number; maxTotal: number; lastTotal: number }> {
+  const { deps, list, work, counters } = parts;
+  let minTotal = Number.POSITIVE_INFINITY;
+  let maxTotal = 0;
+  let lastTotal = 0;
+  let received = 0;
+  for await (const page of deps.client.pages(list.appID, list.listID, query, { pageSize: RECONCILE_PAGE_SIZE, signal: deps.signal })) {
+    const pageStart = performance.now();
+    counters.pages++;
+    minTotal = Math.min(minTotal, page.totalCount);
+    maxTotal = Math.max(maxTotal, page.totalCount);
+    lastTotal = page.totalCount;
+    if (page.index < page.pageCount && page.items.length < RECONCILE_PAGE_SIZE) {
+      anomalies.push(`${label}page ${page.index} of ${page.pageCount} held ${page.items.length} of ${RECONCILE_PAGE_SIZE} items`);
+    }
+    const ids: string[] = [];
+    const versions: (string | null)[] = [];
+    let missing = 0;
+    for (const item of page.items) {
+      const id = idOf(item, list.idField);
+      if (id === undefined) missing++;
+      else {
+        ids.push(id);
+        versions.push(versionOf(item, list.versionField));
+      }
+    }
+    if (missing) anomalies.push(`${label}page ${page.index}: ${missing} item(s) without ${list.idField}`);
+    received += ids.length;
+    await work.addSeen(ids, versions);
+    deps.onPage?.({
+      list: list.name,
+      runId: parts.runId,
+      page: page.index,
+      pageCount: page.pageCount,
+      totalCount: page.totalCount,
+      items: page.items.length,
+      itemsSoFar: work.seen,
+    });
+    if (afterPage) await afterPage(pageStart);
+    if (deps.signal?.aborted) throw deps.signal.reason ?? new Error('aborted');
+  }
+  return { received, minTotal: Number.isFinite(minTotal) ? minTotal : 0, maxTotal, lastTotal };
+}
+
+/** The sweep sorted by the sortField then the ID, asking only for the ID and version fields. */
+function sweepQuery(list: ListConfig, filters?: Filter[]): ItemQuery {
+  return {
+    Fields: [list.idField, list.versionField],
+    ...(filters && filters.length ? { Filters: filters } : {}),
+    Sorts: [
+      { Field: list.sortField, Desc: false },
+      { Field: list.idField, Desc: false },
+    ],
+    PageSize: RECONCILE_PAGE_SIZE,
+  };
+}
+
+/** Every ID of the list; the mirror is snapshotted between pages. */
+async function sweepWholeList(parts: RunParts): Promise<SweepOutcome> {
+  const { list, work, timingsMs, phaseEnd } = parts;
+  const anomalies: string[] = [];
+  const got = await collectIds(parts, sweepQuery(list), anomalies, '', (pageStart) =>
+    // Snapshot the mirror's rows while the request budget paces the pages: no big join at the end.
+    work.snapshotFor(SNAPSHOT_MS_PER_PAGE - (performance.now() - pageStart)),
+  );
+  timingsMs.sweep = phaseEnd();
+  await work.snapshotFor(Number.POSITIVE_INFINITY);
+  timingsMs.candidates = phaseEnd();
+  const { seen, live } = work;
+  const refusal = guard({ seen, live, ratio: list.reconcileMinSeenRatio, anomalies, minTotal: got.minTotal, maxTotal: got.maxTotal });
+  const details = {
+    seen,
+    received: got.received,
+    live,
+    candidates: work.missing,
+    totalCount: got.lastTotal,
+    minTotal: got.minTotal,
+    maxTotal: got.maxTotal,
+  };
+  return { seen, live, totalCount: got.lastTotal, details, refusal, counts: null };
+}
+
+/**
+ * Counts of Created ranges on both sides (see reconcile-counts.ts), then the IDs of the ranges
+ * that differ; the mirror rows of those ranges that were not seen are the candidates.
+ */
+async function sweepByCounts(parts: RunParts): Promise<SweepOutcome> {
+  const { deps, list, mapping, work, timingsMs, phaseEnd } = parts;
+  const zone = deps.config.platform.timeZone;
+  const mirror = await work.dayCounts(zone);
+  const search = await searchByCounts({
+    mirror,
+    today: platformDate(new Date(), zone),
+    pageSize: RECONCILE_PAGE_SIZE,
+    signal: deps.signal,
+    count: async (range) => {
+      const query = { Fields: [list.idField], Filters: rangeFilters(range, mapping.createdField), PageIndex: 1, PageSize: 1 };
+      return (await deps.client.queryItems(list.appID, list.listID, query, deps.signal)).totalCount;
+    },
+  });
+  const anomalies: string[] = [];
+  let received = 0;
+  for (const { range } of search.toSweep) {
+    const label = `${describeRange(range)}: `;
+    const before = work.seen;
+    const got = await collectIds(parts, sweepQuery(list, rangeFilters(range, mapping.createdField)), anomalies, label);
+    received += got.received;
+    const seen = work.seen - before;
+    const tol = totalCountTolerance(got.maxTotal);
+    if (seen < got.minTotal - tol || seen > got.maxTotal + tol)
+      anomalies.push(`${label}received ${seen} distinct IDs but the platform reported TotalCount ${got.lastTotal}`);
+  }
+  timingsMs.sweep = phaseEnd();
+  await work.scopeToRanges(
+    search.toSweep.map((r) => r.range),
+    zone,
+  );
+  timingsMs.candidates = phaseEnd();
+  const counts: CountReport = {
+    requests: search.requests,
+    platformTotal: search.platformTotal,
+    mirrorTotal: search.mirrorTotal,
+    swept: search.toSweep.map((r) => describeRange(r.range)),
+  };
+  // The whole list's counts stand for "seen" and "live": a filtered or broken answer must not wipe the mirror.
+  const refusal = guard({
+    seen: search.platformTotal,
+    live: search.mirrorTotal,
+    ratio: list.reconcileMinSeenRatio,
+    anomalies,
+    minTotal: search.platformTotal,
+    maxTotal: search.platformTotal,
+  });
+  const details = { ...counts, seen: work.seen, received, candidates: work.missing, totalCount: search.platformTotal };
+  return { seen: work.seen, live: search.mirrorTotal, totalCount: search.platformTotal, details, refusal, counts };
 }
 
 /** Time per page the sweep spends snapshotting the mirror (pages arrive about every 100 ms at 10 requests/s). */
@@ -419,6 +557,60 @@ class SweepTables {
     this.missing += row.missing;
     if (row.last !== null) this.cursor = row.last;
     if (row.n < SNAPSHOT_CHUNK) this.snapshotDone = true;
+  }
+
+  /**
+   * Live, non-provisional mirror rows per platform calendar day of `created_at` (in `zone`), and
+   * how many have no `created_at`. Also the run's `live`.
+   */
+  async dayCounts(zone: string): Promise<DayCounts> {
+    const r = await this.raw(
+      `select to_char((m.created_at at time zone ?)::date, 'YYYY-MM-DD') as day, count(*)::int as n
+         from ${this.table} m
+        where m._deleted_at is null and not starts_with(m.id, ?)
+        group by 1 order by 1`,
+      [zone, LOCAL_ID_PREFIX],
+    );
+    let undated = 0;
+    const days: { day: string; n: number }[] = [];
+    for (const row of r.rows as { day: string | null; n: number }[]) {
+      if (row.day === null) undated += row.n;
+      else days.push({ day: row.day, n: row.n });
+    }
+    const counts = new DayCounts(days, undated);
+    this.live = counts.total;
+    return counts;
+  }
+
+  /**
+   * After the ranges were swept: their live, non-provisional rows not seen become the
+   * candidates, and deleted rows seen are to be undeleted. The range bounds are platform days,
+   * turned into instants in `zone` so that the index on `created_at` serves.
+   */
+  async scopeToRanges(ranges: readonly DayRange[], zone: string): Promise<void> {
+    if (ranges.length > 0) {
+      const r = await this.raw(
+        `with ranges as (select * from unnest(?::date[], ?::date[]) as r(lo, hi)),
+         ins as (
+           insert into pg_temp.reconcile_missing (id)
+           select m.id from ranges r
+             join ${this.table} m
+               on (r.lo is null or m.created_at >= (r.lo::timestamp at time zone ?))
+              and (r.hi is null or m.created_at < (r.hi::timestamp at time zone ?))
+            where m._deleted_at is null and not starts_with(m.id, ?)
+              and not exists (select 1 from pg_temp.reconcile_seen s where s.id = m.id)
+           on conflict do nothing returning 1)
+         select count(*)::int as n from ins`,
+        [ranges.map((x) => x.from), ranges.map((x) => x.to), zone, zone, LOCAL_ID_PREFIX],
+      );
+      this.missing += (r.rows[0] as { n: number }).n;
+    }
+    await this.raw(
+      `insert into pg_temp.reconcile_undelete (id)
+       select s.id from pg_temp.reconcile_seen s join ${this.table} m on m.id = s.id
+        where m._deleted_at is not null
+       on conflict do nothing`,
+    );
   }
 
   /** Up to 1000 candidates after `after`, in ID order. */

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { isInteger, isSafeNumber, parse } from 'lossless-json';
 import { parseJson } from '../../src/platform/json.js';
 
 describe('parseJson (lossless)', () => {
@@ -66,5 +67,43 @@ describe('parseJson fast path', () => {
       -2.5e-3,
     ]);
     expect(parseJson('{"a":[12345678901234567.5, 9007199254740993]}')).toEqual({ a: [Number('12345678901234567.5'), '9007199254740993'] });
+  });
+});
+
+describe('parseJson with long integers: one JSON.parse, the digits put back in place', () => {
+  const lossless = (text: string): unknown => parse(text, null, (t) => (isInteger(t) && !isSafeNumber(t) ? t : Number(t)));
+
+  it('a page of items with 19-digit IDs as numbers: the same result as a lossless parse', () => {
+    const items = Array.from({ length: 500 }, (_, i) => ({
+      ListDataID: `739${String(1_000_000_000_000_000 + i * 7919).padStart(16, '0')}`,
+      RowVersion: (i % 9) + 1,
+      Title: i % 50 === 0 ? `note ":${'9'.repeat(19)}" and [${'8'.repeat(20)}]` : `order ${i}`,
+      Amount: i * 1.25,
+      Tags: ['a', 'b'],
+    }));
+    const text = JSON.stringify({ Status: 0, Data: items, Message: '', TotalCount: 500 }).replace(
+      /"ListDataID":"(\d+)"/g,
+      '"ListDataID":$1',
+    );
+    const parsed = parseJson(text) as { Data: { ListDataID: string; Title: string }[] };
+    expect(parsed).toEqual(lossless(text));
+    expect(parsed.Data[499]!.ListDataID).toBe(items[499]!.ListDataID);
+  });
+
+  it('digits inside strings that look like long integer values: still exact', () => {
+    const text = '{"s":"[1234567890123456789]","a":[7390000000000000001, {"t":":7390000000000000001,"}], "b": 7390000000000000002}';
+    expect(parseJson(text)).toEqual({
+      s: '[1234567890123456789]',
+      a: ['7390000000000000001', { t: ':7390000000000000001,' }],
+      b: '7390000000000000002',
+    });
+  });
+
+  it('two IDs JSON.parse rounds to the same number keep their own digits, also under integer keys', () => {
+    expect(parseJson('[1234567890123456789, 1234567890123456790]')).toEqual(['1234567890123456789', '1234567890123456790']);
+    expect(parseJson('{"10": 1234567890123456789, "9": 1234567890123456790}')).toEqual({
+      '10': '1234567890123456789',
+      '9': '1234567890123456790',
+    });
   });
 });

@@ -69,10 +69,15 @@ describe('paginate', () => {
     expect(calls.map((c) => c.index)).toEqual([1, 2, 3, 4, 5]);
     expect((await gen.next()).value).toMatchObject({ index: 3, items: [3] });
     expect((await gen.next()).value).toMatchObject({ index: 4, items: [4] });
-    expect(calls.map((c) => c.index)).toEqual([1, 2, 3, 4, 5, 6]);
+    // Pages 3 and 4 were answered before the consumer took them: the source is ahead, fewer pages are kept ahead.
+    expect(calls.map((c) => c.index)).toEqual([1, 2, 3, 4, 5]);
+    const fifth = gen.next();
+    await tick();
     calls[4]!.resolve({ items: [5], totalCount: 55 });
+    expect((await fifth).value).toMatchObject({ index: 5 });
+    // The consumer waited for page 5: one more page ahead again.
+    expect(calls.map((c) => c.index)).toEqual([1, 2, 3, 4, 5, 6]);
     calls[5]!.resolve({ items: [6], totalCount: 55 });
-    expect((await gen.next()).value).toMatchObject({ index: 5 });
     expect((await gen.next()).value).toMatchObject({ index: 6, pageCount: 6 });
     expect((await gen.next()).done).toBe(true);
   });
@@ -186,6 +191,36 @@ describe('paginate', () => {
     expect((await gen.next()).value).toMatchObject({ index: 3 });
     expect((await gen.next()).done).toBe(true);
     expect(calls).toHaveLength(3);
+  });
+
+  it('a source faster than the consumer: one page waits answered, not the window; a slower one: the whole window is asked for', async () => {
+    const asked: number[] = [];
+    const answered = new Set<number>();
+    // Every page is answered at once: after the first few, the consumer never waits.
+    const fast = (i: number) => {
+      asked.push(i);
+      answered.add(i);
+      return Promise.resolve({ items: [i], totalCount: 1000 });
+    };
+    let waitingMost = 0;
+    for await (const page of paginate<number>(fast, { pageSize: 10, window: 8, expectedTotal: 1000 })) {
+      const waiting = asked.filter((i) => i > page.index && answered.has(i)).length;
+      if (page.index > 10) waitingMost = Math.max(waitingMost, waiting);
+    }
+    expect(asked).toHaveLength(100);
+    expect(waitingMost).toBe(1);
+
+    // Every page takes a while: the consumer always waits, so the window stays full.
+    const { calls, fetch } = controllableFetcher();
+    const gen = paginate<number>(fetch, { pageSize: 10, window: 8, expectedTotal: 1000 });
+    for (let i = 1; i <= 20; i++) {
+      const next = gen.next();
+      await tick();
+      expect(calls.length).toBeGreaterThanOrEqual(Math.min(100, i - 1 + 8));
+      calls[i - 1]!.resolve({ items: [i], totalCount: 1000 });
+      expect((await next).value).toMatchObject({ index: i });
+    }
+    void gen.return(undefined);
   });
 
   it('keeps fewer pages ahead when pages are big (maxBytesAhead), never fewer than one', async () => {

@@ -30,7 +30,7 @@ describe('reconcile heals', () => {
       await w.emu.admin.editItem('demo', 'orders', id, { Data: { [F.customer]: 'late write' }, Modified: '2020-01-02 03:04:05' });
 
     await w.emu.admin.clearRequests();
-    const r = await reconcileList(w.deps(), list);
+    const r = await reconcileList(w.deps(), list, { full: true });
     expect(r.status).toBe('succeeded');
     expect(r.healed).toEqual({ missing: 5, behind: 3, keptLocal: 0 });
     expect(r.deleted).toBe(0);
@@ -61,7 +61,7 @@ describe('reconcile heals', () => {
     const id = String((await w.emu.admin.exportList('demo', 'orders')).items[7]!.ListDataID);
     await w.t.db('mirror.orders').where({ id }).update({ customer: 'local edit' });
     await w.emu.admin.editItem('demo', 'orders', id, { Data: { [F.customer]: 'platform edit' }, Modified: '2020-01-02 03:04:05' });
-    const r = await reconcileList(w.deps(), list);
+    const r = await reconcileList(w.deps(), list, { full: true });
     expect(r.healed.keptLocal).toBe(1);
     expect(r.healed.behind).toBe(0);
     expect(((await w.t.db('mirror.orders').where({ id }).first()) as { customer: string }).customer).toBe('local edit');
