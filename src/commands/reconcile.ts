@@ -16,7 +16,7 @@ export function reconcileSummary(r: ReconcileResult): string {
   const n = humanNumber;
   const sweep = `saw ${n(r.seen)} IDs in ${plural(r.counters.pages, 'page')} (${plural(r.counters.requests, 'request')}, ${plural(r.counters.retries, 'retry', 'retries')}; platform TotalCount ${n(r.totalCount)}), mirror had ${n(r.live)} live rows`;
   const figures = r.counts
-    ? `${plural(r.counts.requests, 'count request')}, ${r.counts.swept.length ? `swept ${describeSwept(r.counts.swept)}` : 'every count agreed'}; ${sweep}`
+    ? `${n(r.counts.requests)} count request(s), ${r.counts.swept.length ? `swept ${describeSwept(r.counts.swept)}` : 'every count agreed'}; ${sweep}`
     : sweep;
   if (r.status !== 'succeeded') return `${head} — ${figures}\n  ${r.message ?? ''}`;
   const heal =
