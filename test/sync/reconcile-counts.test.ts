@@ -123,6 +123,6 @@ describe('reconcile by counts (sequential: each case builds on the last)', () =>
     expect(byCounts.stdout).toMatch(/orders: reconcile \(by counts\) succeeded — \d+ count request\(s\), swept 1 range\(s\) \(2024-/);
     const sweep = await runCli(['reconcile', '--list', 'orders', '--full'], { cwd: w.cwd, env });
     expect(sweep.code).toBe(0);
-    expect(sweep.stdout).toMatch(/orders: reconcile \(full sweep\) succeeded — saw 19988 IDs in 20 pages/);
+    expect(sweep.stdout).toMatch(/orders: reconcile \(full sweep\) succeeded — saw 19,988 IDs in 20 pages/);
   });
 });
