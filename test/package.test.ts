@@ -5,14 +5,14 @@
  * the installed `listsync` run against the emulator and a real PostgreSQL.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type RunningEmulator } from '../src/emulator/index.js';
 import { type CliResult } from './helpers/cli.js';
 import { createTestDatabase, type TestDatabase } from './helpers/db.js';
-import { buildDockerfile, type BuiltStage } from './helpers/dockerfile.js';
+import { REPO, buildDockerfile, type BuiltStage } from './helpers/dockerfile.js';
 
 /** This process's environment without npm's script variables (npm test sets them), reading the npm cache first. */
 function npmEnv(): Record<string, string> {
@@ -90,12 +90,16 @@ describe('the packed and installed package', () => {
     }
   });
 
-  it('runs --help from the compiled code', async () => {
+  it('runs --help (and --version, where the program has it) from the compiled code', async () => {
     const r = await listsync(['--help']);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^Usage: listsync/);
     for (const command of ['migrate', 'pull', 'serve', 'backfill']) expect(r.stdout).toContain(command);
+    if (!r.stdout.includes('--version')) return;
+    const version = await listsync(['--version']);
+    expect(version.code).toBe(0);
+    expect(version.stdout).toContain(JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')).version as string);
   });
 
   it('migrates an empty database and pulls the emulator list into it', async () => {
