@@ -1,6 +1,6 @@
 /**
  * The front page and docs/ stay true to the code: every config key the schema
- * accepts has exactly one row in docs/configuration.md, the generated block of
+ * accepts has exactly one row with a meaning in docs/configuration.md, the generated block of
  * docs/commands.md is every command's live --help, and every link between the
  * pages reaches a file and a heading. Notes in docs/_incoming/ (folded in at
  * merge) are not read.
@@ -10,23 +10,12 @@ import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { COMMANDS_DOC, generatedBlock, renderCommandsBlock } from '../scripts/docs-commands.js';
+import { CONFIG_DOC, expectedRows, readRows, renderRows } from '../scripts/docs-config.js';
 import { configKeyPaths } from '../src/config.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
 const docPages = readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md'));
-
-/** The keys named in the first cell of each row of the "Keys" table, one entry per mention. */
-function documentedKeys(markdown: string): string[] {
-  const start = /^## Keys$/m.exec(markdown)?.index ?? markdown.length;
-  const section = markdown.slice(start + 1);
-  const end = /^## /m.exec(section)?.index ?? section.length;
-  return section
-    .slice(0, end)
-    .split('\n')
-    .filter((line) => line.startsWith('| `'))
-    .flatMap((line) => [...line.split('|')[1]!.matchAll(/`([^`]+)`/g)].map((m) => m[1]!));
-}
 
 /** GitHub's anchor for a heading. */
 function slug(heading: string): string {
@@ -43,27 +32,42 @@ function headings(markdown: string): Set<string> {
 }
 
 describe('docs/configuration.md', () => {
+  const rows = readRows(readFileSync(CONFIG_DOC, 'utf8'));
+
   it('has exactly one row for every config key the schema accepts, and none for a key it does not', () => {
     const schema = configKeyPaths();
     expect(schema).toEqual(expect.arrayContaining(['platform.baseUrl', 'lists[].cursorField', 'serve.publicUrl', 'log.level']));
-    const documented = documentedKeys(read('docs/configuration.md'));
+    const documented = rows.map((r) => r.key);
     const count = (key: string) => documented.filter((k) => k === key).length;
     const problems = {
       missing: schema.filter((k) => count(k) === 0),
       documentedMoreThanOnce: schema.filter((k) => count(k) > 1),
       notInTheSchema: [...new Set(documented.filter((k) => !schema.includes(k)))],
+      withoutMeaning: rows.filter((r) => !r.meaning).map((r) => r.key),
     };
-    expect(problems, 'docs/configuration.md "Keys" table against src/config.ts').toEqual({
+    expect(problems, 'docs/configuration.md keys table against src/config.ts (npm run docs:config adds and removes rows)').toEqual({
       missing: [],
       documentedMoreThanOnce: [],
       notInTheSchema: [],
+      withoutMeaning: [],
     });
   });
 
-  it('the check reads the table as it is written', () => {
-    expect(
-      documentedKeys('## Keys\n\n| key | default |\n|---|---|\n| `a.b` | `1` |\n| `a.c`, `a.d` | x |\n\n## Next\n| `z.z` | |'),
-    ).toEqual(['a.b', 'a.c', 'a.d']);
+  it("lists the keys in the schema's order, as npm run docs:config writes them", () => {
+    expect(rows.map((r) => r.key)).toEqual(expectedRows(rows).map((r) => r.key));
+  });
+
+  it('npm run docs:config gives a new key a row with its default, and drops a key the schema lost', () => {
+    const edited = [
+      ...rows.filter((r) => r.key !== 'serve.port' && r.key !== 'lists[].pageSize'),
+      { key: 'gone.key', default: '1', meaning: 'x' },
+    ];
+    const next = expectedRows(edited);
+    expect(next.find((r) => r.key === 'serve.port')).toEqual({ key: 'serve.port', default: '`8080`', meaning: '' });
+    expect(next.find((r) => r.key === 'lists[].pageSize')).toEqual({ key: 'lists[].pageSize', default: '`1000`', meaning: '' });
+    expect(next.find((r) => r.key === 'gone.key')).toBeUndefined();
+    expect(next.find((r) => r.key === 'platform.baseUrl')).toEqual(rows.find((r) => r.key === 'platform.baseUrl'));
+    expect(renderRows(next).split('\n')).toHaveLength(next.length + 2);
   });
 });
 
