@@ -258,6 +258,12 @@ describe('the Dockerfile', () => {
     const pkg = JSON.parse(readFileSync(root('package.json'), 'utf8')) as { files: string[] };
     const sourcesFor = pkg.files.filter((f) => !f.startsWith('!') && !f.startsWith('dist')).filter((f) => !fromRepo.includes(f));
     expect(sourcesFor).toEqual([]);
+    // The build context's exclusions leave every copied path in (and keep node_modules, .env and dist out).
+    const ignored = readFileSync(root('deploy/Dockerfile.dockerignore'), 'utf8')
+      .split('\n')
+      .filter((l) => l && !l.startsWith('#'));
+    expect(ignored).toEqual(expect.arrayContaining(['node_modules', 'dist', '.env']));
+    expect(fromRepo.filter((src) => ignored.some((i) => src === i || src.startsWith(`${i}/`)))).toEqual([]);
   });
 
   it('builds in stages and runs `listsync serve` as a user other than root, with a health check on /healthz', () => {
@@ -274,7 +280,7 @@ describe('the Dockerfile', () => {
 
   it('has the build steps test/package.test.ts carries out: npm ci, npm pack, an install without dev or optional dependencies', () => {
     expect(runCommands(stages)).toEqual([
-      'npm ci --no-audit --no-fund --ignore-scripts',
+      'npm ci --no-audit --no-fund --ignore-scripts --omit=optional',
       'mkdir /pkg && npm pack --pack-destination /pkg',
       'npm install --omit=dev --omit=optional --no-audit --no-fund /pkg/listsync-*.tgz',
     ]);
