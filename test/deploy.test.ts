@@ -314,6 +314,7 @@ describe('compose, Prometheus and Grafana files', () => {
     expect(services.listsync!.command).toEqual(['serve']);
     expect(services.listsync!.depends_on).toEqual({ migrate: { condition: 'service_completed_successfully' } });
     expect(services.listsync!.image).toBe(services.migrate!.image);
+    expect(services.listsync!.build).toEqual(build);
   });
 
   it('mount files that exist, where the other files expect them', () => {
