@@ -54,6 +54,8 @@ function listsync(args: string[], extraEnv: Record<string, string> = {}): Promis
   });
 }
 
+// Packing compiles the whole project and installing reads the npm cache: about 30 s on an idle
+// 2-core machine. The generous limits are for a loaded one, not the expected time.
 beforeAll(async () => {
   base = mkdtempSync(join(tmpdir(), 'listsync-package-'));
   image = buildDockerfile(base, npmEnv()).at(-1)!;
@@ -69,7 +71,7 @@ beforeAll(async () => {
       lists: [{ name: 'orders', appID: 'demo', listID: 'orders' }],
     }),
   );
-}, 180_000);
+}, 400_000);
 
 afterAll(async () => {
   await emu?.close();

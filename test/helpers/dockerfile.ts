@@ -122,7 +122,7 @@ export function buildDockerfile(base: string, env: Record<string, string>, stage
         }
         const command = ins.args.replace(/(^|\s)\/(?=[\w.*-])/g, `$1${root}/`);
         current.ran.push(command);
-        const r = spawnSync('sh', ['-c', command], { cwd, env: { ...env, ...current.env }, encoding: 'utf8', timeout: 120_000 });
+        const r = spawnSync('sh', ['-c', command], { cwd, env: { ...env, ...current.env }, encoding: 'utf8', timeout: 240_000 });
         if (r.status !== 0) throw new Error(`${where}: RUN ${ins.args} exited ${r.status}\n${r.stdout}\n${r.stderr}`);
       } else if (!DESCRIPTIVE.has(ins.op)) {
         throw new Error(`${where}: ${ins.op} is not an instruction this check knows how to carry out`);
