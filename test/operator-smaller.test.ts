@@ -72,11 +72,12 @@ describe('smaller operator fixes', () => {
     expect(existsSync(other.cwd)).toBe(false);
   });
 
-  it('the README says how to install the command; the demo advises no npx', () => {
-    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
-    expect(readme).toContain('npm install -g .');
-    expect(readme).toContain('npm link');
-    expect(readme).toContain('npm run listsync -- check');
+  it('the docs say how to install the command; the demo advises no npx', () => {
+    const operations = readFileSync(new URL('../docs/operations.md', import.meta.url), 'utf8');
+    expect(operations).toContain('npm pack');
+    expect(operations).toContain('npm link');
+    const commands = readFileSync(new URL('../docs/commands.md', import.meta.url), 'utf8');
+    expect(commands).toContain('npm run listsync -- <command>');
     const demo = readFileSync(new URL('../src/commands/demo.ts', import.meta.url), 'utf8');
     expect(demo).not.toContain('npx listsync');
   });

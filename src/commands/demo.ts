@@ -15,7 +15,7 @@ import { table } from '../format.js';
 import { LATEST_CONFLICT_ID_SQL } from '../store/conflicts.js';
 import { OUTBOX_TABLE, PENDING_CHANGES_SQL } from '../store/outbox.js';
 import { COUNT_RUNS_SQL } from '../store/runs.js';
-import { coerceError } from '../errors.js';
+import { coerceError, exitCodeFor } from '../errors.js';
 import { wholeNumber, type CommandKit } from './kit.js';
 
 export const DEMO_DATABASE = 'listsync_demo';
@@ -165,8 +165,9 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
     }
     return 0;
   } catch (err) {
-    io.err(`demo failed: ${coerceError(err).message}`);
-    return 1;
+    const e = coerceError(err);
+    io.err(`demo failed: ${e.message}`);
+    return exitCodeFor(e);
   } finally {
     await pgClient?.end().catch(() => undefined);
     await emu.close();
