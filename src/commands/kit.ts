@@ -13,6 +13,7 @@ import { AuthError, PlatformError, TransportError } from '../platform/errors.js'
 import { checkList } from './check.js';
 import { migrateLatest, requireMigrated } from '../db.js';
 import { SIGNAL_EXIT_CODES, commandLine, watchSignals } from './signals.js';
+import type { JobDeps, PageDone } from '../sync/run-job.js';
 
 export interface CommandKit {
   program: Command;
@@ -123,6 +124,32 @@ function platformErrorIn(err: unknown): PlatformError | undefined {
 }
 
 // ---- shared options --------------------------------------------------------
+
+/** `--wait`: how long a job waits for a run of the same list in another process. */
+const WAIT_MS = 24 * 3_600_000;
+
+/**
+ * What a list job run from the command line gets: the context's database,
+ * client, config and signal, a logger naming the list and job on every line,
+ * and the progress hook.
+ */
+export function jobDeps(
+  ctx: AppContext,
+  list: ListConfig,
+  job: string,
+  options: { wait: boolean },
+  onPage: (p: PageDone) => void,
+): JobDeps & { onPage: (p: PageDone) => void } {
+  return {
+    db: ctx.db,
+    client: ctx.client,
+    config: ctx.config,
+    logger: ctx.logger.child({ list: list.name, job }),
+    waitMs: options.wait ? WAIT_MS : 0,
+    signal: ctx.signal,
+    onPage,
+  };
+}
 
 export const LIST_FLAGS = '-l, --list <name>';
 export const LIST_HELP = 'only this list';

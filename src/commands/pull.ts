@@ -6,7 +6,7 @@ import { UsageError } from '../errors.js';
 import { humanNumber, plural } from '../format.js';
 import { pullList, type PullMode, type PullResult } from '../sync/pull.js';
 import { progressReporter } from './progress.js';
-import { listJobOptions, reportJobFailure, type CommandKit } from './kit.js';
+import { jobDeps, listJobOptions, reportJobFailure, type CommandKit } from './kit.js';
 
 export function selectLists(ctx: Pick<AppContext, 'config'>, name?: string): readonly ListConfig[] {
   if (!name) {
@@ -50,16 +50,8 @@ export async function runPulls(ctx: AppContext, lists: readonly ListConfig[], mo
     const reporter = progressReporter(ctx, job);
     try {
       const r = await pullList(
-        {
-          db: ctx.db,
-          client: ctx.client,
-          config: ctx.config,
-          // Every line of the run names the list and job, those of the table's set-up too.
-          logger: ctx.logger.child({ list: list.name, job }),
-          onPage: (p) => reporter.onPage(p),
-          signal: ctx.signal,
-          waitMs: options.wait ? 24 * 3_600_000 : 0,
-        },
+        // Every line of the run names the list and job, those of the table's set-up too.
+        jobDeps(ctx, list, job, options, (p) => reporter.onPage(p)),
         list,
         mode,
       );

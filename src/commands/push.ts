@@ -14,7 +14,7 @@ import { Operator } from '../platform/types.js';
 import { Option } from 'commander';
 import { selectLists, runPulls } from './pull.js';
 import { progressReporter } from './progress.js';
-import { LIST_FLAGS, LIST_HELP, listJobOptions, positiveId, reportJobFailure, type CommandKit } from './kit.js';
+import { LIST_FLAGS, LIST_HELP, jobDeps, listJobOptions, positiveId, reportJobFailure, type CommandKit } from './kit.js';
 
 export function pushSummary(r: PushResult, policy?: ConflictPolicy): string {
   const extra = [r.deleted ? `${r.deleted} deleted` : '', r.withdrawn ? `${r.withdrawn} withdrawn` : ''].filter(Boolean).join(', ');
@@ -60,15 +60,7 @@ export async function runPushes(
         if (n) ctx.io.out(`${list.name}: ${n} failed change(s) queued again`);
       }
       const r = await pushList(
-        {
-          onPage: (p) => reporter.onPage(p),
-          db: ctx.db,
-          client: ctx.client,
-          config: ctx.config,
-          logger: ctx.logger.child({ list: list.name, job: 'push' }),
-          waitMs: options.wait ? 24 * 3_600_000 : 0,
-          signal: ctx.signal,
-        },
+        jobDeps(ctx, list, 'push', options, (p) => reporter.onPage(p)),
         list,
       );
       reporter.stop(r.failed === 0 && r.retrying === 0);

@@ -8,7 +8,7 @@ import { humanNumber, plural } from '../format.js';
 import { progressReporter } from './progress.js';
 import { reconcileList, type ReconcileResult } from '../sync/reconcile.js';
 import { selectLists } from './pull.js';
-import { listJobOptions, reportJobFailure, type CommandKit } from './kit.js';
+import { jobDeps, listJobOptions, reportJobFailure, type CommandKit } from './kit.js';
 
 export function reconcileSummary(r: ReconcileResult): string {
   const status = r.status === 'succeeded' ? 'succeeded' : r.status === 'refused' ? 'REFUSED' : 'stopped';
@@ -45,15 +45,7 @@ export async function runReconcile(
     const reporter = progressReporter(ctx, 'reconcile');
     try {
       const r = await reconcileList(
-        {
-          db: ctx.db,
-          client: ctx.client,
-          config: ctx.config,
-          logger: ctx.logger.child({ list: list.name, job: 'reconcile' }),
-          waitMs: options.wait ? 24 * 3_600_000 : 0,
-          signal: ctx.signal,
-          onPage: (p) => reporter.onPage(p),
-        },
+        jobDeps(ctx, list, 'reconcile', options, (p) => reporter.onPage(p)),
         list,
         { full: options.full },
       );

@@ -83,7 +83,7 @@ import { ensureMirrorTable, markListsyncWriter, readRegistry, type TableMapping,
 import { FIELD_APPEARED_KINDS } from '../mirror/schema-change.js';
 import { listTitle } from './list-title.js';
 import { LIST_JOBS, listLockName } from './exclusive.js';
-import { runJob, type ActiveRun, type JobDeps } from './run-job.js';
+import { runJob, type ActiveRun, type JobDeps, type PageDone } from './run-job.js';
 import { pendingConflictHandler } from './conflicts.js';
 import { describeRun, finishRun, zeroCounters, type RunCounters } from '../store/runs.js';
 import { completeState, readState, writeCheckpoint, type SyncState } from '../store/state.js';
@@ -109,14 +109,8 @@ export type { PendingHandler };
 
 export type PullMode = { kind: 'incremental' } | { kind: 'backfill'; from: string; to?: string };
 
-export interface PageProgress {
-  list: string;
-  runId: number;
-  page: number;
-  pageCount: number;
-  totalCount: number;
-  items: number;
-  itemsSoFar: number;
+/** A pull's page: what every job's progress shows, and what the page's upsert did. */
+export interface PageProgress extends PageDone {
   result: UpsertResult;
 }
 

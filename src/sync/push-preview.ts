@@ -8,7 +8,8 @@ import type { Config, ListConfig } from '../config.js';
 import type { Knex } from '../db.js';
 import { toPlatform, type TableMapping } from '../mirror/index.js';
 import type { PlatformClient } from '../platform/client.js';
-import { Operator, type Item } from '../platform/types.js';
+import { queryItemsByIds } from '../platform/item-lookup.js';
+import type { Item } from '../platform/types.js';
 import { unsentChanges, type OutboxRow } from '../store/outbox.js';
 import { loadMappingOrExplain } from './push.js';
 import { coerceError } from '../errors.js';
@@ -139,18 +140,10 @@ function fieldDiffs(row: OutboxRow, mapping: TableMapping, zone: string, base: I
   });
 }
 
+/** The items as the platform's queries show them now, by ID. */
 async function currentItems(client: PlatformClient, list: ListConfig, ids: readonly string[]): Promise<Map<string, Item>> {
-  const out = new Map<string, Item>();
-  for (let i = 0; i < ids.length; i += 1000) {
-    const chunk = ids.slice(i, i + 1000);
-    const { items } = await client.queryItems(list.appID, list.listID, {
-      Filters: [{ Field: list.idField, Type: Operator.In, Value: JSON.stringify(chunk) }],
-      PageIndex: 1,
-      PageSize: 1000,
-    });
-    for (const item of items) out.set(String(item[list.idField]), item);
-  }
-  return out;
+  const items = await queryItemsByIds(client, { appID: list.appID, listID: list.listID, idField: list.idField }, ids);
+  return new Map(items.map((item) => [String(item[list.idField]).trim(), item]));
 }
 
 async function mirrorRaw(db: Knex, mapping: TableMapping, ids: readonly string[]): Promise<Map<string, Item>> {
