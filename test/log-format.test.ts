@@ -135,6 +135,22 @@ describe('one line shape', () => {
     }
   });
 
+  it('push and directory write a page line per batch or table, shaped like every other line', async () => {
+    const env = { PLATFORM_API_KEY: w.emu.apiKey, LISTSYNC_LOG_LEVEL: 'info' };
+    expect((await runCli(['--config', w.configFile, 'pull'], { env, cwd: w.cwd })).code).toBe(0);
+    await w.t.db.raw(`update mirror.orders set customer = 'page line' where id in (select id from mirror.orders order by id limit 3)`);
+    for (const [args, job] of [
+      [['push'], 'push'],
+      [['directory'], 'directory'],
+    ] as const) {
+      const r = await runCli(['--config', w.configFile, ...args], { env, cwd: w.cwd });
+      expect(r.code, r.stderr).toBe(0);
+      const pages = shapeOf(r.stderr).filter((l) => l.msg === 'page');
+      expect(pages.length, job).toBeGreaterThan(0);
+      for (const l of pages) expect(l).toMatchObject({ level: 'info', name: 'listsync', job });
+    }
+  });
+
   it('a pull that fails before its first page still writes its error line', async () => {
     const r = await runCli(['--config', w.configFile, 'pull'], { env: { PLATFORM_API_KEY: 'REFUSED-KEY-1234' }, cwd: w.cwd });
     expect(r.code).toBe(2);
