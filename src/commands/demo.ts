@@ -44,6 +44,7 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
 
   let embedded: EmbeddedDb | undefined;
   let pgClient: pg.Client | undefined;
+  let stopSignals: ReturnType<typeof untilSignal> | undefined;
   try {
     step(2, 'Getting a PostgreSQL database');
     const serverUrl = opts.databaseUrl ?? runtimeEnv().databaseUrl;
@@ -157,8 +158,10 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
     await pgClient.end();
     pgClient = undefined;
     if (opts.keep) {
+      // Listening before saying "press Ctrl-C", and until the end: a signal never finds the process without a handler.
+      stopSignals = untilSignal();
       io.out(keepInstructions(configPath, emu.baseUrl));
-      await untilSignal();
+      await stopSignals.received;
       io.out('demo: stopping the emulator and the database');
     } else {
       io.out(tryItYourself());
@@ -172,6 +175,7 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
     await pgClient?.end().catch(() => undefined);
     await emu.close();
     await embedded?.stop();
+    stopSignals?.dispose();
   }
 }
 
@@ -200,16 +204,20 @@ function tryItYourself(): string {
   ].join('\n');
 }
 
-function untilSignal(): Promise<void> {
-  return new Promise((resolve) => {
-    const stop = () => {
+/** SIGINT or SIGTERM: `received` resolves at the first; later ones are absorbed until `dispose()`. */
+function untilSignal(): { received: Promise<void>; dispose(): void } {
+  let resolve!: () => void;
+  const received = new Promise<void>((r) => (resolve = r));
+  const stop = (): void => resolve();
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+  return {
+    received,
+    dispose() {
       process.off('SIGINT', stop);
       process.off('SIGTERM', stop);
-      resolve();
-    };
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
-  });
+    },
+  };
 }
 
 /** (Re)creates the demo database on the server; falls back to the given database when not allowed. */
