@@ -2,37 +2,42 @@
  * Send slots for platform requests, so that no sliding one-second window as
  * the server sees it holds more than `requestsPerSecond` requests.
  *
- * Slots are evenly spaced (GCRA / leaky bucket): at least
- * `1000 / requestsPerSecond * (1 + margin)` ms apart. Even spacing respects
- * every sliding window and still reaches ~97% of the ceiling; a fixed-window
- * counter (p-queue's `intervalCap`) lets up to twice the limit into a window
- * that straddles two intervals.
+ * The account's limit is a burst of `requestsPerSecond` in any second, so the
+ * limiter keeps a sliding log: a request may leave as soon as the
+ * `requestsPerSecond`-th send before it is `1000 * (1 + margin)` ms old. Up to
+ * the limit leave together, and every request is a full window after the one
+ * that many sends earlier. Compared with even spacing (one request every
+ * 103 ms) the rate is the same, but what is waiting goes out at once: a run's
+ * start-up requests do not queue behind each other, and its last requests
+ * leave with the window that has room for them instead of one by one. A
+ * fixed-window counter (p-queue's `intervalCap`) would let up to twice the
+ * limit into a window that straddles two intervals.
  *
  * What the server sees is the send time plus a delay that varies, and a
  * stalled event loop (garbage collection, parsing a big page, a busy machine)
- * makes it vary most. So, on top of the spacing:
- * - the next slot is one interval after the grant as it really happened
- *   (a late timer is not caught up with a shorter gap);
- * - a sliding log of the last `requestsPerSecond` sends, at the time each
- *   request was really flushed to the socket (`SendSlot.sent()`), holds a
- *   request back until the window since the oldest of them is
- *   `1000 * (1 + margin)` ms wide. A send not reported yet counts as leaving
- *   now (up to `MAX_UNREPORTED_MS` after its grant): a busy event loop that
- *   has granted a slot but not yet written the request cannot let the
- *   request ten sends later out before it;
- * - while timers fire late, that window widens by the recent lateness
- *   (decaying), and shared slots are reserved that much further apart.
+ * makes it vary most. So:
+ * - the log holds when each request was really flushed to the socket
+ *   (`SendSlot.sent()`), not when it was granted. A send not reported yet
+ *   counts as leaving now (up to `MAX_UNREPORTED_MS` after its grant): a busy
+ *   event loop that has granted a slot but not yet written the request cannot
+ *   let the request ten sends later out before it;
+ * - while timers fire late, the window widens by the recent lateness
+ *   (decaying), here and in the shared budget.
  *
  * With a `SlotSource` (the Postgres-backed SharedBudget), slots come from a
- * budget shared by every process using the account; while another process
- * uses it too, a slot that could not be used on time is dropped rather than
- * sent late. Alone on the account, a late slot is used: the sliding log of
- * this process's own sends is then the whole truth about the window.
+ * log shared by every process using the account, kept the same way; while
+ * another process uses it too, a slot that could not be used on time is
+ * dropped rather than sent late. Alone on the account, a late slot is used:
+ * the sliding log of this process's own sends is then the whole truth about
+ * the window. Without a source nothing tells what another process sent in
+ * the last second (a command that ran just before this one, say), so slots
+ * are also spaced evenly, one window's worth over the window, as the
+ * platform's bucket refills: no burst into a bucket someone else emptied.
  *
  * Adaptive back-off: `throttled()` (after a 429 or a rate-limit envelope)
  * pauses every request for Retry-After (or an exponential default), locally
- * and through the shared budget, and halves the rate, which then recovers
- * linearly to the configured rate.
+ * and through the shared budget, and halves the rate (the window widens),
+ * which then recovers linearly to the configured rate.
  */
 import type { Logger } from 'pino';
 import { type Clock, abortReason, systemClock } from './clock.js';
@@ -40,10 +45,12 @@ import { type Clock, abortReason, systemClock } from './clock.js';
 /** Where slots come from when several processes share the account's budget. */
 export interface SlotSource {
   /**
-   * Reserves `count` send slots spaced `intervalMs` apart, the first no earlier
-   * than now and than any pause; returns them as local epoch milliseconds.
+   * Reserves `count` send slots, in order, each no earlier than now, than any
+   * pause and than the slot reserved before it (by anyone), and each at least
+   * `windowMs` after the slot `cap` slots before it; returns them as local
+   * epoch milliseconds.
    */
-  reserve(count: number, intervalMs: number): Promise<number[]>;
+  reserve(count: number, window: SlotWindow): Promise<number[]>;
   /** Pauses every user of the budget until local epoch ms `untilMs`. */
   pause(untilMs: number): Promise<void>;
   /**
@@ -78,6 +85,12 @@ export interface RateLimiterOptions {
   throttleMaxMs?: number;
   logger?: Logger;
   random?: () => number;
+}
+
+/** At most `cap` sends in any `windowMs`. */
+export interface SlotWindow {
+  cap: number;
+  windowMs: number;
 }
 
 /** A granted send slot. Call `sent()` when the request has actually left (flushed to the socket). */
@@ -121,13 +134,15 @@ export class RateLimiter {
   private readonly throttleMaxMs: number;
   private readonly logger: Logger | undefined;
   private readonly random: () => number;
-  /** How many sends the sliding-window guard allows per window. */
+  /** How many sends the sliding log allows per window. */
   private readonly windowCap: number;
+  /** The window those sends fit in at the full rate, margin included (1.03 s for 10 requests/s). */
+  private readonly baseWindowMs: number;
 
   private readonly waiters: Waiter[] = [];
   private running = false;
   private closed = false;
-  /** Local theoretical next slot (GCRA), when there is no shared source. */
+  /** Next slot when slots are spaced evenly (no shared source). */
   private nextSlot = -Infinity;
   /** Slots reserved from the shared source, oldest first. */
   private reserved: number[] = [];
@@ -156,12 +171,9 @@ export class RateLimiter {
     this.throttleMaxMs = options.throttleMaxMs ?? 30_000;
     this.logger = options.logger;
     this.random = options.random ?? Math.random;
+    // At most the whole requests of a second in any second (2 for 2.5/s, the safe side), or one per 1/rate s below 1/s.
     this.windowCap = Math.max(1, Math.floor(this.requestsPerSecond));
-  }
-
-  /** Milliseconds between slots at the full rate. */
-  get baseIntervalMs(): number {
-    return (WINDOW_MS / this.requestsPerSecond) * (1 + this.margin);
+    this.baseWindowMs = Math.max(WINDOW_MS, (WINDOW_MS * this.windowCap) / this.requestsPerSecond) * (1 + this.margin);
   }
 
   /** Current fraction of the configured rate (below 1 while recovering from throttling). */
@@ -176,9 +188,9 @@ export class RateLimiter {
     return f;
   }
 
-  /** Milliseconds between slots now. */
-  intervalMs(now = this.clock.now()): number {
-    return this.baseIntervalMs / this.rateFactor(now);
+  /** The sliding window now: `windowCap` sends fit in it (wider while recovering from throttling, or while timers fire late). */
+  windowMs(now = this.clock.now()): number {
+    return this.baseWindowMs / this.rateFactor(now) + this.stallAllowance(now);
   }
 
   /** Local epoch ms until which requests are held back (-Infinity when not paused). */
@@ -267,20 +279,20 @@ export class RateLimiter {
     else w.reject(outcome.error);
   }
 
-  /** Earliest time the sliding-window guard allows the next send. */
+  /** Earliest time the sliding log of this process's sends allows the next one. */
   private guardTime(): number {
     if (this.sent.length < this.windowCap) return -Infinity;
     const now = this.clock.now();
     const oldest = this.sent[this.sent.length - this.windowCap]!;
     const left = oldest.unreported ? Math.max(oldest.at, Math.min(now, oldest.at + MAX_UNREPORTED_MS)) : oldest.at;
-    return left + WINDOW_MS * (1 + this.margin) + this.stallAllowance(now);
+    return left + this.windowMs(now);
   }
 
   /**
    * Extra room in the sliding window while this process is stalling. A timer
    * that fires late means the event loop (or the machine) is busy; requests
    * already handed out may then reach the server late as well, and bunch up
-   * there with the next ones. The largest recent lateness, decaying with a
+   * there with the next window's. The largest recent lateness, decaying with a
    * half-life of 2 s, widens the window by as much.
    */
   private stallAllowance(now: number): number {
@@ -317,8 +329,8 @@ export class RateLimiter {
             const count = Math.min(this.maxBatch, this.waiters.length);
             try {
               // While this process stalls, its requests may reach the server late:
-              // leave that much more room after its slots for the other processes.
-              this.reserved = [...(await this.source.reserve(count, this.intervalMs(now) + this.stallAllowance(now) / this.windowCap))];
+              // the window it reserves in is that much wider (windowMs), for the other processes' sake too.
+              this.reserved = [...(await this.source.reserve(count, { cap: this.windowCap, windowMs: this.windowMs(now) }))];
             } catch (err) {
               this.sharedFailures = 1;
               this.logger?.warn({ err }, 'shared request budget unavailable: pacing this process alone for a while');
@@ -345,11 +357,11 @@ export class RateLimiter {
         this.waiters.shift();
         if (head.done) continue;
         if (fromSource) this.reserved.shift();
-        // The next slot is one interval after this grant as it actually
-        // happened: a timer that fired late (busy event loop) is not caught up
-        // with a shorter gap, because requests delayed by the same stall reach
-        // the server late too and would bunch up with the next ones there.
-        this.nextSlot = Math.max(now, at) + this.intervalMs(now);
+        // Without the account's log, the next slot is one interval after this grant as it really
+        // happened (a timer that fired late is not caught up with a shorter gap).
+        if (!fromSource) this.nextSlot = now + this.windowMs(now) / this.windowCap;
+        // Logged as granted now (the window counts from when the request really goes),
+        // moved to when it was really flushed once the caller reports it.
         const entry: LogEntry = { at: now, unreported: true };
         this.sent.push(entry);
         if (this.sent.length > this.windowCap) this.sent.shift();

@@ -2,19 +2,20 @@
  * The account's request budget, shared through Postgres by every process that
  * uses the same account (table `listsync.rate_budget`).
  *
- * One row per account holds `next_slot`, the earliest time the next request
- * may be sent by anyone, and `paused_until`, set after a rate-limit answer.
- * A reservation moves `next_slot` atomically (one upsert, row-locked):
+ * One row per account holds the sliding log of the last slots handed out
+ * (`recent_slots_ms`, as many as the limit), the last slot (`next_slot`) and
+ * `paused_until`, set after a rate-limit answer. A reservation
+ * (`listsync.reserve_rate_slots`, row-locked) hands out slots in order, each
  *
- *   start     = greatest(next_slot, clock_timestamp() + lead, paused_until)
- *   next_slot = start + count * interval
+ *   slot = greatest(now + lead, paused_until, previous slot, slot[-cap] + window)
  *
- * so the slots handed to all processes together are spaced at least one
- * interval apart (`lead`, about one round trip, lets an idle budget's first
- * slot still lie ahead when the answer arrives). Database time is mapped to local time through an offset
- * measured on each call (midpoint of the round trip, preferring recent
- * samples with short round trips); the limiter's spacing margin absorbs the
- * remaining error of a few milliseconds.
+ * so up to the limit go together and no window holds more than the limit,
+ * whichever processes the slots went to (`lead`, about one round trip, lets an
+ * idle budget's first slot still lie ahead when the answer arrives). Database
+ * time is mapped to local time through an offset measured on each call
+ * (midpoint of the round trip, preferring recent samples with short round
+ * trips); the limiter's margin absorbs the remaining error of a few
+ * milliseconds.
  *
  * The account key is `platform.account` when configured, otherwise a SHA-256
  * of baseUrl and apiKey: never the key itself.
@@ -24,7 +25,7 @@ import type { Knex } from 'knex';
 import type { PlatformConfig } from '../config.js';
 import { pauseAccount, readPause, reserveSlots } from '../store/rate-budget.js';
 import { type Clock, systemClock } from './clock.js';
-import type { SlotSource } from './rate-limiter.js';
+import type { SlotSource, SlotWindow } from './rate-limiter.js';
 
 export interface SharedBudgetOptions {
   db: Knex;
@@ -55,7 +56,7 @@ export class SharedBudget implements SlotSource {
   /** Smoothed round trip, ms. */
   private rttEwma = 5;
   private reservations = 0;
-  private last: { dbStartMs: number; count: number; intervalMs: number } | undefined;
+  private last: { dbSlotsMs: number[] } | undefined;
   /** Tells this process's reservations apart from other processes'. */
   private readonly holder = randomUUID();
   private othersSeenAt = -Infinity;
@@ -67,8 +68,8 @@ export class SharedBudget implements SlotSource {
     this.clock = options.clock ?? systemClock;
   }
 
-  /** The last reservation in database time (epoch ms), for diagnostics. */
-  get lastReservation(): { dbStartMs: number; count: number; intervalMs: number } | undefined {
+  /** The last reservation's slots in database time (epoch ms), for diagnostics. */
+  get lastReservation(): { dbSlotsMs: number[] } | undefined {
     return this.last;
   }
 
@@ -91,25 +92,27 @@ export class SharedBudget implements SlotSource {
     return this.offsetMs;
   }
 
-  async reserve(count: number, intervalMs: number): Promise<number[]> {
-    const n = Math.max(1, Math.floor(count));
-    const spanSeconds = (n * intervalMs) / 1000;
+  async reserve(count: number, window: SlotWindow): Promise<number[]> {
     // When the budget is idle the first slot is "now" in database time, which
     // is already in the past when the answer arrives: ask for it a round trip
     // ahead so it can be used on time.
-    const leadSeconds = Math.min(50, Math.max(1, this.rttEwma)) / 1000;
+    const leadMs = Math.min(50, Math.max(1, this.rttEwma));
     const t0 = this.clock.now();
-    const row = await reserveSlots(this.db, this.account, leadSeconds, spanSeconds, this.holder);
+    const row = await reserveSlots(
+      this.db,
+      this.account,
+      { leadMs, windowMs: window.windowMs, cap: Math.max(1, Math.floor(window.cap)), count: Math.max(1, Math.floor(count)) },
+      this.holder,
+    );
     const t1 = this.clock.now();
     this.reservations++;
     if (!row) throw new Error(`reserving request slots for account ${this.account} returned no row`);
     if (row.previous_holder !== null && row.previous_holder !== this.holder && Number(row.previous_age_ms) < CONTENDED_FOR_MS)
       this.othersSeenAt = t1;
     this.observeOffset(Number(row.now_ms) - (t0 + t1) / 2, t1 - t0, t1);
-    const startDb = Number(row.next_ms) - n * intervalMs;
-    this.last = { dbStartMs: startDb, count: n, intervalMs };
-    const startLocal = startDb - this.offsetMs;
-    return Array.from({ length: n }, (_v, i) => startLocal + i * intervalMs);
+    const dbSlotsMs = row.slots_ms.map(Number);
+    this.last = { dbSlotsMs };
+    return dbSlotsMs.map((ms) => ms - this.offsetMs);
   }
 
   /**

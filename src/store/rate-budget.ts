@@ -1,6 +1,6 @@
 /**
- * `listsync.rate_budget`: per platform account, the next free request slot
- * and a pause, shared by every process that uses the account. Times are the
+ * `listsync.rate_budget`: per platform account, the sliding log of request
+ * slots handed out and a pause, shared by every process that uses the account. Times are the
  * database's clock; each statement also returns that clock (epoch ms) so the
  * caller can map it to its own.
  */
@@ -9,36 +9,29 @@ import type { Knex } from '../db.js';
 export const RATE_BUDGET_TABLE = 'listsync.rate_budget';
 
 /**
- * Reserves `spanSeconds` of slots starting no earlier than `leadSeconds` from
- * now, after any earlier reservation and any pause; returns where the
- * reservation ends, and who made the reservation before this one and how
- * long ago (ms; null when the account had none).
+ * Reserves `count` slots in the account's sliding log (migration
+ * 20261127000000_rate_budget_window): each no earlier than `leadMs` from now,
+ * any pause and the last slot handed out, and `windowMs` after the slot `cap`
+ * slots before it. Returns the slots (database epoch ms), the database's
+ * clock, and who made the reservation before this one and how long ago (ms;
+ * null when the account had none).
  */
 export async function reserveSlots(
   db: Knex,
   account: string,
-  leadSeconds: number,
-  spanSeconds: number,
+  window: { leadMs: number; windowMs: number; cap: number; count: number },
   holder: string,
-): Promise<{ next_ms: number; now_ms: number; previous_holder: string | null; previous_age_ms: number | null } | undefined> {
+): Promise<{ slots_ms: number[]; now_ms: number; previous_holder: string | null; previous_age_ms: number | null } | undefined> {
   const result = await db.raw<{
-    rows: { next_ms: number; now_ms: number; previous_holder: string | null; previous_age_ms: number | null }[];
-  }>(
-    `insert into ${RATE_BUDGET_TABLE} as b (account, next_slot, updated_at, last_holder)
-       values (?, clock_timestamp() + make_interval(secs => ?) + make_interval(secs => ?), clock_timestamp(), ?)
-     on conflict (account) do update
-       set next_slot = greatest(b.next_slot, clock_timestamp() + make_interval(secs => ?), coalesce(b.paused_until, '-infinity'::timestamptz))
-                       + make_interval(secs => ?),
-           prior_holder = b.last_holder,
-           prior_at = b.updated_at,
-           updated_at = clock_timestamp(),
-           last_holder = excluded.last_holder
-     returning extract(epoch from next_slot)::float8 * 1000 as next_ms,
-               extract(epoch from clock_timestamp())::float8 * 1000 as now_ms,
-               prior_holder as previous_holder,
-               extract(epoch from clock_timestamp() - prior_at)::float8 * 1000 as previous_age_ms`,
-    [account, leadSeconds, spanSeconds, holder, leadSeconds, spanSeconds],
-  );
+    rows: { slots_ms: number[]; now_ms: number; previous_holder: string | null; previous_age_ms: number | null }[];
+  }>(`select * from listsync.reserve_rate_slots(?, ?, ?, ?, ?, ?)`, [
+    account,
+    window.leadMs,
+    window.windowMs,
+    window.cap,
+    window.count,
+    holder,
+  ]);
   return result.rows[0];
 }
 

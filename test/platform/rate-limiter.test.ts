@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RateLimiter, type SlotSource } from '../../src/platform/rate-limiter.js';
+import { RateLimiter, type SlotSource, type SlotWindow } from '../../src/platform/rate-limiter.js';
 import { ManualClock, maxInSlidingWindow } from './manual-clock.js';
 
 async function grantTimes(limiter: RateLimiter, clock: ManualClock, n: number): Promise<number[]> {
@@ -16,8 +16,30 @@ async function grantTimes(limiter: RateLimiter, clock: ManualClock, n: number): 
   return times;
 }
 
+/** The shared budget's rule (listsync.reserve_rate_slots), in memory: slots in order, each a window after the one `cap` before. */
+class SlotLog {
+  private readonly slots: number[] = [];
+
+  reserve(count: number, window: SlotWindow, earliest: number): number[] {
+    const given: number[] = [];
+    for (let i = 0; i < count; i++) {
+      let t = Math.max(earliest, this.slots.at(-1) ?? -Infinity);
+      if (this.slots.length >= window.cap) t = Math.max(t, this.slots[this.slots.length - window.cap]! + window.windowMs);
+      this.slots.push(t);
+      given.push(t);
+    }
+    return given;
+  }
+}
+
+/** A source holding the account's log, as the shared budget in Postgres does, with this process alone on it. */
+function sharedLog(clock: ManualClock): SlotSource {
+  const log = new SlotLog();
+  return { contended: false, reserve: async (count, window) => log.reserve(count, window, clock.now()), pause: async () => {} };
+}
+
 describe('RateLimiter', () => {
-  it('spaces slots evenly: no sliding second over the limit, and >= 95% of the ceiling', async () => {
+  it('alone (no shared log) spaces slots evenly: no sliding second over the limit, and >= 95% of the ceiling', async () => {
     const clock = new ManualClock();
     const limiter = new RateLimiter({ requestsPerSecond: 10, clock });
     const times = await grantTimes(limiter, clock, 60);
@@ -27,6 +49,43 @@ describe('RateLimiter', () => {
     const rate = ((times.length - 1) / (times.at(-1)! - times[0]!)) * 1000;
     expect(rate).toBeGreaterThanOrEqual(9.5);
     expect(rate).toBeLessThanOrEqual(10);
+  });
+
+  it('with the account\'s log: lets the limit go at once, then each send a window after the one ten before', async () => {
+    const clock = new ManualClock();
+    const limiter = new RateLimiter({ requestsPerSecond: 10, clock, source: sharedLog(clock), maxBatch: 4 });
+    const t0 = clock.now();
+    const times = await grantTimes(limiter, clock, 60);
+    expect(maxInSlidingWindow(times)).toBeLessThanOrEqual(10);
+    expect(times.slice(0, 10)).toEqual(Array(10).fill(t0)); // what waits goes out together
+    for (let i = 10; i < times.length; i++) expect(times[i]! - times[i - 10]!).toBeGreaterThanOrEqual(1030);
+    // 60 requests in six windows of 1.03 s (9.7 requests/s), where even spacing needs 59 intervals of 103 ms.
+    expect(times.at(-1)! - t0).toBeCloseTo(5 * 1030, 6);
+  });
+
+  it('with the account\'s log, after a pause in traffic only what the window has room for goes together', async () => {
+    const clock = new ManualClock();
+    const limiter = new RateLimiter({ requestsPerSecond: 10, clock, source: sharedLog(clock) });
+    const t0 = clock.now();
+    await grantTimes(limiter, clock, 6);
+    clock.advance(500);
+    const t1 = clock.now();
+    const times = await grantTimes(limiter, clock, 6);
+    // Four more fit in the window the first six opened; the other two wait until it has passed.
+    expect(times.slice(0, 4)).toEqual(Array(4).fill(t1));
+    expect(times.slice(4)).toEqual(Array(2).fill(t0 + 1030));
+  });
+
+  it('never lets more than the rate into a second when it is not a whole number, and paces one below 1 per second', async () => {
+    for (const [rps, cap, windowMs] of [
+      [2.5, 2, 1030], // 2 per second: 3 could put 5 into some second
+      [0.5, 1, 2060],
+    ] as const) {
+      const clock = new ManualClock();
+      const times = await grantTimes(new RateLimiter({ requestsPerSecond: rps, clock }), clock, 9);
+      for (let i = cap; i < times.length; i++) expect(times[i]! - times[i - cap]!).toBeCloseTo(windowMs, 6);
+      expect(maxInSlidingWindow(times, 1000)).toBeLessThanOrEqual(Math.floor(Math.max(1, rps)));
+    }
   });
 
   it('a plain fixed window would not do: the sliding-window helper sees 20 in a second', () => {
@@ -127,20 +186,19 @@ describe('RateLimiter', () => {
 
   it('takes slots from a shared source, drops slots it could not use on time, and shares pauses', async () => {
     const clock = new ManualClock();
-    let next = clock.now();
+    const log = new SlotLog();
+    let paused = -Infinity;
     const reserved: number[][] = [];
     const pauses: number[] = [];
     const source: SlotSource = {
-      async reserve(count, intervalMs) {
-        const start = Math.max(next, clock.now());
-        next = start + count * intervalMs;
-        const slots = Array.from({ length: count }, (_v, i) => start + i * intervalMs);
+      async reserve(count, window) {
+        const slots = log.reserve(count, window, Math.max(paused, clock.now()));
         reserved.push(slots);
         return slots;
       },
       async pause(until) {
         pauses.push(until);
-        next = Math.max(next, until);
+        paused = Math.max(paused, until);
       },
     };
     const limiter = new RateLimiter({ requestsPerSecond: 10, clock, source, maxBatch: 4 });
@@ -157,14 +215,12 @@ describe('RateLimiter', () => {
       let n = 0;
       // Every other timer fires 40 ms late: a busy event loop.
       const clock = new ManualClock(1_700_000_000_000, () => (n++ % 2 === 0 ? 40 : 0));
-      let next = clock.now();
+      const log = new SlotLog();
       const reserved: number[] = [];
       const source: SlotSource = {
         contended,
-        async reserve(count, intervalMs) {
-          const start = Math.max(next, clock.now());
-          next = start + count * intervalMs;
-          const slots = Array.from({ length: count }, (_v, i) => start + i * intervalMs);
+        async reserve(count, window) {
+          const slots = log.reserve(count, window, clock.now());
           reserved.push(...slots);
           return slots;
         },

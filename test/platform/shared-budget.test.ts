@@ -35,23 +35,33 @@ describe('budgetAccount', () => {
 });
 
 describe('SharedBudget', () => {
-  it('hands out slots that never overlap across budgets, several per round trip', async () => {
+  it('hands out slots in order across budgets: up to the limit at once, each a window after the one the limit before', async () => {
     const account = 'reserve-test';
+    const window = { cap: 4, windowMs: 100 };
     const budgets = [4, 3, 1, 2].map((count) => ({ count, budget: new SharedBudget({ db: tdb.db, account }) }));
-    const local = await Promise.all(budgets.map(({ count, budget }) => budget.reserve(count, 100)));
-    // In database time the reservations are disjoint runs of slots 100 ms apart, back to back.
-    const runs = budgets.map(({ budget }) => budget.lastReservation!).sort((x, y) => x.dbStartMs - y.dbStartMs);
-    expect(runs.map((r) => r.count).reduce((x, y) => x + y)).toBe(10);
-    for (let i = 1; i < runs.length; i++)
-      expect(runs[i]!.dbStartMs).toBeGreaterThanOrEqual(runs[i - 1]!.dbStartMs + runs[i - 1]!.count * 100 - 0.001);
+    await budgets[0]!.budget.reserve(4, window); // one reservation of four first, then three at once
+    await Promise.all(budgets.slice(1).map(({ count, budget }) => budget.reserve(count, window)));
+    // In database time, all the slots handed out, in the order they were handed out.
+    const slots = budgets
+      .map(({ budget }) => budget.lastReservation!.dbSlotsMs)
+      .sort((x, y) => x[0]! - y[0]! || x.length - y.length)
+      .flat();
+    expect(slots).toHaveLength(10);
+    for (let i = 1; i < slots.length; i++) expect(slots[i]!).toBeGreaterThanOrEqual(slots[i - 1]!);
+    for (let i = 4; i < slots.length; i++) expect(slots[i]!).toBeGreaterThanOrEqual(slots[i - 4]! + 100 - 0.001);
+    // The first four go together; the fifth waits a window, not one interval.
+    expect(slots.slice(0, 4)).toEqual(Array(4).fill(slots[0]));
+    expect(budgets[0]!.budget.lastReservation!.dbSlotsMs).toEqual(slots.slice(0, 4));
+    expect(slots[4]! - slots[0]!).toBeGreaterThanOrEqual(100 - 0.001);
+    expect(maxInSlidingWindow(slots, 100)).toBeLessThanOrEqual(4);
     const row = (
-      await tdb.db.raw(`select extract(epoch from next_slot)::float8 * 1000 as next_ms from listsync.rate_budget where account = ?`, [
-        account,
-      ])
-    ).rows[0] as { next_ms: number };
-    expect(row.next_ms).toBeGreaterThanOrEqual(runs.at(-1)!.dbStartMs + runs.at(-1)!.count * 100 - 0.001);
-    // Locally, each run keeps its spacing (where runs meet depends on each process's clock mapping).
-    for (const r of local) for (let i = 1; i < r.length; i++) expect(r[i]! - r[i - 1]!).toBeCloseTo(100, 6);
+      await tdb.db.raw(
+        `select extract(epoch from next_slot)::float8 * 1000 as next_ms, recent_slots_ms from listsync.rate_budget where account = ?`,
+        [account],
+      )
+    ).rows[0] as { next_ms: number; recent_slots_ms: number[] };
+    expect(row.next_ms).toBeCloseTo(slots.at(-1)!, 0);
+    expect(row.recent_slots_ms.map(Number)).toEqual(slots.slice(-4));
     expect(budgets[0]!.budget.roundTrips).toBe(1);
   });
 
@@ -63,7 +73,7 @@ describe('SharedBudget', () => {
     await a.pause(now + 1500);
     const until = await b.pausedUntil();
     expect(until).toBeGreaterThan(now + 1400);
-    const [slot] = await b.reserve(1, 100);
+    const [slot] = await b.reserve(1, { cap: 10, windowMs: 1030 });
     expect(slot!).toBeGreaterThanOrEqual(now + 1490);
   });
 
@@ -71,15 +81,16 @@ describe('SharedBudget', () => {
     const account = 'contended-test';
     const a = new SharedBudget({ db: tdb.db, account });
     const b = new SharedBudget({ db: tdb.db, account });
-    await a.reserve(2, 100);
-    await a.reserve(2, 100);
+    const w = { cap: 10, windowMs: 1030 };
+    await a.reserve(2, w);
+    await a.reserve(2, w);
     expect(a.contended).toBe(false); // only its own reservations so far
-    await b.reserve(1, 100);
+    await b.reserve(1, w);
     expect(b.contended).toBe(true);
-    await a.reserve(1, 100);
+    await a.reserve(1, w);
     expect(a.contended).toBe(true);
     const other = new SharedBudget({ db: tdb.db, account: 'contended-test-2' });
-    await other.reserve(1, 100);
+    await other.reserve(1, w);
     expect(other.contended).toBe(false); // another account is no contention
   });
 
@@ -87,9 +98,22 @@ describe('SharedBudget', () => {
     const account = 'limiter-test';
     const times: number[] = [];
     const limiters = [0, 1].map(() => new RateLimiter({ requestsPerSecond: 10, source: new SharedBudget({ db: tdb.db, account }) }));
-    await Promise.all(limiters.flatMap((l) => Array.from({ length: 8 }, () => l.acquire().then(() => times.push(Date.now())))));
-    expect(times).toHaveLength(16);
+    await Promise.all(
+      limiters.flatMap((l) =>
+        Array.from({ length: 13 }, () =>
+          l.acquire().then((slot) => {
+            slot.sent();
+            times.push(Date.now());
+          }),
+        ),
+      ),
+    );
+    expect(times).toHaveLength(26);
     expect(maxInSlidingWindow(times)).toBeLessThanOrEqual(10);
+    // Ten went in the first window, ten in the second, the rest in the third: the two shared one log.
+    times.sort((x, y) => x - y);
+    expect(times[19]! - times[0]!).toBeLessThan(1800);
+    expect(times[20]! - times[0]!).toBeGreaterThanOrEqual(2 * 1030 - 100);
   });
 });
 
