@@ -122,6 +122,7 @@ export interface PageOptions {
   window?: number;
   /** The start page's answer, already asked for (see `queryPageResult`). */
   firstPage?: Promise<PageResult<Item>>;
+  onLastPageAsked?: PaginateOptions<Item>['onLastPageAsked'];
 }
 
 export interface UserPageOptions {
@@ -507,6 +508,7 @@ export class PlatformClient {
         confirmEnd: options.confirmEnd,
         expectedTotal: options.expectedTotal,
         firstPage: options.firstPage,
+        onLastPageAsked: options.onLastPageAsked,
         maxBytesAhead: this.config.maxBytesAhead,
         heapBudget: this.heapBudget,
       },

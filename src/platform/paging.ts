@@ -77,6 +77,12 @@ export interface PaginateOptions<T = unknown> {
   maxBytesAhead?: number;
   /** Checked before each page is handed over (see heap-budget.ts). */
   heapBudget?: { check(): void };
+  /**
+   * Called once, right after the request for the last page TotalCount implies
+   * (past the start page) is asked: a caller with a request of its own to make
+   * at the end asks it now, so it leaves with the last pages.
+   */
+  onLastPageAsked?: () => void;
 }
 
 /** A read that failed a completeness check twice; pages before `page` were handed out. */
@@ -145,6 +151,15 @@ export async function* paginate<T>(fetchPage: PageFetcher<T>, options: PaginateO
     );
     inFlight.set(index, entry);
   };
+  let lastAsked = false;
+  /** Asks pages `from`..`upTo`; `pageCount` is the last page TotalCount implies. */
+  const askAhead = (from: number, upTo: number, pageCount: number): void => {
+    for (let j = from; j <= upTo; j++) start(j);
+    if (!lastAsked && upTo >= pageCount && pageCount > startPage) {
+      lastAsked = true;
+      options.onLastPageAsked?.();
+    }
+  };
   /** Pages kept ahead of the consumer: fewer while pages wait answered for it, more while it waits for them. */
   let target = window;
   const take = async (index: number): Promise<PageResult<T>> => {
@@ -212,8 +227,8 @@ export async function* paginate<T>(fetchPage: PageFetcher<T>, options: PaginateO
   try {
     let index = startPage;
     if (options.expectedTotal !== undefined && options.expectedTotal > (startPage - 1) * size) {
-      const upTo = Math.min(startPage + window - 1, Math.ceil(options.expectedTotal / size), options.maxPages ?? Number.POSITIVE_INFINITY);
-      for (let j = startPage; j <= upTo; j++) start(j);
+      const pageCount = Math.ceil(options.expectedTotal / size);
+      askAhead(startPage, Math.min(startPage + window - 1, pageCount, options.maxPages ?? Number.POSITIVE_INFINITY), pageCount);
     }
     for (;;) {
       if (options.maxPages !== undefined && index > options.maxPages) {
@@ -228,8 +243,7 @@ export async function* paginate<T>(fetchPage: PageFetcher<T>, options: PaginateO
       const pageCount = last ? index : countPages(result, index, size);
       const totalCount = result.totalCount ?? (index - 1) * size + result.items.length;
       // Fill the window before handing the page over, so fetching overlaps the consumer's work.
-      const upTo = Math.min(index + ahead(result.bytes), pageCount, options.maxPages ?? Number.POSITIVE_INFINITY);
-      for (let j = index + 1; j <= upTo; j++) start(j);
+      askAhead(index + 1, Math.min(index + ahead(result.bytes), pageCount, options.maxPages ?? Number.POSITIVE_INFINITY), pageCount);
       options.heapBudget?.check();
       yield { index, pageCount, totalCount, items: result.items };
       if (last) return;

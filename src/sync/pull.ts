@@ -417,7 +417,11 @@ async function readWindow(ctx: RunContext, cp: PullCheckpoint, early: EarlyStart
   let stopped = false;
   let after: AfterPages = { gapsUnresolved: null, gapItems: 0, catchUp: null };
   try {
-    const pages = readPages(deps.client, list, query, readOptions(ctx, cp, expectedTotal, asked), checks);
+    // A by-created read asks the follow-up's first page as its own last page is asked, so they leave together.
+    const askFollowUp = (): void => {
+      if (tail.followUpFirst === undefined && cp.plan.order === 'by-created') tail.followUpFirst = askFollowUpPage(ctx, cp);
+    };
+    const pages = readPages(deps.client, list, query, { ...readOptions(ctx, cp, expectedTotal, asked), onLastPageAsked: askFollowUp }, checks);
     for await (const page of pages) {
       observe(ctx, cp, page, tail);
       // The shutdown signal is checked between pages, not passed down: the page in flight is finished and written.
@@ -524,7 +528,7 @@ function observe(ctx: RunContext, cp: PullCheckpoint, page: CheckedPage, tail: R
     repeats: page.repeats,
   });
   cp.received += page.ids.length - page.repeats;
-  // A by-created read asks the follow-up's first page as its own last page is asked, so the answers overlap.
+  // A read whose last page was not asked ahead (no page after its start page) asks the follow-up's first page here.
   if (tail.followUpFirst === undefined && cp.plan.order === 'by-created' && page.index > 1 && page.index >= page.pageCount - 1)
     tail.followUpFirst = askFollowUpPage(ctx, cp);
 }
@@ -653,11 +657,16 @@ async function readCatchUp(
       last: page.items.length ? keyOf(page.items[page.items.length - 1]!) : undefined,
       repeats: page.repeats,
     });
-    page.items.forEach((item, i) => {
+    // Only what was modified since the mark is written: the rest was read by the run's pages as it is now.
+    const moved = page.items.filter((item, i) => {
       // The mark has whole seconds: an item modified in its second may have moved after it was taken.
-      if ((cursorMillis(item[list.cursorField], zone) ?? 0) >= sinceMs) touched.add(page.ids[i]!);
+      const ms = cursorMillis(item[list.cursorField], zone);
+      if (ms === undefined) return true; // no time to compare: written, as the safe side
+      if (ms < sinceMs) return false;
+      touched.add(page.ids[i]!);
+      return true;
     });
-    await writer.writeItems(page.items);
+    if (moved.length) await writer.writeItems(moved);
     cp.received += checks.note(page.ids);
   }
   const outcome: CatchUpOutcome = { newest, touched: touched.size, clean: watch.gaps.length === 0 };

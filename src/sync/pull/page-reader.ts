@@ -51,6 +51,8 @@ export interface ReadOptions {
   lastKeyAtStart?: SortKey | null;
   /** The start page's answer, asked for already. */
   firstPage?: Promise<PageResult<Item>>;
+  /** Called once the last page the count implies is asked (see PaginateOptions). */
+  onLastPageAsked?: () => void;
 }
 
 /** Checks pages against each other; `verify` is pure, `accept` records a page handed out. */
@@ -140,6 +142,7 @@ export async function* readPages(
     },
     expectedTotal: opts.expectedTotal,
     firstPage: opts.firstPage,
+    onLastPageAsked: opts.onLastPageAsked,
     // newest-first usually needs one page: ask for the next only once a page shows it is needed.
     window: opts.order === 'newest-first' ? 1 : undefined,
   });
