@@ -197,7 +197,7 @@ describe('resume stays incremental', () => {
 });
 
 describe('what a first full load costs in requests', () => {
-  it('fields, title, two probes and page 1 asked together, the pages fanned out once the probes answer, and no look past a last page that reaches the last item', async () => {
+  it('fields, title, two probes and page 1 asked together, the pages fanned out once the probes answer, the follow-up with the last page, and no look past a last page that reaches the last item', async () => {
     // 100 ms per answer, 100 requests/s: requests asked before any answer came back were asked together.
     w = await startWorld({ emulator: { items: 400, faults: { latencyMs: 100 } }, list: { pageSize: 100 } });
     const checkpoints: unknown[] = [];
@@ -225,6 +225,9 @@ describe('what a first full load costs in requests', () => {
     // Pages 2..4 were fanned out at once, none waiting for another's answer: the probe's TotalCount said how many there are.
     const rest = pages.filter((e) => e.pageIndex !== 1);
     expect(Math.max(...rest.map((e) => e.startedAt))).toBeLessThan(Math.min(...rest.map((e) => e.finishedAt!)));
+    // The follow-up was asked with the last page, not after it was answered: they leave in the same window.
+    const followUp = queries.find((e) => body(e).Filters?.length)!;
+    expect(followUp.startedAt).toBeLessThan(pages.find((e) => e.pageIndex === 4)!.finishedAt!);
     // Every page committed beside a checkpoint that already holds the probes' answers.
     const states = (await Promise.all(checkpoints)) as { checkpoint: { watch: { lastKeyAtStart?: unknown; firstTotal: number } } | null }[];
     expect(states.length).toBeGreaterThan(0);
