@@ -21,8 +21,11 @@
  *   counts as leaving now (up to `MAX_UNREPORTED_MS` after its grant): a busy
  *   event loop that has granted a slot but not yet written the request cannot
  *   let the request ten sends later out before it;
- * - while timers fire late, the window widens by the recent lateness
- *   (decaying), here and in the shared budget.
+ * - while timers fire late and another process shares the account, the
+ *   window widens by the recent lateness (decaying), here and in the shared
+ *   budget: the other process keeps to the slots in the shared log, which
+ *   hold when this process meant to send, not when a stall let it. Alone,
+ *   the log of real send times is the whole truth and needs no widening.
  *
  * With a `SlotSource` (the Postgres-backed SharedBudget), slots come from a
  * log shared by every process using the account, kept the same way; while
@@ -188,9 +191,13 @@ export class RateLimiter {
     return f;
   }
 
-  /** The sliding window now: `windowCap` sends fit in it (wider while recovering from throttling, or while timers fire late). */
+  /**
+   * The sliding window now: `windowCap` sends fit in it (wider while recovering from throttling, and
+   * while timers fire late with another process on the account).
+   */
   windowMs(now = this.clock.now()): number {
-    return this.baseWindowMs / this.rateFactor(now) + this.stallAllowance(now);
+    const shared = this.source !== undefined && this.source.contended !== false;
+    return this.baseWindowMs / this.rateFactor(now) + (shared ? this.stallAllowance(now) : 0);
   }
 
   /** Local epoch ms until which requests are held back (-Infinity when not paused). */
