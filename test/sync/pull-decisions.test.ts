@@ -12,7 +12,9 @@ import {
 } from '../../src/sync/pull/delete-watch.js';
 import { coverGap, MAX_PAGES_A_GAP, readGaps } from '../../src/sync/pull/gap-read.js';
 import { PageChecks } from '../../src/sync/pull/page-reader.js';
-import { planWindow, type PlanInput } from '../../src/sync/pull/plan.js';
+import { cursorMillis, planWindow, type PlanInput } from '../../src/sync/pull/plan.js';
+import { tryParsePlatformDateTime } from '../../src/platform/dates.js';
+import { fromPlatform } from '../../src/mirror/convert.js';
 import { decideWatermark } from '../../src/sync/pull/watermark.js';
 
 const watch = (over: Partial<WatchState>): WatchState => ({ ...newWatch(), firstTotal: 100, lastTotal: 100, minTotal: 100, ...over });
@@ -254,5 +256,43 @@ describe('PageChecks: an ID served twice in by-created order', () => {
     const checks = new PageChecks('ListDataID', 2, 'newest-first');
     checks.accept(page([1, 2], 5).items, 5);
     expect(checks.verify(page([2, 3], 5), 2)).toBeNull();
+  });
+});
+
+describe('cursorMillis', () => {
+  it('gives the instant luxon gives for every form a cursor comes in, across DST changes and in fixed offsets', () => {
+    const texts = [
+      '2026-11-24 10:15:30',
+      '2026-11-24',
+      '2026-11-24T10:15:30',
+      '2026-11-24T10:15:30.250',
+      '2026-11-24T10:15:30Z',
+      '2026-11-24T10:15:30+05:30',
+      '2026-11-24T10:15:30-08:00',
+      '2026-03-08 02:30:00', // inside New York's spring-forward gap
+      '2026-03-29 02:30:00', // inside Berlin's gap
+      '1999-12-31 23:59:59',
+      '2026-02-28 00:00:00',
+    ];
+    for (const zone of ['UTC', 'America/New_York', 'Europe/Berlin', 'Asia/Shanghai', 'Australia/Lord_Howe']) {
+      for (const t of texts) expect([zone, t, cursorMillis(t, zone)]).toEqual([zone, t, tryParsePlatformDateTime(t, zone)!.toMillis()]);
+    }
+  });
+
+  it('reads an hour that happens twice (DST ends) as the mirror\'s timestamp column does, whatever the date today', () => {
+    // luxon's answer there depends on the offset the zone has today; a cursor compared item by item must not.
+    for (const [zone, t, first, second] of [
+      ['America/New_York', '2026-11-01 01:30:00', '2026-11-01T01:30:00-04:00', '2026-11-01T01:30:00-05:00'],
+      ['Europe/Berlin', '2026-10-25 02:30:00', '2026-10-25T02:30:00+02:00', '2026-10-25T02:30:00+01:00'],
+    ] as const) {
+      const ms = cursorMillis(t, zone);
+      expect([Date.parse(first), Date.parse(second)]).toContain(ms);
+      expect(ms).toBe((fromPlatform('timestamptz', t, zone) as { value: Date }).value.getTime());
+    }
+  });
+
+  it('is undefined for what does not parse, as luxon says', () => {
+    for (const v of ['', 'yesterday', '2026-13-01 00:00:00', '2026-02-30', '2026-11-24 25:00:00', null, 17, undefined])
+      expect([v, cursorMillis(v, 'Europe/Berlin')]).toEqual([v, undefined]);
   });
 });

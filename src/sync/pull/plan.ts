@@ -12,6 +12,7 @@
 import { DateTime } from 'luxon';
 import type { ListConfig } from '../../config.js';
 import { parsePlatformDateTime, tryParsePlatformDateTime } from '../../platform/dates.js';
+import { platformInstantMillis } from '../../mirror/convert.js';
 import { Operator, type Filter, type ItemQuery } from '../../platform/types.js';
 
 export type ReadOrder = 'newest-first' | 'by-created';
@@ -89,10 +90,10 @@ export function buildQuery(list: ListConfig, plan: PullPlan): ItemQuery {
   };
 }
 
-/** A cursor value as epoch milliseconds, or undefined when it does not parse. */
+/** A cursor value as epoch milliseconds, or undefined when it does not parse (compared item by item: the fast parser first). */
 export function cursorMillis(value: unknown, zone: string): number | undefined {
   if (typeof value !== 'string') return undefined;
-  return tryParsePlatformDateTime(value, zone)?.toMillis();
+  return platformInstantMillis(value, zone) ?? tryParsePlatformDateTime(value, zone)?.toMillis();
 }
 
 /** `YYYY-MM-DD HH:mm:ss` of a cursor value (normalised from ISO too). */
