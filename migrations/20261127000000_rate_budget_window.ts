@@ -1,9 +1,9 @@
 /**
  * The account's request budget as a sliding log: the last slots handed out
- * (epoch ms, oldest first), so a reservation can let up to the limit go
- * together and hold each slot a full window after the one `cap` slots
- * before it, across every process of the account (see
- * src/platform/rate-limiter.ts). `next_slot` becomes the last slot handed
+ * (epoch ms, oldest first), so a reservation can let a burst go together
+ * and hold each slot a full window after the one `cap` slots before it (and
+ * a burst's window after the one `burst` slots before it), across every
+ * process of the account (see src/platform/rate-limiter.ts). `next_slot` becomes the last slot handed
  * out: no slot is earlier than it, so slots go out in the order they were
  * asked for.
  */
@@ -13,7 +13,8 @@ export async function up(knex: Knex): Promise<void> {
   await knex.raw(`alter table listsync.rate_budget add column recent_slots_ms double precision[] not null default '{}'`);
   await knex.raw(`
     create or replace function listsync.reserve_rate_slots(
-      p_account text, p_lead_ms double precision, p_window_ms double precision, p_cap integer, p_count integer, p_holder text)
+      p_account text, p_lead_ms double precision, p_window_ms double precision, p_cap integer,
+      p_burst_window_ms double precision, p_burst integer, p_count integer, p_holder text)
     returns table (slots_ms double precision[], now_ms double precision, previous_holder text, previous_age_ms double precision)
     language plpgsql as $fn$
     declare
@@ -36,6 +37,9 @@ export async function up(knex: Knex): Promise<void> {
         if n >= p_cap then
           t := greatest(t, recent[n - p_cap + 1] + p_window_ms);
         end if;
+        if n >= p_burst then
+          t := greatest(t, recent[n - p_burst + 1] + p_burst_window_ms);
+        end if;
         given := given || t;
         recent := recent || t;
       end loop;
@@ -56,6 +60,8 @@ export async function up(knex: Knex): Promise<void> {
 }
 
 export async function down(knex: Knex): Promise<void> {
-  await knex.raw('drop function if exists listsync.reserve_rate_slots(text, double precision, double precision, integer, integer, text)');
+  await knex.raw(
+    'drop function if exists listsync.reserve_rate_slots(text, double precision, double precision, integer, double precision, integer, integer, text)',
+  );
   await knex.raw('alter table listsync.rate_budget drop column recent_slots_ms');
 }

@@ -97,12 +97,18 @@ const platformSchema = z
     timeZone: timeZone.default('UTC'),
     requestsPerSecond: z.number().positive().max(1000).default(10),
     /**
-     * Room kept below requestsPerSecond, as a fraction of the spacing between
-     * requests: covers requests that reach the platform unevenly (network
-     * jitter, a busy server). Raise it if the platform answers 429 while
-     * listsync keeps to the limit.
+     * Room kept below requestsPerSecond, as a fraction of the sliding window:
+     * at 0.03, 10 requests in any 1.03 s. Covers requests that reach the
+     * platform unevenly (network jitter, a busy server). Raise it if the
+     * platform answers 429 while listsync keeps to the limit.
      */
     rateMargin: z.number().min(0).max(1).default(0.03),
+    /**
+     * Most requests sent at once when they wait (processes sharing the
+     * budget through PostgreSQL; capped at requestsPerSecond). The rate is
+     * the same whatever it is; 1 spaces every request evenly.
+     */
+    burst: positiveInt.max(1000).default(5),
     /** Requests that may be in flight at once (pages fetched ahead). */
     maxInFlight: positiveInt.max(64).default(8),
     /** Bytes of page answers fetched ahead of the writer, at most (estimated from the last page's size; one page always). */

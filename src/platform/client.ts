@@ -102,8 +102,8 @@ export interface ClientStats {
 }
 
 /** `omitsEmptyValues` is about how items are stored, not requests: the client never reads it. */
-export type PlatformClientConfig = Omit<PlatformConfig, 'maxBytesAhead' | 'rateMargin' | 'omitsEmptyValues'> &
-  Partial<Pick<PlatformConfig, 'maxBytesAhead' | 'rateMargin' | 'omitsEmptyValues'>>;
+export type PlatformClientConfig = Omit<PlatformConfig, 'maxBytesAhead' | 'rateMargin' | 'burst' | 'omitsEmptyValues'> &
+  Partial<Pick<PlatformConfig, 'maxBytesAhead' | 'rateMargin' | 'burst' | 'omitsEmptyValues'>>;
 
 export interface PageOptions {
   /** 1-based page to start at (resume). Default 1. */
@@ -223,6 +223,7 @@ export class PlatformClient {
     this.limiter = new RateLimiter({
       requestsPerSecond: config.requestsPerSecond,
       margin: options.rateMargin ?? config.rateMargin,
+      burst: config.burst,
       clock: this.clock,
       source: options.budget,
       logger: this.logger,

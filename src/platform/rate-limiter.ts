@@ -4,14 +4,17 @@
  *
  * The account's limit is a burst of `requestsPerSecond` in any second, so the
  * limiter keeps a sliding log: a request may leave as soon as the
- * `requestsPerSecond`-th send before it is `1000 * (1 + margin)` ms old. Up to
- * the limit leave together, and every request is a full window after the one
- * that many sends earlier. Compared with even spacing (one request every
- * 103 ms) the rate is the same, but what is waiting goes out at once: a run's
- * start-up requests do not queue behind each other, and its last requests
- * leave with the window that has room for them instead of one by one. A
- * fixed-window counter (p-queue's `intervalCap`) would let up to twice the
- * limit into a window that straddles two intervals.
+ * `requestsPerSecond`-th send before it is `1000 * (1 + margin)` ms old, and
+ * the `burst`-th send before it `burst` intervals old (`platform.burst`,
+ * default 5: 5 at once, the next 5 515 ms later). Compared with even spacing
+ * (one request every 103 ms) the rate is the same, but what is waiting goes
+ * out together: a run's start-up requests do not queue behind each other,
+ * and its last requests leave with the window that has room for them instead
+ * of one by one. Bursts of half the limit rather than all of it keep a
+ * server that answers one request slowly from starting the ones queued behind
+ * it too close to the next burst. A fixed-window counter (p-queue's
+ * `intervalCap`) would let up to twice the limit into a window that straddles
+ * two intervals.
  *
  * What the server sees is the send time plus a delay that varies, and a
  * stalled event loop (garbage collection, parsing a big page, a busy machine)
@@ -67,6 +70,8 @@ export interface RateLimiterOptions {
   requestsPerSecond: number;
   /** Extra spacing, as a fraction of the nominal interval. Default 0.03 (`platform.rateMargin`). */
   margin?: number;
+  /** Most requests sent together, from the shared log (`platform.burst`). Default: the limit. */
+  burst?: number;
   clock?: Clock;
   /** Shared budget; without one the limiter paces this process alone. */
   source?: SlotSource;
@@ -90,10 +95,12 @@ export interface RateLimiterOptions {
   random?: () => number;
 }
 
-/** At most `cap` sends in any `windowMs`. */
+/** At most `cap` sends in any `windowMs`, and at most `burst` in any `burstWindowMs` (default: the same as cap). */
 export interface SlotWindow {
   cap: number;
   windowMs: number;
+  burst?: number;
+  burstWindowMs?: number;
 }
 
 /** A granted send slot. Call `sent()` when the request has actually left (flushed to the socket). */
@@ -141,6 +148,9 @@ export class RateLimiter {
   private readonly windowCap: number;
   /** The window those sends fit in at the full rate, margin included (1.03 s for 10 requests/s). */
   private readonly baseWindowMs: number;
+  /** Sends that may go together, and the window they fit in (5 in 515 ms for 10 requests/s). */
+  private readonly burstCap: number;
+  private readonly baseBurstWindowMs: number;
 
   private readonly waiters: Waiter[] = [];
   private running = false;
@@ -177,6 +187,8 @@ export class RateLimiter {
     // At most the whole requests of a second in any second (2 for 2.5/s, the safe side), or one per 1/rate s below 1/s.
     this.windowCap = Math.max(1, Math.floor(this.requestsPerSecond));
     this.baseWindowMs = Math.max(WINDOW_MS, (WINDOW_MS * this.windowCap) / this.requestsPerSecond) * (1 + this.margin);
+    this.burstCap = Math.min(this.windowCap, Math.max(1, Math.floor(options.burst ?? this.windowCap)));
+    this.baseBurstWindowMs = (this.baseWindowMs * this.burstCap) / this.windowCap;
   }
 
   /** Current fraction of the configured rate (below 1 while recovering from throttling). */
@@ -196,8 +208,17 @@ export class RateLimiter {
    * while timers fire late with another process on the account).
    */
   windowMs(now = this.clock.now()): number {
+    return this.widened(this.baseWindowMs, now);
+  }
+
+  /** The burst's window now: `burst` sends fit in it. */
+  private burstWindowMs(now: number): number {
+    return this.widened(this.baseBurstWindowMs, now);
+  }
+
+  private widened(ms: number, now: number): number {
     const shared = this.source !== undefined && this.source.contended !== false;
-    return this.baseWindowMs / this.rateFactor(now) + (shared ? this.stallAllowance(now) : 0);
+    return ms / this.rateFactor(now) + (shared ? this.stallAllowance(now) : 0);
   }
 
   /** Local epoch ms until which requests are held back (-Infinity when not paused). */
@@ -286,13 +307,17 @@ export class RateLimiter {
     else w.reject(outcome.error);
   }
 
-  /** Earliest time the sliding log of this process's sends allows the next one. */
+  /** Earliest time the sliding log of this process's sends allows the next one (the window, then the burst's). */
   private guardTime(): number {
-    if (this.sent.length < this.windowCap) return -Infinity;
     const now = this.clock.now();
-    const oldest = this.sent[this.sent.length - this.windowCap]!;
-    const left = oldest.unreported ? Math.max(oldest.at, Math.min(now, oldest.at + MAX_UNREPORTED_MS)) : oldest.at;
-    return left + this.windowMs(now);
+    return Math.max(this.leftAt(this.windowCap, now) + this.windowMs(now), this.leftAt(this.burstCap, now) + this.burstWindowMs(now));
+  }
+
+  /** When the `back`-th send before the next one left (-Infinity while there are fewer). */
+  private leftAt(back: number, now: number): number {
+    if (this.sent.length < back) return -Infinity;
+    const e = this.sent[this.sent.length - back]!;
+    return e.unreported ? Math.max(e.at, Math.min(now, e.at + MAX_UNREPORTED_MS)) : e.at;
   }
 
   /**
@@ -337,7 +362,14 @@ export class RateLimiter {
             try {
               // While this process stalls, its requests may reach the server late:
               // the window it reserves in is that much wider (windowMs), for the other processes' sake too.
-              this.reserved = [...(await this.source.reserve(count, { cap: this.windowCap, windowMs: this.windowMs(now) }))];
+              this.reserved = [
+                ...(await this.source.reserve(count, {
+                  cap: this.windowCap,
+                  windowMs: this.windowMs(now),
+                  burst: this.burstCap,
+                  burstWindowMs: this.burstWindowMs(now),
+                })),
+              ];
             } catch (err) {
               this.sharedFailures = 1;
               this.logger?.warn({ err }, 'shared request budget unavailable: pacing this process alone for a while');

@@ -7,9 +7,10 @@
  * `paused_until`, set after a rate-limit answer. A reservation
  * (`listsync.reserve_rate_slots`, row-locked) hands out slots in order, each
  *
- *   slot = greatest(now + lead, paused_until, previous slot, slot[-cap] + window)
+ *   slot = greatest(now + lead, paused_until, previous slot,
+ *                   slot[-cap] + window, slot[-burst] + burst window)
  *
- * so up to the limit go together and no window holds more than the limit,
+ * so a burst goes together and no window holds more than the limit,
  * whichever processes the slots went to (`lead`, about one round trip, lets an
  * idle budget's first slot still lie ahead when the answer arrives). Database
  * time is mapped to local time through an offset measured on each call
@@ -101,7 +102,14 @@ export class SharedBudget implements SlotSource {
     const row = await reserveSlots(
       this.db,
       this.account,
-      { leadMs, windowMs: window.windowMs, cap: Math.max(1, Math.floor(window.cap)), count: Math.max(1, Math.floor(count)) },
+      {
+        leadMs,
+        windowMs: window.windowMs,
+        cap: Math.max(1, Math.floor(window.cap)),
+        burstWindowMs: window.burstWindowMs ?? window.windowMs,
+        burst: Math.max(1, Math.floor(window.burst ?? window.cap)),
+        count: Math.max(1, Math.floor(count)),
+      },
       this.holder,
     );
     const t1 = this.clock.now();

@@ -11,24 +11,26 @@ export const RATE_BUDGET_TABLE = 'listsync.rate_budget';
 /**
  * Reserves `count` slots in the account's sliding log (migration
  * 20261127000000_rate_budget_window): each no earlier than `leadMs` from now,
- * any pause and the last slot handed out, and `windowMs` after the slot `cap`
- * slots before it. Returns the slots (database epoch ms), the database's
+ * any pause and the last slot handed out, `windowMs` after the slot `cap`
+ * slots before it and `burstWindowMs` after the one `burst` slots before it. Returns the slots (database epoch ms), the database's
  * clock, and who made the reservation before this one and how long ago (ms;
  * null when the account had none).
  */
 export async function reserveSlots(
   db: Knex,
   account: string,
-  window: { leadMs: number; windowMs: number; cap: number; count: number },
+  window: { leadMs: number; windowMs: number; cap: number; burstWindowMs: number; burst: number; count: number },
   holder: string,
 ): Promise<{ slots_ms: number[]; now_ms: number; previous_holder: string | null; previous_age_ms: number | null } | undefined> {
   const result = await db.raw<{
     rows: { slots_ms: number[]; now_ms: number; previous_holder: string | null; previous_age_ms: number | null }[];
-  }>(`select * from listsync.reserve_rate_slots(?, ?, ?, ?, ?, ?)`, [
+  }>(`select * from listsync.reserve_rate_slots(?, ?, ?, ?, ?, ?, ?, ?)`, [
     account,
     window.leadMs,
     window.windowMs,
     window.cap,
+    window.burstWindowMs,
+    window.burst,
     window.count,
     holder,
   ]);

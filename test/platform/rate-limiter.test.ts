@@ -25,6 +25,8 @@ class SlotLog {
     for (let i = 0; i < count; i++) {
       let t = Math.max(earliest, this.slots.at(-1) ?? -Infinity);
       if (this.slots.length >= window.cap) t = Math.max(t, this.slots[this.slots.length - window.cap]! + window.windowMs);
+      const burst = window.burst ?? window.cap;
+      if (this.slots.length >= burst) t = Math.max(t, this.slots[this.slots.length - burst]! + (window.burstWindowMs ?? window.windowMs));
       this.slots.push(t);
       given.push(t);
     }
@@ -61,6 +63,19 @@ describe('RateLimiter', () => {
     for (let i = 10; i < times.length; i++) expect(times[i]! - times[i - 10]!).toBeGreaterThanOrEqual(1030);
     // 60 requests in six windows of 1.03 s (9.7 requests/s), where even spacing needs 59 intervals of 103 ms.
     expect(times.at(-1)! - t0).toBeCloseTo(5 * 1030, 6);
+  });
+
+  it('with the account\'s log and a burst of 5: five go together, the next five half a window later, still 10 in any 1.03 s', async () => {
+    const clock = new ManualClock();
+    const limiter = new RateLimiter({ requestsPerSecond: 10, burst: 5, clock, source: sharedLog(clock), maxBatch: 4 });
+    const t0 = clock.now();
+    const times = await grantTimes(limiter, clock, 30);
+    expect(times.slice(0, 5)).toEqual(Array(5).fill(t0));
+    expect(times.slice(5, 10)).toEqual(Array(5).fill(t0 + 515));
+    for (let i = 5; i < times.length; i++) expect(times[i]! - times[i - 5]!).toBeGreaterThanOrEqual(515);
+    for (let i = 10; i < times.length; i++) expect(times[i]! - times[i - 10]!).toBeGreaterThanOrEqual(1030);
+    expect(maxInSlidingWindow(times)).toBeLessThanOrEqual(10);
+    expect(times.at(-1)! - t0).toBeCloseTo(5 * 515, 6); // the same rate as bursts of 10
   });
 
   it('with the account\'s log, after a pause in traffic only what the window has room for goes together', async () => {

@@ -65,6 +65,15 @@ describe('SharedBudget', () => {
     expect(budgets[0]!.budget.roundTrips).toBe(1);
   });
 
+  it('keeps bursts to `burst` slots, each a burst window after the one `burst` before, within the limit\'s window', async () => {
+    const a = new SharedBudget({ db: tdb.db, account: 'burst-test' });
+    await a.reserve(12, { cap: 10, windowMs: 1030, burst: 5, burstWindowMs: 515 });
+    const s = a.lastReservation!.dbSlotsMs;
+    expect(s.slice(0, 5)).toEqual(Array(5).fill(s[0]));
+    expect(s.slice(5, 10)).toEqual(Array(5).fill(s[0]! + 515));
+    expect(s.slice(10)).toEqual(Array(2).fill(s[0]! + 1030));
+  });
+
   it('a pause recorded by one budget holds back reservations of the others', async () => {
     const account = 'pause-test';
     const a = new SharedBudget({ db: tdb.db, account });
