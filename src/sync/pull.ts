@@ -421,7 +421,13 @@ async function readWindow(ctx: RunContext, cp: PullCheckpoint, early: EarlyStart
     const askFollowUp = (): void => {
       if (tail.followUpFirst === undefined && cp.plan.order === 'by-created') tail.followUpFirst = askFollowUpPage(ctx, cp);
     };
-    const pages = readPages(deps.client, list, query, { ...readOptions(ctx, cp, expectedTotal, asked), onLastPageAsked: askFollowUp }, checks);
+    const pages = readPages(
+      deps.client,
+      list,
+      query,
+      { ...readOptions(ctx, cp, expectedTotal, asked), onLastPageAsked: askFollowUp },
+      checks,
+    );
     for await (const page of pages) {
       observe(ctx, cp, page, tail);
       // The shutdown signal is checked between pages, not passed down: the page in flight is finished and written.

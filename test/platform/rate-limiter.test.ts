@@ -53,7 +53,7 @@ describe('RateLimiter', () => {
     expect(rate).toBeLessThanOrEqual(10);
   });
 
-  it('with the account\'s log: lets the limit go at once, then each send a window after the one ten before', async () => {
+  it("with the account's log: lets the limit go at once, then each send a window after the one ten before", async () => {
     const clock = new ManualClock();
     const limiter = new RateLimiter({ requestsPerSecond: 10, clock, source: sharedLog(clock), maxBatch: 4 });
     const t0 = clock.now();
@@ -65,7 +65,7 @@ describe('RateLimiter', () => {
     expect(times.at(-1)! - t0).toBeCloseTo(5 * 1030, 6);
   });
 
-  it('with the account\'s log and a burst of 5: five go together, the next five half a window later, still 10 in any 1.03 s', async () => {
+  it("with the account's log and a burst of 5: five go together, the next five half a window later, still 10 in any 1.03 s", async () => {
     const clock = new ManualClock();
     const limiter = new RateLimiter({ requestsPerSecond: 10, burst: 5, clock, source: sharedLog(clock), maxBatch: 4 });
     const t0 = clock.now();
@@ -78,7 +78,7 @@ describe('RateLimiter', () => {
     expect(times.at(-1)! - t0).toBeCloseTo(5 * 515, 6); // the same rate as bursts of 10
   });
 
-  it('with the account\'s log, after a pause in traffic only what the window has room for goes together', async () => {
+  it("with the account's log, after a pause in traffic only what the window has room for goes together", async () => {
     const clock = new ManualClock();
     const limiter = new RateLimiter({ requestsPerSecond: 10, clock, source: sharedLog(clock) });
     const t0 = clock.now();

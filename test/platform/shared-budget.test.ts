@@ -65,7 +65,7 @@ describe('SharedBudget', () => {
     expect(budgets[0]!.budget.roundTrips).toBe(1);
   });
 
-  it('keeps bursts to `burst` slots, each a burst window after the one `burst` before, within the limit\'s window', async () => {
+  it("keeps bursts to `burst` slots, each a burst window after the one `burst` before, within the limit's window", async () => {
     const a = new SharedBudget({ db: tdb.db, account: 'burst-test' });
     await a.reserve(12, { cap: 10, windowMs: 1030, burst: 5, burstWindowMs: 515 });
     const s = a.lastReservation!.dbSlotsMs;

@@ -54,8 +54,7 @@ describe('a backfill and a push on one account, in two processes', () => {
     // Wait until the backfill is in full flow: pages are being committed.
     for (let i = 0; ; i++) {
       const row = (await w.t.db('listsync.sync_runs').where({ job: 'backfill', list_name: 'orders' }).first('pages')) as
-        | { pages: number }
-        | undefined;
+        { pages: number } | undefined;
       if ((row?.pages ?? 0) >= 3) break;
       if (i > 300) throw new Error('the backfill did not commit 3 pages in 30 s');
       await new Promise((r) => setTimeout(r, 100));

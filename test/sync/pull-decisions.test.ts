@@ -279,7 +279,7 @@ describe('cursorMillis', () => {
     }
   });
 
-  it('reads an hour that happens twice (DST ends) as the mirror\'s timestamp column does, whatever the date today', () => {
+  it("reads an hour that happens twice (DST ends) as the mirror's timestamp column does, whatever the date today", () => {
     // luxon's answer there depends on the offset the zone has today; a cursor compared item by item must not.
     for (const [zone, t, first, second] of [
       ['America/New_York', '2026-11-01 01:30:00', '2026-11-01T01:30:00-04:00', '2026-11-01T01:30:00-05:00'],
