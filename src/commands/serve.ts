@@ -1,4 +1,7 @@
 /** `listsync serve`: runs until SIGTERM/SIGINT, then shuts down cleanly. */
+import { consoleListen } from '../config.js';
+import { consoleAnnouncement, consoleToken } from '../console/console-token.js';
+import { startConsole, type RunningConsole } from '../console/server.js';
 import { createClient, type AppContext } from '../context.js';
 import { createMetrics } from '../metrics.js';
 import { startServe, type RunningServe } from '../serve.js';
@@ -43,6 +46,16 @@ export async function runServe(ctx: AppContext, opts: { port?: number }): Promis
     onFlush: metrics.onRealtimeFlush,
   });
   for (const event of arrivedEarly.splice(0)) realtimeRef.rt.onItemEvent(event);
+  let consoleServer: RunningConsole | undefined;
+  try {
+    consoleServer = await startConsoleOf(ctx, client);
+  } catch (err) {
+    // A console that cannot listen ends serve, as the webhook port does: nothing keeps running behind the error.
+    await serve.close();
+    await realtimeRef.rt.close();
+    await client.close();
+    throw err;
+  }
   const replayed = await replayUnprocessedEvents(ctx.db, ctx.config, requestPull);
   if (replayed) ctx.logger.info({ events: replayed }, 'webhook events left unprocessed by a previous run: early pull requested');
   await new Promise<void>((resolve) => {
@@ -52,6 +65,7 @@ export async function runServe(ctx: AppContext, opts: { port?: number }): Promis
       process.off('SIGINT', onInt);
       void serve
         .close()
+        .then(() => consoleServer?.close())
         .then(() => realtimeRef.rt?.close())
         .then(resolve);
     };
@@ -69,10 +83,20 @@ export async function runServe(ctx: AppContext, opts: { port?: number }): Promis
   return 0;
 }
 
+/** The console on its own listener (`serve.console`), unless it is "off"; says where, and a generated token once. */
+async function startConsoleOf(ctx: AppContext, client: AppContext['client']): Promise<RunningConsole | undefined> {
+  const at = consoleListen(ctx.config);
+  if (!at) return undefined;
+  const access = consoleToken(ctx.config, at.host);
+  const running = await startConsole({ config: ctx.config, db: ctx.db, client, logger: ctx.logger, ...at, token: access.token });
+  ctx.io.out(consoleAnnouncement(running.url, access));
+  return running;
+}
+
 export function register({ program, withContext }: CommandKit): void {
   program
     .command('serve')
-    .description('run the schedules, the webhook receiver, /healthz and /metrics until SIGTERM')
+    .description('run the schedules, the webhook receiver, /healthz, /metrics and the console (serve.console) until SIGTERM')
     .option('--port <n>', 'HTTP port (default serve.port)', wholeNumber(0, 65535, 'a port number 0-65535'))
     .option('--migrate', "apply listsync's pending migrations before starting (without it, serve refuses to start on tables behind)", false)
     .action((opts: { port?: number; migrate: boolean }) =>
