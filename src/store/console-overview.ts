@@ -52,68 +52,72 @@ export interface OverviewRow {
   degraded_total: number;
 }
 
-const OVERVIEW_SQL = `
+export const OVERVIEW_SQL = `
 with l as (
   select * from unnest(?::text[], ?::text[]) with ordinality as l(name, tbl, ord)
 ), r as (
-  select l.name, l.ord,
+  select l.name, l.tbl, l.ord,
          lr.job as last_job, lr.status as last_status, lr.started_at as last_started_at, lr.finished_at as last_finished_at,
          ok.at as last_pull_at,
          extract(epoch from now() - ok.at)::float8 as fresh_seconds,
-         case when lf.started_at > coalesce(ls.at, '-infinity') then lf.error end as last_error,
+         case when lo.status = 'failed' then lo.error end as last_error,
          coalesce(ob.pending, 0)::int as pending, coalesce(ob.failed, 0)::int as failed,
          coalesce(cf.n, 0)::int as conflicts,
-         st.n_live_tup::bigint as rows,
          coalesce(sb.n, 0)::int as subscriptions,
          coalesce(ev.waiting, 0)::int as waiting,
          ev.oldest_seconds as oldest_waiting_seconds,
-         rs.last_applied_at,
-         lr.status = 'running' as running
+         rs.last_applied_at
     from l
+    -- The last run, and the last that ended in success or failure (its error is the list's while it is the newest).
     left join lateral (select job, status, started_at, finished_at from ${RUNS_TABLE} x
                         where x.list_name = l.name order by x.id desc limit 1) lr on true
-    left join lateral (select max(started_at) as at from ${RUNS_TABLE} x
-                        where x.list_name = l.name and x.job in ('pull', 'backfill') and x.status = 'succeeded') ok on true
-    left join lateral (select max(started_at) as at from ${RUNS_TABLE} x
-                        where x.list_name = l.name and x.status = 'succeeded') ls on true
-    left join lateral (select error, started_at from ${RUNS_TABLE} x
-                        where x.list_name = l.name and x.status = 'failed' order by x.id desc limit 1) lf on true
+    left join lateral (select status, error from ${RUNS_TABLE} x
+                        where x.list_name = l.name and x.status in ('succeeded', 'failed') order by x.id desc limit 1) lo on true
+    left join lateral (select greatest(
+                         (select max(started_at) from ${RUNS_TABLE} x where x.list_name = l.name and x.job = 'pull' and x.status = 'succeeded'),
+                         (select max(started_at) from ${RUNS_TABLE} x where x.list_name = l.name and x.job = 'backfill' and x.status = 'succeeded')
+                       ) as at) ok on true
     left join lateral (select count(*) filter (where status in ('pending', 'sending')) as pending,
                               count(*) filter (where status = 'failed') as failed
                          from ${OUTBOX_TABLE} o where o.list_name = l.name and o.status in ('pending', 'sending', 'failed')) ob on true
     left join lateral (select count(*) as n from ${CONFLICTS_TABLE} c where c.list_name = l.name and c.status = 'open') cf on true
-    left join lateral (select count(*) as n from ${SUBSCRIPTIONS_TABLE} s where s.list_name = l.name) sb on true
-    left join lateral (select count(*) as waiting, extract(epoch from now() - min(i.received_at))::float8 as oldest_seconds
-                         from ${INBOX_TABLE} i join ${SUBSCRIPTIONS_TABLE} s on s.id = i.subscription_id
-                        where s.list_name = l.name and i.processed_at is null) ev on true
+    left join (select list_name, count(*) as n from ${SUBSCRIPTIONS_TABLE} where list_name is not null group by 1) sb on sb.list_name = l.name
+    left join (select s.list_name, count(*) as waiting, extract(epoch from now() - min(i.received_at))::float8 as oldest_seconds
+                 from ${INBOX_TABLE} i join ${SUBSCRIPTIONS_TABLE} s on s.id = i.subscription_id
+                where s.list_name is not null and i.processed_at is null group by 1) ev on ev.list_name = l.name
     left join ${REALTIME_STATS_TABLE} rs on rs.list_name = l.name
-    left join pg_catalog.pg_stat_user_tables st on st.schemaname = ? and st.relname = l.tbl
 ), p as (
   select r.*, array_remove(array[
            case when last_error is not null then 'last run failed' end,
-           case when last_pull_at is null and not coalesce(running, false) then 'never pulled' end,
+           case when last_pull_at is null and last_status is distinct from 'running' then 'never pulled' end,
            case when fresh_seconds > ? * 60 then 'stale' end,
            case when failed > 0 then 'changes failed' end,
            case when oldest_waiting_seconds > ? then 'events waiting' end,
            case when conflicts > 0 then 'conflicts open' end
          ], null) as problems
     from r
+), page as (
+  select p.*, count(*) over () as total, count(*) filter (where cardinality(problems) > 0) over () as degraded_total
+    from p
+   order by cardinality(problems) > 0 desc, ord
+   limit ? offset ?
 )
-select p.*, count(*) over () as total, count(*) filter (where cardinality(problems) > 0) over () as degraded_total
-  from p
- order by cardinality(problems) > 0 desc, ord
- limit ? offset ?`;
+-- The mirror tables' row counts from PostgreSQL's statistics, for the page's lists only.
+select page.*, st.n_live_tup::bigint as rows
+  from page
+  left join pg_catalog.pg_stat_user_tables st on st.schemaname = ? and st.relname = page.tbl
+ order by cardinality(problems) > 0 desc, ord`;
 
 /** A page of the overview, degraded lists first. */
 export async function overviewRows(db: Knex, input: OverviewInput): Promise<OverviewRow[]> {
   const r = await db.raw<{ rows: (Omit<OverviewRow, 'rows' | 'total' | 'degraded_total'> & Record<string, unknown>)[] }>(OVERVIEW_SQL, [
     input.lists.map((l) => l.name),
     input.lists.map((l) => l.table),
-    input.mirrorSchema,
     input.maxLagMinutes,
     input.realtimeStaleAfterSeconds,
     input.limit,
     input.offset,
+    input.mirrorSchema,
   ]);
   return r.rows.map((row) => ({
     ...row,
