@@ -40,19 +40,23 @@ const positiveInt = z.number().int().positive();
 export const DEFAULT_CONSOLE_ADDRESS = '127.0.0.1:8081';
 const consoleAddress = z.union([
   z.literal('off'),
-  z.string().regex(/^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'use host:port (e.g. "127.0.0.1:8081"), or "off"'),
+  z
+    .string()
+    .regex(/^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'use host:port (e.g. "127.0.0.1:8081"), or "off"')
+    .refine((v) => Number(v.slice(v.lastIndexOf(':') + 1)) <= 65535, 'has a port over 65535'),
 ]);
 
-/** `serve.console` as host and port; undefined when it is "off". */
-export function consoleListen(config: Config): { host: string; port: number } | undefined {
-  const value = config.serve.console;
-  if (value === 'off') return undefined;
-  const at = value.lastIndexOf(':');
-  const host = value.slice(0, at).replace(/^\[(.*)\]$/, '$1');
-  const port = Number(value.slice(at + 1));
-  if (port > 65535) throw new ConfigError(`Config key serve.console: port ${port} is over 65535 (got "${value}").`, 'serve.console');
-  return { host, port };
+/** True when `value` is a console address: `host:port` or "off". */
+export const isConsoleAddress = (value: string): boolean => consoleAddress.safeParse(value).success;
+
+/** `serve.console` (or `address`, e.g. from `serve --console`) as host and port; undefined when it is "off". */
+export function consoleListen(config: Config, address: string = config.serve.console): { host: string; port: number } | undefined {
+  if (address === 'off') return undefined;
+  const at = address.lastIndexOf(':');
+  const host = address.slice(0, at).replace(/^\[(.*)\]$/, '$1');
+  return { host, port: Number(address.slice(at + 1)) };
 }
+
 const columnName = z
   .string()
   .regex(/^[\p{Ll}\p{Lo}_][\p{Ll}\p{Lo}\p{N}_]*$/u, 'use lower-case letters, digits and _ (starting with a letter or _)')
