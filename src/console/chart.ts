@@ -7,7 +7,7 @@ import { html, type SafeHtml } from './html.js';
 
 const W = 720;
 const H = 180;
-const PAD = { left: 48, right: 12, top: 12, bottom: 28 };
+const PAD = { left: 48, right: 28, top: 22, bottom: 28 };
 
 export interface Point {
   at: Date;
@@ -39,7 +39,7 @@ function frame(id: string, title: string, desc: string, from: Date, to: Date, ma
     <line x1="${x0}" y1="${PAD.top}" x2="${x0}" y2="${y0}" stroke="#888" />
     <text x="${x0 - 6}" y="${PAD.top + 8}" text-anchor="end">${max}</text>
     <text x="${x0 - 6}" y="${y0}" text-anchor="end">0</text>
-    <text x="4" y="${PAD.top + 8}">${unit}</text>
+    <text x="${x0}" y="${PAD.top - 8}" text-anchor="middle">${unit}</text>
     ${hours.map((d) => html`<text x="${xOf(d).toFixed(1)}" y="${H - 8}" text-anchor="middle">${d.toISOString().slice(11, 16)}</text>`)}
     ${body}
   </svg>`;

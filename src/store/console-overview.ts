@@ -41,7 +41,7 @@ export interface OverviewRow {
   pending: number;
   failed: number;
   conflicts: number;
-  /** PostgreSQL's count of live rows in the mirror table (its statistics; null before the table exists). */
+  /** PostgreSQL's count of live rows in the mirror table (its statistics; null before the table exists or is counted). */
   rows: number | null;
   subscriptions: number;
   waiting: number;
@@ -103,7 +103,11 @@ with l as (
    limit ? offset ?
 )
 -- The mirror tables' row counts from PostgreSQL's statistics, for the page's lists only.
-select page.*, st.n_live_tup::bigint as rows
+select page.*,
+       -- A table the statistics have not counted yet (nothing reported, never analyzed) has no figure, not 0.
+       case when st.n_live_tup = 0 and st.n_tup_ins + st.n_tup_upd + st.n_tup_del = 0
+                 and st.last_analyze is null and st.last_autoanalyze is null then null
+            else st.n_live_tup end::bigint as rows
   from page
   left join pg_catalog.pg_stat_user_tables st on st.schemaname = ? and st.relname = page.tbl
  order by cardinality(problems) > 0 desc, ord`;

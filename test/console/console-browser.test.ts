@@ -44,19 +44,19 @@ beforeAll(async () => {
     serve: { publicUrl: 'https://sync.example.com' },
     lists: [
       { name: 'orders', appID: 'demo', listID: 'orders', schedule: '*/10 * * * *' },
-      { name: 'broken', appID: 'demo', listID: 'no_such_list' },
-      { name: 'live', appID: 'demo', listID: 'orders', realtime: true, conflictPolicy: 'manual' },
+      { name: 'invoices', appID: 'demo', listID: 'no_such_list' },
+      { name: 'tickets', appID: 'demo', listID: 'orders', realtime: true, conflictPolicy: 'manual' },
     ],
   });
   await pullList(deps(), listOf('orders'));
-  await expect(pullList(deps(), listOf('broken'))).rejects.toThrow();
-  await pullList(deps(), listOf('live'));
-  // A conflict on "live": edited here and on the platform; the push holds it (manual).
-  itemId = String((await w.t.db('mirror.live').orderBy('id').first('id')).id);
-  await w.t.db('mirror.live').where({ id: itemId }).update({ customer: 'Local Co' });
+  await expect(pullList(deps(), listOf('invoices'))).rejects.toThrow();
+  await pullList(deps(), listOf('tickets'));
+  // A conflict on "tickets": edited here and on the platform; the push holds it (manual).
+  itemId = String((await w.t.db('mirror.tickets').orderBy('id').first('id')).id);
+  await w.t.db('mirror.tickets').where({ id: itemId }).update({ customer: 'Local Co' });
   await w.emu.admin.editItem('demo', 'orders', itemId, { Data: { [F.customer]: 'Remote Ltd' } });
-  expect((await pushList(deps(), listOf('live'))).conflicts).toBe(1);
-  // Three item events for "live" received ten minutes ago and not applied yet.
+  expect((await pushList(deps(), listOf('tickets'))).conflicts).toBe(1);
+  // Three item events for "tickets" received ten minutes ago and not applied yet.
   const [sub] = (await w.t
     .db('listsync.webhook_subscriptions')
     .insert({
@@ -64,9 +64,9 @@ beforeAll(async () => {
       resource: 'lists/demo/orders',
       channel: 'webhook',
       type: 1,
-      token: 'tok-live-0123456789',
+      token: 'tok-tickets-0123456789',
       callback_url: 'https://sync.example.com/hooks/x',
-      list_name: 'live',
+      list_name: 'tickets',
     })
     .returning('id')) as { id: string }[];
   for (let i = 0; i < 3; i++)
@@ -79,9 +79,10 @@ beforeAll(async () => {
       body: JSON.stringify({ ListDataID: itemId }),
       received_at: w.t.db.raw(`now() - interval '10 minutes'`),
     });
+  await w.t.db.raw('analyze mirror.orders, mirror.tickets'); // the statistics the overview's row counts come from
   running = await consoleOn(w, config, w.t.db);
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'], headless: true });
-  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  page = await browser.newPage({ viewport: { width: 1400, height: 640 } });
 }, 120_000);
 
 afterAll(async () => {
@@ -102,31 +103,32 @@ describe('console in Chromium', () => {
     expect(await page.locator('thead th[scope="col"]').count()).toBe(9);
     // Cells: list, health, fresh as of, last run, rows, changes pending / failed, open conflicts, real time, schedule.
     const cells = (name: string) => rowOf(name).locator('td').allInnerTexts();
-    const [, health, fresh, lastRun, , changes, conflicts, realtime, schedule] = await cells('orders');
+    const [, health, fresh, lastRun, rows, changes, conflicts, realtime, schedule] = await cells('orders');
     expect(health).toBe('healthy');
     expect(fresh).toMatch(/^\d+ s ago/);
     expect(lastRun).toMatch(/^pull succeeded \d+ s ago/);
-    expect([changes, conflicts, realtime]).toEqual(['0 / 0', '0', 'off']);
+    expect([rows, changes, conflicts, realtime]).toEqual(['20', '0 / 0', '0', 'off']);
     expect(schedule).toMatch(/^pull \*\/10 \* \* \* \*; next in \d+ (s|min)/);
-    const broken = await cells('broken');
-    expect(broken[1]).toMatch(/^degraded\s+last run failed, never pulled$/);
-    expect(broken[2]).toBe('never pulled');
-    expect(broken[3]).toMatch(/^pull failed \d+ s ago\s+\S/);
-    expect(broken[8]).toBe('not scheduled');
-    const live = await cells('live');
-    expect(live[1]).toMatch(/^degraded\s+events waiting, conflicts open$/);
-    expect(live[3]).toMatch(/^push succeeded/);
-    expect([live[5], live[6]]).toEqual(['0 / 0', '1']);
-    expect(live[7]).toMatch(/^subscribed; 3 events waiting, oldest 10 min/);
+    const invoices = await cells('invoices');
+    expect(invoices[1]).toMatch(/^degraded\s+last run failed, never pulled$/);
+    expect(invoices[2]).toBe('never pulled');
+    expect(invoices[4]).toBe('—'); // no mirror table
+    expect(invoices[3]).toMatch(/^pull failed \d+ s ago\s+\S/);
+    expect(invoices[8]).toBe('not scheduled');
+    const tickets = await cells('tickets');
+    expect(tickets[1]).toMatch(/^degraded\s+events waiting, conflicts open$/);
+    expect(tickets[3]).toMatch(/^push succeeded/);
+    expect([tickets[5], tickets[6]]).toEqual(['0 / 0', '1']);
+    expect(tickets[7]).toMatch(/^subscribed; 3 events waiting, oldest 10 min/);
     // Degraded lists first, in config order; the summary counts them.
-    expect(await page.locator('tbody tr td:first-child').allInnerTexts()).toEqual(['broken', 'live', 'orders']);
+    expect(await page.locator('tbody tr td:first-child').allInnerTexts()).toEqual(['invoices', 'tickets', 'orders']);
     expect(await page.locator('.summary').innerText()).toMatch(/3\s+lists\s+2\s+degraded\s+1\s+healthy/);
     await shot('overview');
   });
 
   it("a list's page and the budget page draw", async () => {
-    await page.getByRole('link', { name: 'live', exact: true }).click();
-    await expect(page.getByRole('heading', { name: 'List live' }).isVisible()).resolves.toBe(true);
+    await page.getByRole('link', { name: 'tickets', exact: true }).click();
+    await expect(page.getByRole('heading', { name: 'List tickets' }).isVisible()).resolves.toBe(true);
     expect(await page.locator('svg[role="img"]').count()).toBe(2);
     await shot('list');
     await page.getByRole('link', { name: 'Budget' }).click();
@@ -149,7 +151,7 @@ describe('console in Chromium', () => {
     await shot('conflict-settled');
     const c = (await w.t.db('listsync.conflicts').where({ item_id: itemId }).first()) as { status: string; resolution: string };
     expect(c).toMatchObject({ status: 'resolved', resolution: 'local' });
-    expect((await pushList(deps(), listOf('live'))).applied).toBe(1);
+    expect((await pushList(deps(), listOf('tickets'))).applied).toBe(1);
     expect((await w.emu.admin.getItem('demo', 'orders', itemId))[F.customer]).toBe('Local Co');
   });
 });

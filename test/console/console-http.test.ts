@@ -17,6 +17,7 @@ import { CONSOLE_TOKEN, DB_PASSWORD, consoleOn, consolePaths, stageConflict, wit
 
 let w: World;
 let db: Knex;
+let dropRole: (() => Promise<void>) | undefined;
 let consoleUrl: string;
 let running: RunningConsole;
 let staged: Awaited<ReturnType<typeof stageConflict>>;
@@ -26,15 +27,16 @@ const auth = { authorization: `Bearer ${CONSOLE_TOKEN}` };
 beforeAll(async () => {
   w = await startWorld({ emulator: { items: 20 }, list: { conflictPolicy: 'manual', schedule: '*/10 * * * *' } });
   staged = await stageConflict(w, ESCAPED_LOCAL);
-  const made = withPassword(w);
+  const made = await withPassword(w);
   db = made.db;
+  dropRole = made.drop;
   running = await consoleOn(w, made.config, db);
   consoleUrl = running.url;
 });
 
 afterAll(async () => {
   await running?.close();
-  await db?.destroy();
+  await dropRole?.();
   await w?.close();
 });
 

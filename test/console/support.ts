@@ -1,8 +1,7 @@
 /**
  * For the console's tests: a world whose list holds a manual conflict, the
  * console started on it, and a config whose database URL carries a password
- * (the server trusts local connections, so any password connects) so pages
- * can be searched for it.
+ * (a role of its own) so pages can be searched for it.
  */
 import { expect } from 'vitest';
 import { parseConfig, type Config } from '../../src/config.js';
@@ -11,23 +10,37 @@ import { createDb, type Knex } from '../../src/db.js';
 import { SAMPLE_FIELDS as F } from '../../src/emulator/index.js';
 import { pullList } from '../../src/sync/pull.js';
 import { pushList } from '../../src/sync/push.js';
+import { adminUrl, withDatabase } from '../helpers/pg-admin.js';
 import type { World } from '../helpers/world.js';
 
 export const DB_PASSWORD = 'console-db-password-7f3a9';
 export const CONSOLE_TOKEN = 'console-token-0123456789abcdef';
 
-/** The world's config with a password in the database URL, and a pool that connects with it. */
-export function withPassword(w: World, extra: Record<string, unknown> = {}): { config: Config; db: Knex } {
+/**
+ * The world's config with a password in the database URL, and a pool that connects with it: a role
+ * of the test's own with that password, so a server that checks passwords (embedded PostgreSQL)
+ * accepts it too. `drop()` closes the pool and drops the role.
+ */
+export async function withPassword(w: World): Promise<{ config: Config; db: Knex; drop(): Promise<void> }> {
+  const role = `listsync_console_${process.pid}`;
+  await withDatabase(adminUrl(w.t.url), (c) => c.query(`create role "${role}" login superuser password ${c.escapeLiteral(DB_PASSWORD)}`));
   const url = new URL(w.t.url);
-  url.username = 'postgres';
+  url.username = role;
   url.password = DB_PASSWORD;
   const config = parseConfig({
     platform: { baseUrl: w.emu.baseUrl, apiKey: w.emu.apiKey, requestsPerSecond: 100, timeoutMs: 5000 },
     database: { url: url.toString(), schema: 'mirror' },
     lists: w.config.lists,
-    ...extra,
   });
-  return { config, db: createDb({ url: url.toString(), poolMax: 4 }) };
+  const db = createDb({ url: url.toString(), poolMax: 4 });
+  return {
+    config,
+    db,
+    async drop() {
+      await db.destroy();
+      await withDatabase(adminUrl(w.t.url), (c) => c.query(`drop role if exists "${role}"`));
+    },
+  };
 }
 
 /** Pulls the list, edits one row locally and the same item on the platform, pushes: a conflict held open (manual). */

@@ -25,11 +25,16 @@ export async function budgetPage(ctx: PageContext): Promise<{ title: string; bod
   const body = html`<h1>Request budget</h1>
     <p>
       Account <code>${account.length > 24 ? `${account.slice(0, 20)}…` : account}</code>: ${p.requestsPerSecond} requests per second at most
-      (${limit} an hour), bursts of ${p.burst}, a margin of ${Math.round(p.rateMargin * 1000)} ms per second window.
+      (${n(limit)} an hour), bursts of ${p.burst}, a margin of ${Math.round(p.rateMargin * 1000)} ms per second window.
     </p>
     <div class="summary">
-      <div><strong>${used}</strong> requests in the last hour</div>
-      <div><strong>${share}%</strong> of ${limit}</div>
+      <div><strong>${n(used)}</strong> requests in the last hour</div>
+      <div>
+        <strong>${share}%</strong> <label for="use">of ${n(limit)}</label>
+        <meter id="use" min="0" max="${limit}" low="${Math.round(limit * 0.7)}" high="${Math.round(limit * 0.9)}" value="${used}">
+          ${share}%
+        </meter>
+      </div>
       <div><strong>${byJob.reduce((s, j) => s + j.retries, 0)}</strong> retries (429s, timeouts)</div>
     </div>
     ${dataTable(
@@ -55,6 +60,8 @@ export async function budgetPage(ctx: PageContext): Promise<{ title: string; bod
     }`;
   return { title: 'Budget', body };
 }
+
+const n = (v: number): string => v.toLocaleString('en-US');
 
 function limiterValue(key: string, v: unknown, now: Date): SafeHtml | string {
   if (v === null || v === undefined) return '—';

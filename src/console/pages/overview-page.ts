@@ -57,9 +57,7 @@ function overviewCells(r: OverviewRow, list: ListConfig, ctx: PageContext): (Saf
   const health = r.problems.length
     ? html`<span class="badge degraded">degraded</span><span class="why">${r.problems.join(', ')}</span>`
     : html`<span class="badge healthy">healthy</span>`;
-  const fresh = r.last_pull_at
-    ? html`${duration(r.fresh_seconds)} ago<span class="muted"> (pull started ${r.last_pull_at.toISOString().slice(0, 19)}Z)</span>`
-    : html`<span class="muted">never pulled</span>`;
+  const fresh = r.last_pull_at ? ago(r.last_pull_at, ctx.now) : html`<span class="muted">never pulled</span>`;
   const lastRun = r.last_status
     ? html`${r.last_job} <strong>${r.last_status}</strong> ${ago(r.last_started_at, ctx.now)}${
           r.last_error ? html`<pre class="error">${r.last_error.slice(0, 300)}</pre>` : ''
