@@ -43,6 +43,9 @@ figcaption { color: var(--muted); font-size: .9rem; }
 svg text { font: 11px system-ui, sans-serif; fill: #333; }
 .changed { background: #fff6d6; }
 svg.chart { max-width: 720px; height: auto; }
+.skip { position: absolute; left: -9999px; top: .5rem; }
+.skip:focus { left: 1rem; z-index: 1; background: #fff; color: var(--link); padding: .4rem .8rem; border: 2px solid var(--link); }
+main:focus { outline: none; }
 `;
 
 export const SCRIPT = `

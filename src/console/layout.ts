@@ -18,13 +18,14 @@ export function layout(title: string, current: string, body: SafeHtml): SafeHtml
         <script src="/assets/console.js" defer></script>
       </head>
       <body>
+        <a class="skip" href="#main">Skip to the content</a>
         <header>
           <a class="brand" href="/">listsync</a>
           <nav aria-label="sections">
             ${SECTIONS.map(([href, label]) => html`<a href="${href}" ${current === href ? html` aria-current="page"` : ''}>${label}</a>`)}
           </nav>
         </header>
-        <main id="main">${body}</main>
+        <main id="main" tabindex="-1">${body}</main>
       </body>
     </html>`;
 }

@@ -96,6 +96,12 @@ describe('console in Chromium', () => {
     await page.goto(`${running.url}/?token=${CONSOLE_TOKEN}`);
     expect(new URL(page.url()).search).toBe('');
     await expect(page.getByRole('heading', { name: 'Lists' }).isVisible()).resolves.toBe(true);
+    // The keyboard reaches the skip link first, then the sections.
+    await page.keyboard.press('Tab');
+    expect(await page.locator(':focus').innerText()).toBe('Skip to the content');
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Tab');
+    expect(await page.locator(':focus').innerText()).toBe('Overview');
   });
 
   it('the overview says what each list is doing', async () => {
