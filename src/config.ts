@@ -36,6 +36,27 @@ const timeZone = z.string().refine((s) => IANAZone.isValidZone(s), {
   message: 'not a known IANA time zone (e.g. "UTC", "Europe/Berlin", "Asia/Shanghai")',
 });
 const positiveInt = z.number().int().positive();
+/** `serve.console` when not set: loopback only, beside the webhook port. */
+export const DEFAULT_CONSOLE_ADDRESS = '127.0.0.1:8081';
+const consoleAddress = z.union([
+  z.literal('off'),
+  z
+    .string()
+    .regex(/^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'use host:port (e.g. "127.0.0.1:8081"), or "off"')
+    .refine((v) => Number(v.slice(v.lastIndexOf(':') + 1)) <= 65535, 'has a port over 65535'),
+]);
+
+/** True when `value` is a console address: `host:port` or "off". */
+export const isConsoleAddress = (value: string): boolean => consoleAddress.safeParse(value).success;
+
+/** `serve.console` (or `address`, e.g. from `serve --console`) as host and port; undefined when it is "off". */
+export function consoleListen(config: Config, address: string = config.serve.console): { host: string; port: number } | undefined {
+  if (address === 'off') return undefined;
+  const at = address.lastIndexOf(':');
+  const host = address.slice(0, at).replace(/^\[(.*)\]$/, '$1');
+  return { host, port: Number(address.slice(at + 1)) };
+}
+
 const columnName = z
   .string()
   .regex(/^[\p{Ll}\p{Lo}_][\p{Ll}\p{Lo}\p{N}_]*$/u, 'use lower-case letters, digits and _ (starting with a letter or _)')
@@ -267,6 +288,13 @@ const configSchema = z
         shutdownTimeoutMs: positiveInt.default(30_000),
         /** An item event of a realtime list still unapplied after this long makes /healthz degraded. */
         realtimeStaleAfterSeconds: positiveInt.default(120),
+        /** Where the console listens (`host:port`, never the webhook port), or "off". */
+        console: consoleAddress.default(DEFAULT_CONSOLE_ADDRESS),
+        /**
+         * The console's access token (`LISTSYNC_CONSOLE_TOKEN`). Unset: a console on a loopback address
+         * answers loopback clients only; on any other address, serve generates one and prints it once.
+         */
+        consoleToken: z.string().min(16, 'is shorter than 16 characters: use a long random value (e.g. openssl rand -hex 24)').optional(),
       })
       .strict()
       .default({
@@ -277,6 +305,7 @@ const configSchema = z
         webhookDedupWindowMinutes: 24 * 60,
         shutdownTimeoutMs: 30_000,
         realtimeStaleAfterSeconds: 120,
+        console: DEFAULT_CONSOLE_ADDRESS,
       }),
     log: z
       .object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') })
@@ -333,7 +362,7 @@ type DeepReadonly<T> = T extends (infer U)[]
     : T;
 
 /** Keys whose values are never printed. */
-const SECRET_KEYS = new Set(['apiKey', 'url', 'password']);
+const SECRET_KEYS = new Set(['apiKey', 'url', 'password', 'consoleToken']);
 
 export interface LoadOptions {
   /** Config file path; default `LISTSYNC_CONFIG` or `./listsync.config.json`. */
@@ -351,7 +380,7 @@ export function loadConfig(options: LoadOptions = {}): Config {
   if (!existsSync(path)) {
     throw new ConfigError(`No config file at ${path}. Run "listsync init" to write one, or point LISTSYNC_CONFIG at yours.`, '(file)');
   }
-  registerSecrets([env.PLATFORM_API_KEY, passwordOf(env.DATABASE_URL)]);
+  registerSecrets([env.PLATFORM_API_KEY, passwordOf(env.DATABASE_URL), env.LISTSYNC_CONSOLE_TOKEN]);
   let raw: unknown;
   try {
     raw = JSON.parse(readFileSync(path, 'utf8'));
@@ -507,7 +536,7 @@ export function redactUrl(url: string): string {
 
 /** Every secret value in the config, for log and error redaction. */
 export function secretsOf(config: Config): string[] {
-  return [config.platform.apiKey, passwordOf(config.database.url) ?? ''].filter((s) => s.length >= 4);
+  return [config.platform.apiKey, passwordOf(config.database.url) ?? '', config.serve.consoleToken ?? ''].filter((s) => s.length >= 4);
 }
 
 export function listByName(config: Config, name: string): ListConfig | undefined {
@@ -548,6 +577,9 @@ function applyEnvironment(raw: unknown, env: Readonly<Record<string, string | un
   const database = isObject(cfg.database) ? { ...cfg.database } : cfg.database === undefined ? {} : cfg.database;
   if (isObject(database) && database.url === undefined && env.DATABASE_URL) database.url = env.DATABASE_URL;
   cfg.database = database;
+  const serve = isObject(cfg.serve) ? { ...cfg.serve } : cfg.serve === undefined ? {} : cfg.serve;
+  if (isObject(serve) && serve.consoleToken === undefined && env.LISTSYNC_CONSOLE_TOKEN) serve.consoleToken = env.LISTSYNC_CONSOLE_TOKEN;
+  if (isObject(serve) && Object.keys(serve).length > 0) cfg.serve = serve;
   const level = env.LISTSYNC_LOG_LEVEL;
   if (level) cfg.log = { ...(isObject(cfg.log) ? cfg.log : {}), level };
   return cfg;

@@ -28,6 +28,12 @@ describe('demo --keep', () => {
     });
     expect(out).toContain('npm run listsync -- status');
     expect(out).not.toContain('npx listsync');
+    // The console, on this machine only: its address is printed and its overview lists the demo's list.
+    const consoleUrl = /console on (http:\/\/127\.0\.0\.1:\d+) \(this machine only/.exec(out)?.[1];
+    expect(consoleUrl, out).toBeDefined();
+    const overview = await fetch(`${consoleUrl}/`);
+    expect(overview.status).toBe(200);
+    expect(await overview.text()).toContain('<a href="/lists/orders">orders</a>');
     const exited = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
     try {
       const status = await runCli(['status'], { cwd: dir, env: { LISTSYNC_CONFIG: configPath } });

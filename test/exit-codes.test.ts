@@ -37,7 +37,12 @@ describe('exit codes', () => {
       const file = join(w.cwd, name);
       writeFileSync(
         file,
-        JSON.stringify({ platform: { baseUrl: platform, retries: 0, timeoutMs: 2000 }, database: { url: db }, lists: [list] }),
+        JSON.stringify({
+          platform: { baseUrl: platform, retries: 0, timeoutMs: 2000 },
+          database: { url: db },
+          lists: [list],
+          serve: { console: '127.0.0.1:0' },
+        }),
       );
       return file;
     };

@@ -49,7 +49,7 @@ describe('no secret in anything listsync prints or stores', () => {
         platform: { baseUrl: w.emu.baseUrl, apiKey: '${MY_KEY}', requestsPerSecond: 100, retries: 1, timeoutMs: 3000 },
         database: { url: dbUrl },
         lists: [{ name: 'orders', appID: 'demo', listID: 'orders', pageSize: 50 }],
-        serve: { host: '127.0.0.1', publicUrl: 'https://sync.example.com' },
+        serve: { host: '127.0.0.1', publicUrl: 'https://sync.example.com', console: '127.0.0.1:0' },
       }),
     );
   });

@@ -28,7 +28,7 @@ describe('serve fails fast', () => {
         platform: { baseUrl: w.emu.baseUrl },
         database: { url: w.t.url },
         lists: [{ name: 'orders', appID: 'demo', listID: 'orders', schedule: '* * * * * *' }],
-        serve: { host: '127.0.0.1' },
+        serve: { host: '127.0.0.1', console: '127.0.0.1:0' },
       }),
     );
   });
@@ -64,6 +64,7 @@ describe('serve fails fast', () => {
         platform: { baseUrl: w.emu.baseUrl },
         database: { url: `postgres://postgres@127.0.0.1:${deadPort}/nope` },
         lists: [{ name: 'orders', appID: 'demo', listID: 'orders', schedule: '* * * * *' }],
+        serve: { console: '127.0.0.1:0' },
       }),
     );
     const dead = await runCli(['--config', file, 'serve', '--port', '0'], {
@@ -87,6 +88,7 @@ describe('serve fails fast', () => {
         database: { url: w.t.url },
         lists: [{ name: 'orders', appID: 'demo', listID: 'orders' }],
         users: { enabled: false },
+        serve: { console: '127.0.0.1:0' },
       }),
     );
     const child = spawn(process.execPath, [BIN, '--config', file, '--log-level', 'info', 'serve', '--port', '0'], {

@@ -7,7 +7,12 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
-import { redactUrl, runtimeEnv } from '../config.js';
+import { consoleListen, loadConfig, redactUrl, runtimeEnv } from '../config.js';
+import { consoleAnnouncement, consoleToken } from '../console/console-token.js';
+import { startConsole } from '../console/server.js';
+import { createClient } from '../context.js';
+import { createDb } from '../db.js';
+import { silentLogger } from '../logger.js';
 import type { Output } from '../context.js';
 import { startEmbeddedDb, type EmbeddedDb } from '../embedded-db.js';
 import { SAMPLE_FIELDS as F, startEmulator } from '../emulator/index.js';
@@ -45,6 +50,7 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
   let embedded: EmbeddedDb | undefined;
   let pgClient: pg.Client | undefined;
   let stopSignals: ReturnType<typeof untilSignal> | undefined;
+  let stopConsole: (() => Promise<void>) | undefined;
   try {
     step(2, 'Getting a PostgreSQL database');
     const serverUrl = opts.databaseUrl ?? runtimeEnv().databaseUrl;
@@ -160,6 +166,7 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
     if (opts.keep) {
       // Listening before saying "press Ctrl-C", and until the end: a signal never finds the process without a handler.
       stopSignals = untilSignal();
+      stopConsole = await startDemoConsole(configPath, io);
       io.out(keepInstructions(configPath, emu.baseUrl));
       await stopSignals.received;
       io.out('demo: stopping the emulator and the database');
@@ -173,10 +180,37 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
     return exitCodeFor(e);
   } finally {
     await pgClient?.end().catch(() => undefined);
+    await stopConsole?.().catch(() => undefined);
     await emu.close();
     await embedded?.stop();
     stopSignals?.dispose();
   }
+}
+
+/**
+ * The console, as serve runs it, on the demo's config (serve.console: 127.0.0.1:8081, this
+ * machine only); on any free port when that one is taken. Says where; returns how to stop it.
+ */
+async function startDemoConsole(configPath: string, io: Output): Promise<() => Promise<void>> {
+  const config = loadConfig({ path: configPath });
+  const at = consoleListen(config);
+  if (!at) return async () => undefined;
+  const logger = silentLogger();
+  const db = createDb({ url: config.database.url, poolMax: 4 });
+  const client = createClient(config, logger, db);
+  const access = consoleToken(config, at.host);
+  const start = (port: number) => startConsole({ config, db, client, logger, host: at.host, port, token: access.token });
+  const running = await start(at.port).catch((err: unknown) => {
+    if ((coerceError(err).cause as NodeJS.ErrnoException | undefined)?.code !== 'EADDRINUSE') throw err;
+    io.out(`port ${at.port} is taken: the console takes any free port instead`);
+    return start(0);
+  });
+  io.out(consoleAnnouncement(running.url, access));
+  return async () => {
+    await running.close();
+    await client.close();
+    await db.destroy();
+  };
 }
 
 /** What to type to use the running demo: every command works as printed. */
@@ -187,7 +221,7 @@ function keepInstructions(configPath: string, emulatorUrl: string): string {
     `  export LISTSYNC_CONFIG=${configPath}`,
     '  npm run listsync -- status       # or "listsync status" once installed (npm link, or npm install -g .)',
     '  npm run listsync -- pull',
-    '  npm run listsync -- serve --port 8080',
+    '  npm run listsync -- serve --port 8080 --console 127.0.0.1:8082   # 8081 is the console above',
     'The config file holds the emulator\'s URL and key and the database URL; edit rows in schema "demo" and run push.',
   ].join('\n');
 }

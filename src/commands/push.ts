@@ -3,14 +3,12 @@ import type { ConflictPolicy, ListConfig } from '../config.js';
 import type { AppContext } from '../context.js';
 import { UsageError } from '../errors.js';
 import { plural, table } from '../format.js';
-import { withLock } from '../sync/lock.js';
 import { getConflict, listConflicts } from '../store/conflicts.js';
 import { OUTBOX_TABLE, requeueFailed } from '../store/outbox.js';
-import { conflictFields, resolveConflict } from '../sync/conflicts.js';
-import { listLockName } from '../sync/exclusive.js';
-import { loadMappingOrExplain, pushList, rereadItems, type PushResult } from '../sync/push.js';
+import { conflictFields } from '../sync/conflicts.js';
+import { settleConflict } from '../sync/settle-conflict.js';
+import { loadMappingOrExplain, pushList, type PushResult } from '../sync/push.js';
 import { previewPush, type PushPreview } from '../sync/push-preview.js';
-import { Operator } from '../platform/types.js';
 import { Option } from 'commander';
 import { selectLists, runPulls } from './pull.js';
 import { progressReporter } from './progress.js';
@@ -160,23 +158,7 @@ export async function showConflict(ctx: AppContext, id: number): Promise<string>
 }
 
 export async function resolveConflictCommand(ctx: AppContext, id: number, keep: 'local' | 'remote'): Promise<string> {
-  const { c, list, mapping } = await conflictOrExplain(ctx, id);
-  if (c.status !== 'open') throw new UsageError(`Conflict ${id} is already resolved (${c.resolution ?? 'resolved'}).`);
-  return withLock(ctx.db, listLockName(list.name), { waitMs: 60_000 }, async () => {
-    if (keep === 'local') {
-      await resolveConflict(ctx.db, mapping, ctx.config, c, 'local');
-      return `conflict ${id}: keeping the local change; the next push sends it against version ${c.remote_version}.`;
-    }
-    // Take the platform's current row, not the one seen when the conflict was recorded.
-    const { items } = await ctx.client.queryItems(list.appID, list.listID, {
-      Filters: [{ Field: list.idField, Type: Operator.Equal, Value: c.item_id }],
-      PageIndex: 1,
-      PageSize: 1,
-    });
-    await resolveConflict(ctx.db, mapping, ctx.config, c, 'remote', items[0]);
-    if (!items[0]) await rereadItems(ctx, list, mapping, [c.item_id]);
-    return `conflict ${id}: kept the platform's version; the local change is dropped and the mirror row updated.`;
-  });
+  return settleConflict(ctx, id, keep);
 }
 
 export function register({ program, io, withContext }: CommandKit): void {

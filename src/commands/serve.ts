@@ -1,12 +1,16 @@
 /** `listsync serve`: runs until SIGTERM/SIGINT, then shuts down cleanly. */
+import { consoleListen, isConsoleAddress } from '../config.js';
+import { consoleAnnouncement, consoleToken } from '../console/console-token.js';
+import { startConsole, type RunningConsole } from '../console/server.js';
 import { createClient, type AppContext } from '../context.js';
 import { createMetrics } from '../metrics.js';
 import { startServe, type RunningServe } from '../serve.js';
 import { startRealtime, type Realtime } from '../realtime/index.js';
 import { createHookReceiver, earlyPullOnItemEvent, HOOKS_PATH, replayUnprocessedEvents, type ItemEvent } from '../webhooks/index.js';
+import { InvalidArgumentError } from 'commander';
 import { wholeNumber, type CommandKit } from './kit.js';
 
-export async function runServe(ctx: AppContext, opts: { port?: number }): Promise<number> {
+export async function runServe(ctx: AppContext, opts: { port?: number; console?: string }): Promise<number> {
   const metrics = createMetrics({ db: ctx.db, config: ctx.config, logger: ctx.logger });
   // serve's own client reports every request to /metrics; its budget is shared through Postgres like any other.
   const client = createClient(ctx.config, ctx.logger, ctx.db, metrics.onRequest);
@@ -43,6 +47,16 @@ export async function runServe(ctx: AppContext, opts: { port?: number }): Promis
     onFlush: metrics.onRealtimeFlush,
   });
   for (const event of arrivedEarly.splice(0)) realtimeRef.rt.onItemEvent(event);
+  let consoleServer: RunningConsole | undefined;
+  try {
+    consoleServer = await startConsoleOf(ctx, client, opts.console);
+  } catch (err) {
+    // A console that cannot listen ends serve, as the webhook port does: nothing keeps running behind the error.
+    await serve.close();
+    await realtimeRef.rt.close();
+    await client.close();
+    throw err;
+  }
   const replayed = await replayUnprocessedEvents(ctx.db, ctx.config, requestPull);
   if (replayed) ctx.logger.info({ events: replayed }, 'webhook events left unprocessed by a previous run: early pull requested');
   await new Promise<void>((resolve) => {
@@ -52,6 +66,7 @@ export async function runServe(ctx: AppContext, opts: { port?: number }): Promis
       process.off('SIGINT', onInt);
       void serve
         .close()
+        .then(() => consoleServer?.close())
         .then(() => realtimeRef.rt?.close())
         .then(resolve);
     };
@@ -69,13 +84,32 @@ export async function runServe(ctx: AppContext, opts: { port?: number }): Promis
   return 0;
 }
 
+/** The console on its own listener (`serve.console`), unless it is "off"; says where, and a generated token once. */
+async function startConsoleOf(ctx: AppContext, client: AppContext['client'], address?: string): Promise<RunningConsole | undefined> {
+  const at = consoleListen(ctx.config, address);
+  if (!at) return undefined;
+  const access = consoleToken(ctx.config, at.host);
+  const running = await startConsole({ config: ctx.config, db: ctx.db, client, logger: ctx.logger, ...at, token: access.token });
+  ctx.io.out(consoleAnnouncement(running.url, access));
+  return running;
+}
+
+function consoleAddressArg(value: string): string {
+  if (!isConsoleAddress(value)) throw new InvalidArgumentError('host:port (e.g. 127.0.0.1:8082), or "off"');
+  return value;
+}
+
 export function register({ program, withContext }: CommandKit): void {
   program
     .command('serve')
-    .description('run the schedules, the webhook receiver, /healthz and /metrics until SIGTERM')
+    .description('run the schedules, the webhook receiver, /healthz, /metrics and the console (serve.console) until SIGTERM')
     .option('--port <n>', 'HTTP port (default serve.port)', wholeNumber(0, 65535, 'a port number 0-65535'))
+    .option('--console <address>', 'where the console listens, host:port (default serve.console), or "off"', consoleAddressArg)
     .option('--migrate', "apply listsync's pending migrations before starting (without it, serve refuses to start on tables behind)", false)
-    .action((opts: { port?: number; migrate: boolean }) =>
-      withContext((ctx) => runServe(ctx, { port: opts.port }), { schema: opts.migrate ? 'migrate' : 'current', service: true }),
+    .action((opts: { port?: number; console?: string; migrate: boolean }) =>
+      withContext((ctx) => runServe(ctx, { port: opts.port, console: opts.console }), {
+        schema: opts.migrate ? 'migrate' : 'current',
+        service: true,
+      }),
     );
 }

@@ -88,3 +88,14 @@ export async function countOpenConflicts(db: Db, listName: string): Promise<numb
 export async function markResolved(db: Db, id: number, resolution: string): Promise<void> {
   await db(CONFLICTS_TABLE).where({ id }).update({ status: 'resolved', resolution, resolved_at: db.fn.now() });
 }
+
+/** A page of the open conflicts, oldest first, each with how many are open. */
+export async function openConflictsPage(db: Db, page: { offset: number; limit: number }): Promise<(ConflictRow & { total: number })[]> {
+  const rows = (await db(CONFLICTS_TABLE)
+    .where({ status: 'open' })
+    .orderBy('id')
+    .limit(page.limit)
+    .offset(page.offset)
+    .select('*', db.raw('count(*) over () as total'))) as (ConflictRow & { total: string })[];
+  return rows.map((r) => ({ ...r, total: Number(r.total) }));
+}

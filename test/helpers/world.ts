@@ -48,6 +48,8 @@ export async function startWorld(opts: WorldOptions = {}): Promise<World> {
     platform: { baseUrl: emu.baseUrl, apiKey: emu.apiKey, requestsPerSecond: 100, timeoutMs: 5000, ...opts.platform },
     database: { url: t.url, schema: 'mirror', ...opts.database },
     lists: opts.lists ?? [{ name: 'orders', appID: 'demo', listID: 'orders', ...opts.list }],
+    // Any free port: test files run side by side, and serve's console would otherwise take 8081.
+    serve: { console: '127.0.0.1:0' },
   };
   const config = parseConfig(raw);
   const logs: string[] = [];

@@ -41,7 +41,7 @@ describe('listsync serve wiring', () => {
         // A pull schedule far away: only the webhook makes this pull run now.
         lists: [{ name: 'orders', appID: 'demo', listID: 'orders', schedule: { pull: '0 0 1 1 *' } }],
         users: { enabled: false },
-        serve: { host: '127.0.0.1', port: 0 },
+        serve: { host: '127.0.0.1', port: 0, console: '127.0.0.1:0' },
       }),
     );
     child = spawn(process.execPath, [BIN, 'serve'], {

@@ -1,0 +1,132 @@
+/**
+ * The console's overview: one row per configured list, read in one statement
+ * from the run history, sync state, outbox, conflicts, realtime inbox and
+ * PostgreSQL's table statistics (no count(*) over a mirror table).
+ *
+ * Invariants:
+ * - one query for a whole page, whatever the number of lists; the page is cut
+ *   in SQL (degraded lists first, then in config order), with the totals
+ *   (bench/console.bench.ts: 500 lists under 300 ms);
+ * - a list is degraded for the reasons in `problems`, in words
+ *   (test/console/console-browser.test.ts › "the overview says what each list is doing").
+ */
+import type { Knex } from '../db.js';
+import { CONFLICTS_TABLE } from './conflicts.js';
+import { OUTBOX_TABLE } from './outbox.js';
+import { REALTIME_STATS_TABLE } from './realtime-stats.js';
+import { RUNS_TABLE } from './runs.js';
+import { INBOX_TABLE } from './webhook-inbox.js';
+import { SUBSCRIPTIONS_TABLE } from './webhook-subscriptions.js';
+
+export interface OverviewInput {
+  /** The configured lists, in config order: name and mirror table. */
+  lists: readonly { name: string; table: string }[];
+  mirrorSchema: string;
+  maxLagMinutes: number;
+  realtimeStaleAfterSeconds: number;
+  offset: number;
+  limit: number;
+}
+
+export interface OverviewRow {
+  name: string;
+  last_job: string | null;
+  last_status: string | null;
+  last_started_at: Date | null;
+  last_finished_at: Date | null;
+  /** Start of the last successful pull or backfill: the mirror matched the platform as of then. */
+  last_pull_at: Date | null;
+  fresh_seconds: number | null;
+  last_error: string | null;
+  pending: number;
+  failed: number;
+  conflicts: number;
+  /** PostgreSQL's count of live rows in the mirror table (its statistics; null before the table exists or is counted). */
+  rows: number | null;
+  subscriptions: number;
+  waiting: number;
+  oldest_waiting_seconds: number | null;
+  last_applied_at: Date | null;
+  problems: string[];
+  total: number;
+  degraded_total: number;
+}
+
+export const OVERVIEW_SQL = `
+with l as (
+  select * from unnest(?::text[], ?::text[]) with ordinality as l(name, tbl, ord)
+), r as (
+  select l.name, l.tbl, l.ord,
+         lr.job as last_job, lr.status as last_status, lr.started_at as last_started_at, lr.finished_at as last_finished_at,
+         ok.at as last_pull_at,
+         extract(epoch from now() - ok.at)::float8 as fresh_seconds,
+         case when lo.status = 'failed' then lo.error end as last_error,
+         coalesce(ob.pending, 0)::int as pending, coalesce(ob.failed, 0)::int as failed,
+         coalesce(cf.n, 0)::int as conflicts,
+         coalesce(sb.n, 0)::int as subscriptions,
+         coalesce(ev.waiting, 0)::int as waiting,
+         ev.oldest_seconds as oldest_waiting_seconds,
+         rs.last_applied_at
+    from l
+    -- The last run, and the last that ended in success or failure (its error is the list's while it is the newest).
+    left join lateral (select job, status, started_at, finished_at from ${RUNS_TABLE} x
+                        where x.list_name = l.name order by x.id desc limit 1) lr on true
+    left join lateral (select status, error from ${RUNS_TABLE} x
+                        where x.list_name = l.name and x.status in ('succeeded', 'failed') order by x.id desc limit 1) lo on true
+    left join lateral (select greatest(
+                         (select max(started_at) from ${RUNS_TABLE} x where x.list_name = l.name and x.job = 'pull' and x.status = 'succeeded'),
+                         (select max(started_at) from ${RUNS_TABLE} x where x.list_name = l.name and x.job = 'backfill' and x.status = 'succeeded')
+                       ) as at) ok on true
+    left join lateral (select count(*) filter (where status in ('pending', 'sending')) as pending,
+                              count(*) filter (where status = 'failed') as failed
+                         from ${OUTBOX_TABLE} o where o.list_name = l.name and o.status in ('pending', 'sending', 'failed')) ob on true
+    left join lateral (select count(*) as n from ${CONFLICTS_TABLE} c where c.list_name = l.name and c.status = 'open') cf on true
+    left join (select list_name, count(*) as n from ${SUBSCRIPTIONS_TABLE} where list_name is not null group by 1) sb on sb.list_name = l.name
+    left join (select s.list_name, count(*) as waiting, extract(epoch from now() - min(i.received_at))::float8 as oldest_seconds
+                 from ${INBOX_TABLE} i join ${SUBSCRIPTIONS_TABLE} s on s.id = i.subscription_id
+                where s.list_name is not null and i.processed_at is null group by 1) ev on ev.list_name = l.name
+    left join ${REALTIME_STATS_TABLE} rs on rs.list_name = l.name
+), p as (
+  select r.*, array_remove(array[
+           case when last_error is not null then 'last run failed' end,
+           case when last_pull_at is null and last_status is distinct from 'running' then 'never pulled' end,
+           case when fresh_seconds > ? * 60 then 'stale' end,
+           case when failed > 0 then 'changes failed' end,
+           case when oldest_waiting_seconds > ? then 'events waiting' end,
+           case when conflicts > 0 then 'conflicts open' end
+         ], null) as problems
+    from r
+), page as (
+  select p.*, count(*) over () as total, count(*) filter (where cardinality(problems) > 0) over () as degraded_total
+    from p
+   order by cardinality(problems) > 0 desc, ord
+   limit ? offset ?
+)
+-- The mirror tables' row counts from PostgreSQL's statistics, for the page's lists only.
+select page.*,
+       -- A table the statistics have not counted yet (nothing reported, never analyzed) has no figure, not 0.
+       case when st.n_live_tup = 0 and st.n_tup_ins + st.n_tup_upd + st.n_tup_del = 0
+                 and st.last_analyze is null and st.last_autoanalyze is null then null
+            else st.n_live_tup end::bigint as rows
+  from page
+  left join pg_catalog.pg_stat_user_tables st on st.schemaname = ? and st.relname = page.tbl
+ order by cardinality(problems) > 0 desc, ord`;
+
+/** A page of the overview, degraded lists first. */
+export async function overviewRows(db: Knex, input: OverviewInput): Promise<OverviewRow[]> {
+  const r = await db.raw<{ rows: (Omit<OverviewRow, 'rows' | 'total' | 'degraded_total'> & Record<string, unknown>)[] }>(OVERVIEW_SQL, [
+    input.lists.map((l) => l.name),
+    input.lists.map((l) => l.table),
+    input.maxLagMinutes,
+    input.realtimeStaleAfterSeconds,
+    input.limit,
+    input.offset,
+    input.mirrorSchema,
+  ]);
+  return r.rows.map((row) => ({
+    ...row,
+    rows: row.rows === null ? null : Number(row.rows),
+    total: Number(row.total),
+    degraded_total: Number(row.degraded_total),
+  }));
+}

@@ -1,0 +1,90 @@
+/**
+ * Settling one open conflict by hand: `listsync conflicts resolve` and the
+ * console's buttons run this same operation, recorded the same way
+ * (`listsync.conflicts.resolution` = the side kept).
+ *
+ * Invariants:
+ * - under the list's lock, the conflict is read again: one settled meanwhile
+ *   (by another operator, or a push) is refused, not settled twice;
+ * - with `seenVersion` (the console carries the platform version its page
+ *   showed), the platform is asked again (an `In` query by ID) and a version
+ *   other than the one seen is refused with nothing changed
+ *   (test/console/console-http.test.ts › "an item that moved since the page was drawn is refused");
+ * - keeping remote takes the platform's current row, not the one recorded.
+ */
+import type { Config, ListConfig } from '../config.js';
+import type { Knex } from '../db.js';
+import { UsageError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import type { PlatformClient } from '../platform/client.js';
+import { queryItemsByIds } from '../platform/item-lookup.js';
+import type { Item } from '../platform/types.js';
+import { getConflict, type ConflictRow } from '../store/conflicts.js';
+import { resolveConflict } from './conflicts.js';
+import { listLockName } from './exclusive.js';
+import { withLock } from './lock.js';
+import { loadMappingOrExplain, rereadItems } from './push.js';
+
+export interface SettleDeps {
+  db: Knex;
+  config: Config;
+  client: PlatformClient;
+  logger?: Logger;
+}
+
+/** The item moved on the platform since the version the operator saw: nothing was changed. */
+export class ConflictMovedError extends UsageError {
+  readonly moved = true;
+}
+
+/** An open conflict and its list, or a UsageError that says why not. */
+export async function openConflictOrExplain(db: Knex, config: Config, id: number): Promise<{ c: ConflictRow; list: ListConfig }> {
+  const c = await getConflict(db, id);
+  if (!c) throw new UsageError(`No conflict with id ${id}; "listsync conflicts" lists the open ones.`);
+  const list = config.lists.find((l) => l.name === c.list_name);
+  if (!list) throw new UsageError(`Conflict ${id} belongs to list "${c.list_name}", which is no longer in the config.`);
+  if (c.status !== 'open') throw new UsageError(`Conflict ${id} is already resolved (${c.resolution ?? 'resolved'}).`);
+  return { c, list };
+}
+
+/** Keeps the local change or the platform's version; returns the sentence that says what happened. */
+export async function settleConflict(
+  deps: SettleDeps,
+  id: number,
+  keep: 'local' | 'remote',
+  options: { seenVersion?: number } = {},
+): Promise<string> {
+  const { list } = await openConflictOrExplain(deps.db, deps.config, id);
+  const mapping = await loadMappingOrExplain(deps.db, deps.config, list);
+  return withLock(deps.db, listLockName(list.name), { waitMs: 60_000 }, async () => {
+    // Read again under the lock: a push or another operator may have settled it meanwhile.
+    const { c } = await openConflictOrExplain(deps.db, deps.config, id);
+    const now = keep === 'remote' || options.seenVersion !== undefined ? await currentItem(deps, list, c) : undefined;
+    if (options.seenVersion !== undefined) refuseIfMoved(list, c, now, options.seenVersion);
+    if (keep === 'local') {
+      await resolveConflict(deps.db, mapping, deps.config, c, 'local');
+      return `conflict ${id}: keeping the local change; the next push sends it against version ${c.remote_version}.`;
+    }
+    await resolveConflict(deps.db, mapping, deps.config, c, 'remote', now);
+    if (!now) await rereadItems(deps, list, mapping, [c.item_id]);
+    return `conflict ${id}: kept the platform's version; the local change is dropped and the mirror row updated.`;
+  });
+}
+
+/** The item as the platform's query shows it now (undefined: it shows none). */
+async function currentItem(deps: SettleDeps, list: ListConfig, c: ConflictRow): Promise<Item | undefined> {
+  const items = await queryItemsByIds(deps.client, { appID: list.appID, listID: list.listID, idField: list.idField }, [c.item_id]);
+  return items.find((i) => String(i[list.idField]) === c.item_id) ?? items[0];
+}
+
+function refuseIfMoved(list: ListConfig, c: ConflictRow, now: Item | undefined, seen: number): void {
+  const version = now === undefined ? undefined : Number(now[list.versionField]);
+  if (version === seen) return;
+  const where =
+    version === undefined
+      ? 'the platform shows no such item now'
+      : `the platform is at version ${version}, the page showed version ${seen}`;
+  throw new ConflictMovedError(
+    `Conflict ${c.id}: item ${c.item_id} changed on the platform since the page was drawn (${where}); nothing was changed. Reload the conflict and decide again.`,
+  );
+}
