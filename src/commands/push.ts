@@ -161,7 +161,9 @@ export async function showConflict(ctx: AppContext, id: number): Promise<string>
 
 export async function resolveConflictCommand(ctx: AppContext, id: number, keep: 'local' | 'remote'): Promise<string> {
   const { c, list, mapping } = await conflictOrExplain(ctx, id);
-  if (c.status !== 'open') throw new UsageError(`Conflict ${id} is already resolved (${c.resolution ?? 'resolved'}).`);
+  // A conflict remote-wins settled can still be turned round: its local side is every edit the user made since the base.
+  const overridable = keep === 'local' && c.resolution === 'remote-wins' && c.op === 'update';
+  if (c.status !== 'open' && !overridable) throw new UsageError(`Conflict ${id} is already resolved (${c.resolution ?? 'resolved'}).`);
   return withLock(ctx.db, listLockName(list.name), { waitMs: 60_000 }, async () => {
     if (keep === 'local') {
       await resolveConflict(ctx.db, mapping, ctx.config, c, 'local');

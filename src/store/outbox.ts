@@ -212,6 +212,12 @@ export async function markSending(
     });
 }
 
+/** A change's current `changes` (edits merged in by the capture since it was read), or undefined when it is gone. */
+export async function changesOf(db: Db, id: number): Promise<Record<string, unknown> | undefined> {
+  const r = (await db(OUTBOX_TABLE).where({ id }).first('changes')) as { changes: Record<string, unknown> } | undefined;
+  return r?.changes;
+}
+
 /** The change will never be sent: a newer version won, or the local row went away. */
 export async function supersede(db: Db, id: number, reason: string): Promise<void> {
   await db(OUTBOX_TABLE).where({ id }).update({ status: 'superseded', sent_changes: null, last_error: reason, updated_at: db.fn.now() });
@@ -301,6 +307,17 @@ export async function keepUnsendable(trx: Knex.Transaction, id: number, removed:
   });
 }
 
+/**
+ * The platform did not take values an applied write sent to `itemId`: its
+ * applied changes still flagged `mirror_behind` end failed with `error` (an
+ * edit made meanwhile, pending, is kept as it is).
+ */
+export async function markNotTaken(db: Db, listName: string, itemId: string, error: string): Promise<void> {
+  await db(OUTBOX_TABLE)
+    .where({ list_name: listName, item_id: itemId, mirror_behind: true, status: 'applied' })
+    .update({ status: 'failed', last_error: error, attempts: db.raw('attempts + 1'), updated_at: db.fn.now() });
+}
+
 /** Locks the row and tells whether its create was withdrawn (the local row deleted while it was in flight). */
 export async function lockWithdrawn(trx: Knex.Transaction, id: number): Promise<boolean> {
   const current = (await trx(OUTBOX_TABLE).where({ id }).forUpdate().first('withdrawn_at')) as { withdrawn_at: Date | null } | undefined;
@@ -345,16 +362,41 @@ export async function forceOverwrite(db: Db, id: number): Promise<void> {
   await db(OUTBOX_TABLE).where({ id }).update({ base_version: 0, updated_at: db.fn.now() });
 }
 
-/** A conflict settled for the local side: pending again against the platform's version, sent at the next push. */
-export async function requeueAgainst(db: Db, id: number | null, baseVersion: number | null): Promise<void> {
-  await db(OUTBOX_TABLE).where({ id }).update({
-    status: 'pending',
-    base_version: baseVersion,
-    attempts: 0,
-    last_error: null,
-    next_attempt_at: db.fn.now(),
-    updated_at: db.fn.now(),
-  });
+/**
+ * A conflict settled for the local side: pending again against the platform's
+ * version with `changes` (the conflict's local side), sent at the next push.
+ * Throws naming the newer change when the item has another open one.
+ */
+export async function requeueAgainst(
+  db: Db,
+  id: number | null,
+  baseVersion: number | null,
+  changes?: Record<string, unknown>,
+): Promise<void> {
+  const row = (await db(OUTBOX_TABLE).where({ id }).first('list_name', 'item_id', 'status')) as
+    { list_name: string; item_id: string | null; status: OutboxStatus } | undefined;
+  if (row && row.item_id !== null && !(OPEN_STATUSES as readonly string[]).includes(row.status)) {
+    const open = (await db(OUTBOX_TABLE)
+      .where({ list_name: row.list_name, item_id: row.item_id })
+      .whereIn('status', [...OPEN_STATUSES])
+      .first('id')) as { id: number } | undefined;
+    if (open)
+      throw new Error(
+        `item ${row.item_id} has a newer local change (outbox ${open.id}) that the next push sends; settle that one first, or edit the row again.`,
+      );
+  }
+  await db(OUTBOX_TABLE)
+    .where({ id })
+    .update({
+      status: 'pending',
+      ...(changes ? { changes: JSON.stringify(changes) } : {}),
+      sent_changes: null,
+      base_version: baseVersion,
+      attempts: 0,
+      last_error: null,
+      next_attempt_at: db.fn.now(),
+      updated_at: db.fn.now(),
+    });
 }
 
 /** `push --retry-failed`: a list's failed changes are pending again with their attempts reset; returns how many. */
