@@ -190,7 +190,7 @@ async function pushLocked(deps: PushDeps, list: ListConfig, run: ActiveRun): Pro
   const settle = { db, client, logger: log, zone: deps.config.platform.timeZone, rereadDelaysMs: deps.rereadDelaysMs };
   try {
     // Writes of an earlier run that were never re-read come first.
-    await settleMirror(settle, list, mapping);
+    result.failed += (await settleMirror(settle, list, mapping)).notTaken.length;
     const rows = await outbox.dueChanges(db, list.name, now);
     log.info({ changes: rows.length }, 'push started');
     const failures = failureStreak();
@@ -216,7 +216,11 @@ async function pushLocked(deps: PushDeps, list: ListConfig, run: ActiveRun): Pro
         itemsSoFar: handled,
       });
       tally(result, outcomes);
-      result.behind = (await settleMirror(settle, list, mapping)).length;
+      const settled = await settleMirror(settle, list, mapping);
+      result.behind = settled.behind.length;
+      // Written, but the platform kept its own value: not applied.
+      result.failed += settled.notTaken.length;
+      result.applied = Math.max(0, result.applied - settled.notTaken.length);
     }
     await outbox.pruneApplied(db, list.name, list.appliedRetentionDays);
     result.counters = { ...result.counters, ...counters() };
