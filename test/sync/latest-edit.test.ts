@@ -116,3 +116,25 @@ describe('a push killed after the platform applied its PATCH, then edits on both
     expect(await world.t.db('listsync.outbox').whereIn('status', ['pending', 'sending', 'conflict'])).toEqual([]);
   });
 });
+
+describe('a write whose answer timed out', () => {
+  it('every PATCH answered after 12 s with timeoutMs 10,000: each change is read by ID and sent at most twice, and ends applied', async () => {
+    w = await startWorld({ emulator: { items: 10 }, platform: { timeoutMs: 10_000 } });
+    const world = w;
+    const list = world.config.lists[0]!;
+    await pullList(world.deps(), list);
+    const ids = (await world.t.db('mirror.orders').orderBy('id').limit(4).pluck('id')) as string[];
+    await world.t.db.raw(`update mirror.orders set notes = 'slow ' || right(id, 4) where id = any(?)`, [ids]);
+    await world.emu.admin.setFaults({ updateAnswerDelayMs: 12_000 });
+    await world.emu.admin.clearRequests();
+    const r = await pushList({ ...world.deps(), ...fast }, list);
+    await world.emu.admin.setFaults({ updateAnswerDelayMs: 0 });
+    expect(r).toMatchObject({ applied: 4, failed: 0, conflicts: 0, retrying: 0 });
+    const requests = await world.emu.admin.requests();
+    for (const id of ids) {
+      expect(requests.filter((e) => e.method === 'PATCH' && e.path.endsWith(`/${id}`)).length, `PATCHes of ${id}`).toBeLessThanOrEqual(2);
+      expect(requests.filter((e) => e.method === 'GET' && e.path.endsWith(`/${id}`)).length, `reads of ${id}`).toBeGreaterThanOrEqual(1);
+      expect((await item(world, id))[F.notes]).toBe(`slow ${id.slice(-4)}`);
+    }
+  }, 120_000);
+});
