@@ -131,4 +131,23 @@ describe('long IDs inside platform values', () => {
     expect(change.status).toBe('failed');
     expect(change.last_error).toMatch(/1177823559771361300 is not exact: the platform holds 1177823559771361293/);
   });
+
+  it('a create and an edit carrying new IDs, answers lost: the platform stores them bare, the push recognises them as its own, one item each', async () => {
+    w = await startWorld({ emulator: { items: 3 }, platform: { retries: 1 } });
+    const world = w;
+    await listWithIdFields(world);
+    const list = world.config.lists[0]!;
+    await pullList(world.deps(), list);
+    const [id] = (await world.t.db('mirror.orders').orderBy('id').limit(1).pluck('id')) as [string];
+    await world.t.db.raw(`update mirror.orders set links = ?::text[] where id = ?`, [`{${BIG[0]}}`, id]);
+    await world.t.db.raw(`insert into mirror.orders (customer, order_no, links) values ('with ids', 'N-IDS', ?::text[])`, [
+      `{${BIG[1]},${BIG[2]}}`,
+    ]);
+    await world.emu.admin.setFaults({ loseWriteAnswers: 2 });
+    const r = await pushList({ ...world.deps(), ...fast }, list);
+    expect(r).toMatchObject({ applied: 1, created: 1, conflicts: 0, failed: 0 });
+    const items = (await world.emu.admin.exportList('demo', 'orders')).items;
+    expect(items.filter((i) => i[F.orderNo] === 'N-IDS').map((i) => i.Text10)).toEqual([`[${BIG[1]},${BIG[2]}]`]);
+    expect(items.find((i) => String(i.ListDataID) === id)!.Text10).toBe(`[${BIG[0]}]`);
+  });
 });
