@@ -14,8 +14,12 @@
  * produced (the new version, the values sent) is in the mirror row's `_raw`,
  * but the item was not re-read yet. The push re-reads such items before
  * anything else (src/sync/settle-mirror.ts) and clears the flag.
+ *
+ * `last_error` may quote the platform's text: it is stored as the closest
+ * text PostgreSQL can hold (`closestText`), so an error never fails its write.
  */
 import type { Knex } from '../db.js';
+import { closestText } from '../mirror/storable.js';
 
 export const OUTBOX_TABLE = 'listsync.outbox';
 
@@ -220,7 +224,9 @@ export async function changesOf(db: Db, id: number): Promise<Record<string, unkn
 
 /** The change will never be sent: a newer version won, or the local row went away. */
 export async function supersede(db: Db, id: number, reason: string): Promise<void> {
-  await db(OUTBOX_TABLE).where({ id }).update({ status: 'superseded', sent_changes: null, last_error: reason, updated_at: db.fn.now() });
+  await db(OUTBOX_TABLE)
+    .where({ id })
+    .update({ status: 'superseded', sent_changes: null, last_error: closestText(reason), updated_at: db.fn.now() });
 }
 
 /** A delete went through (nothing to re-read: the mirror row stays marked deleted). */
@@ -303,7 +309,7 @@ export async function keepUnsendable(trx: Knex.Transaction, id: number, removed:
     base_version: r.base_version,
     status: 'failed',
     attempts: 1,
-    last_error: error,
+    last_error: closestText(error),
   });
 }
 
@@ -315,7 +321,7 @@ export async function keepUnsendable(trx: Knex.Transaction, id: number, removed:
 export async function markNotTaken(db: Db, listName: string, itemId: string, error: string): Promise<void> {
   await db(OUTBOX_TABLE)
     .where({ list_name: listName, item_id: itemId, mirror_behind: true, status: 'applied' })
-    .update({ status: 'failed', last_error: error, attempts: db.raw('attempts + 1'), updated_at: db.fn.now() });
+    .update({ status: 'failed', last_error: closestText(error), attempts: db.raw('attempts + 1'), updated_at: db.fn.now() });
 }
 
 /** Locks the row and tells whether its create was withdrawn (the local row deleted while it was in flight). */
@@ -335,7 +341,7 @@ export async function recordFailure(
     .update({
       status: outcome.failed ? 'failed' : 'pending',
       attempts: outcome.attempts,
-      last_error: outcome.error,
+      last_error: closestText(outcome.error),
       sent_changes: null,
       next_attempt_at: db.raw('now() + make_interval(secs => ?)', [outcome.failed ? 0 : outcome.retryInSeconds]),
       updated_at: db.fn.now(),
@@ -347,14 +353,19 @@ export async function markInterrupted(db: Db, id: number, attempts: number, erro
   await db(OUTBOX_TABLE)
     .where({ id })
     .whereIn('status', [...UNSENT_STATUSES])
-    .update({ status: 'pending', attempts, last_error: error, next_attempt_at: db.fn.now(), updated_at: db.fn.now() });
+    .update({ status: 'pending', attempts, last_error: closestText(error), next_attempt_at: db.fn.now(), updated_at: db.fn.now() });
 }
 
 /** The change waits for `listsync conflicts resolve`; `clearSent` drops the snapshot of what was sent. */
 export async function holdAsConflict(db: Db, id: number, error: string, options: { clearSent?: boolean } = {}): Promise<void> {
   await db(OUTBOX_TABLE)
     .where({ id })
-    .update({ status: 'conflict', ...(options.clearSent ? { sent_changes: null } : {}), last_error: error, updated_at: db.fn.now() });
+    .update({
+      status: 'conflict',
+      ...(options.clearSent ? { sent_changes: null } : {}),
+      last_error: closestText(error),
+      updated_at: db.fn.now(),
+    });
 }
 
 /** local-wins: the next push overwrites whatever version the platform has (base version 0). */
