@@ -222,6 +222,26 @@ export async function changesOf(db: Db, id: number): Promise<Record<string, unkn
   return r?.changes;
 }
 
+/**
+ * The JSON text of the change's `columns` (jsonb columns) as PostgreSQL holds
+ * them in `changes` or `sent_changes`: numbers exact, where reading them into
+ * JavaScript would round integers beyond 2^53 or turn them into strings.
+ */
+export async function exactJsonValues(
+  db: Db,
+  id: number,
+  columns: readonly string[],
+  which: 'changes' | 'sent_changes',
+): Promise<Record<string, string>> {
+  if (columns.length === 0) return {};
+  const res = (await db.raw(
+    `select e.key, e.value::text as json from ${OUTBOX_TABLE} o cross join lateral jsonb_each(o.${which === 'changes' ? 'changes' : 'sent_changes'}) e
+      where o.id = ? and e.key = any(?::text[])`,
+    [id, [...columns]],
+  )) as { rows: { key: string; json: string }[] };
+  return Object.fromEntries(res.rows.map((r) => [r.key, r.json]));
+}
+
 /** The change will never be sent: a newer version won, or the local row went away. */
 export async function supersede(db: Db, id: number, reason: string): Promise<void> {
   await db(OUTBOX_TABLE)

@@ -65,6 +65,7 @@ import { isRefusalAnswer, queryItemsByIds, readItemOrGone, type ItemListRef } fr
 import type { Item } from '../platform/types.js';
 import { recordWrite } from '../mirror/written.js';
 import { multiValueWire } from '../mirror/multi-value.js';
+import { parse as parseLossless, stringify as stringifyLossless } from 'lossless-json';
 import { DEFAULT_REREAD_DELAYS_MS, settleMirror } from './settle-mirror.js';
 import { LIST_JOBS, listLockName } from './exclusive.js';
 import { runJob, type ActiveRun, type JobDeps, type PageDone } from './run-job.js';
@@ -338,6 +339,7 @@ export function toWire(
   changes: Record<string, unknown>,
   zone: string,
   held?: Record<string, unknown> | null,
+  exactJson: Readonly<Record<string, string>> = {},
 ): Record<string, string> {
   const data: Record<string, string> = {};
   for (const [column, value] of Object.entries(changes)) {
@@ -345,7 +347,8 @@ export function toWire(
     if (!col) throw new Error(`column ${column} is not a field column of ${mapping.schema}.${mapping.table}`);
     if (col.removed) throw new Error(`field ${col.field} (column ${column}) is no longer on the platform`);
     try {
-      const wire = toPlatform(col.kind, value, zone);
+      const exact = col.kind === 'jsonb' && typeof value === 'object' && value !== null ? exactJson[column] : undefined;
+      const wire = exact !== undefined ? compactJson(exact) : toPlatform(col.kind, value, zone);
       data[col.field] = col.kind === 'text[]' && wire !== '' ? multiValueWire(JSON.parse(wire) as string[], held?.[col.field]) : wire;
     } catch (err) {
       throw new Error(`column ${column}: ${coerceError(err).message}`, { cause: err });
@@ -392,7 +395,7 @@ async function pushUpdate(deps: PushDeps, list: ListConfig, mapping: TableMappin
   const { sendable, removed } = splitRemoved(mapping, row.changes);
   if (Object.keys(sendable).length === 0) return fail(db, row, removedFieldsError(mapping, removed), true, list.maxPushAttempts);
   const sent = sendable;
-  const data = wireOrFail(deps, mapping, sent, held);
+  const data = wireOrFail(deps, mapping, sent, held, await exactJsonOf(db, mapping, row, 'changes'));
   if (!data.ok) return fail(db, row, data.error, true, list.maxPushAttempts);
 
   const known = await knownBase(deps, list, mapping, row, held);
@@ -436,6 +439,17 @@ async function pushUpdate(deps: PushDeps, list: ListConfig, mapping: TableMappin
   }
 }
 
+/** The exact JSON text of the change's jsonb columns (numbers as PostgreSQL holds them). */
+function exactJsonOf(db: Knex, mapping: TableMapping, row: OutboxRow, which: 'changes' | 'sent_changes'): Promise<Record<string, string>> {
+  const columns = mapping.columns.filter((c) => c.kind === 'jsonb').map((c) => c.column);
+  return outbox.exactJsonValues(db, row.id, columns, which);
+}
+
+/** JSON text as JSON.stringify writes it (no spaces), every number as written. */
+function compactJson(text: string): string {
+  return stringifyLossless(parseLossless(text)) ?? text;
+}
+
 /** The item as the mirror last read it (`_raw`), or null. */
 async function heldItem(db: Knex, mapping: TableMapping, id: string): Promise<Item | null> {
   const r = (await db.withSchema(mapping.schema).from(mapping.table).where({ id }).first('_raw')) as { _raw: Item | null } | undefined;
@@ -460,7 +474,7 @@ async function settleEarlierWrite(
   if (row.base_version === null || Number(row.base_version) <= 0) return undefined;
   const base = Number(row.base_version);
   const { sendable, removed } = splitRemoved(mapping, row.sent_changes ?? {});
-  const data = wireOrFail(deps, mapping, sendable, held);
+  const data = wireOrFail(deps, mapping, sendable, held, await exactJsonOf(db, mapping, row, 'sent_changes'));
   if (!data.ok) return undefined;
   const itemId = row.item_id!;
   const remote = await readItem(deps, list, itemId);
@@ -603,7 +617,7 @@ async function deleteConflict(
 async function pushCreate(deps: PushDeps, list: ListConfig, mapping: TableMapping, row: OutboxRow): Promise<Outcome> {
   const { db, client } = deps;
   const sent = row.sent_changes ?? row.changes;
-  const data = wireOrFail(deps, mapping, sent);
+  const data = wireOrFail(deps, mapping, sent, null, await exactJsonOf(db, mapping, row, row.sent_changes ? 'sent_changes' : 'changes'));
   if (!data.ok) return fail(db, row, data.error, true, list.maxPushAttempts);
 
   // Sent before without a confirmed answer (a stopped push, an interrupted one): look before sending again.
@@ -730,9 +744,10 @@ function wireOrFail(
   mapping: TableMapping,
   changes: Record<string, unknown>,
   held?: Record<string, unknown> | null,
+  exactJson?: Readonly<Record<string, string>>,
 ): { ok: true; value: Record<string, string> } | { ok: false; error: string } {
   try {
-    return { ok: true, value: toWire(mapping, changes, deps.config.platform.timeZone, held) };
+    return { ok: true, value: toWire(mapping, changes, deps.config.platform.timeZone, held, exactJson) };
   } catch (err) {
     return { ok: false, error: `cannot convert the change for the platform: ${coerceError(err).message}` };
   }
@@ -854,7 +869,7 @@ async function conflict(
   const latest = { ...row, changes: (await outbox.changesOf(db, row.id)) ?? row.changes };
   const local = splitRemoved(mapping, latest.changes).sendable;
   if (policy === 'local-wins') {
-    const data = wireOrFail(deps, mapping, local, held);
+    const data = wireOrFail(deps, mapping, local, held, await exactJsonOf(db, mapping, row, 'changes'));
     if (!data.ok) return fail(db, row, data.error, true, list.maxPushAttempts);
     await outbox.markSending(db, row.id, local, new Date());
     await client.updateItem(list.appID, list.listID, itemId, 0, data.value);

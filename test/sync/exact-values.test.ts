@@ -80,18 +80,29 @@ describe('long IDs inside platform values', () => {
     expect(byId.get(strings)!.attachment).toBe(`[{"id": "${BIG[1]}", "name": "b.pdf", "fileSize": 13}]`);
 
     await world.t.db.raw(`update mirror.orders set related = related || ?::text where id = any(?)`, [NEW_ID, [bare, strings]]);
+    await world.t.db.raw(`update mirror.orders set attachment = attachment || ?::jsonb where id = ?`, [
+      `[{"id":${NEW_ID},"name":"c.pdf","fileSize":1}]`,
+      bare,
+    ]);
     const pushed = await pushList({ ...world.deps(), ...fast }, list);
     expect(pushed).toMatchObject({ applied: 2, failed: 0, conflicts: 0 });
     const platform = new Map((await world.emu.admin.exportList('demo', 'orders')).items.map((i) => [String(i.ListDataID), i]));
     // Exactly the old IDs plus the new one, each in the form the item had.
     expect(elements(platform.get(bare)!.Text9)).toEqual([...BIG, NEW_ID].map((text) => ({ text, bare: true })));
     expect(elements(platform.get(strings)!.Text9)).toEqual([...BIG, NEW_ID].map((text) => ({ text, bare: false })));
+    expect(platform.get(bare)![F.attachment]).toBe(
+      `[{"id":${BIG[0]},"name":"a.pdf","fileSize":12},{"id":${NEW_ID},"name":"c.pdf","fileSize":1}]`,
+    );
 
     const second = await pullList(world.deps(), list);
     expect(second.counters.rows_updated).toBe(0);
     const after = await read();
     expect(after.map((r) => r.related)).toEqual([`{${[...BIG, NEW_ID].join(',')}}`, `{${[...BIG, NEW_ID].join(',')}}`]);
-    expect(after.map((r) => [r.links, r.attachment])).toEqual(before.map((r) => [r.links, r.attachment]));
+    expect(after.map((r) => r.links)).toEqual(before.map((r) => r.links));
+    expect(after.map((r) => r.attachment)).toEqual([
+      `[{"id": ${BIG[0]}, "name": "a.pdf", "fileSize": 12}, {"id": ${NEW_ID}, "name": "c.pdf", "fileSize": 1}]`,
+      before[1]!.attachment,
+    ]);
   });
 
   it('under the emulator default (IDs stored as bare numbers) an appended ID is stored bare with the others, every digit kept', async () => {
