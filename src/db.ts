@@ -26,8 +26,11 @@ pg.types.setTypeParser(pg.types.builtins.DATE, (v) => v);
 // captured change) come back as their digits, as the platform's answers do (src/platform/json.ts).
 pg.types.setTypeParser(pg.types.builtins.JSONB, (v: string) => (LONG_DIGITS.test(v) ? parseJson(v) : JSON.parse(v)));
 
-/** Sixteen digits in a row: a number JSON.parse may round (checked before the slower exact parse). */
-const LONG_DIGITS = /\d{16}/;
+/**
+ * A number token of sixteen digits or more (after `:`, `,` or `[`): one JSON.parse may round. Checked before the
+ * exact parse, so the usual value (IDs are strings in `_raw`) costs one regex scan more than JSON.parse.
+ */
+const LONG_DIGITS = /[:,[]\s*-?\d{16}/;
 
 export const OWN_SCHEMA = 'listsync';
 
