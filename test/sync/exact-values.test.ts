@@ -161,4 +161,12 @@ describe('long IDs inside platform values', () => {
     expect(items.filter((i) => i[F.orderNo] === 'N-IDS').map((i) => i.Text10)).toEqual([`[${BIG[1]},${BIG[2]}]`]);
     expect(items.find((i) => String(i.ListDataID) === id)!.Text10).toBe(`[${BIG[0]}]`);
   });
+
+  it('jsonb read back from PostgreSQL keeps integers beyond 2^53 as their digits (a captured file edit, a conflict side)', async () => {
+    w = await startWorld({ emulator: { items: 1 } });
+    const res = (await w.t.db.raw(`select ?::jsonb as j`, [`{"id":${BIG[0]},"ids":[${BIG[1]},2],"s":"${BIG[2]}","n":1.5}`])) as {
+      rows: { j: unknown }[];
+    };
+    expect(res.rows[0]!.j).toEqual({ id: BIG[0], ids: [BIG[1], 2], s: BIG[2], n: 1.5 });
+  });
 });
