@@ -9,6 +9,7 @@ import { parse as parseLossless, isLosslessNumber } from 'lossless-json';
 import { SAMPLE_FIELDS as F } from '../../src/emulator/index.js';
 import { pullList } from '../../src/sync/pull.js';
 import { pushList } from '../../src/sync/push.js';
+import { runCli } from '../helpers/cli.js';
 import { startWorld, type World } from '../helpers/world.js';
 
 let w: World | undefined;
@@ -135,6 +136,8 @@ describe('long IDs inside platform values', () => {
     // What an older release left in the column: the ID read through a double.
     await world.t.db.raw(`update mirror.orders set related = '{1177823559771361300,${NEW_ID}}' where id = ?`, [id]);
     await world.emu.admin.clearRequests();
+    const preview = await runCli(['--config', world.configFile, 'push', '--dry-run'], { env: { PLATFORM_API_KEY: world.emu.apiKey } });
+    expect(preview.stdout).toMatch(/column related cannot be converted for the platform/);
     const r = await pushList({ ...world.deps(), ...fast }, list);
     expect(r).toMatchObject({ applied: 0, failed: 1 });
     expect((await world.emu.admin.requests()).filter((e) => e.method === 'PATCH')).toEqual([]);
