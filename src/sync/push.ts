@@ -70,7 +70,7 @@ import { DEFAULT_REREAD_DELAYS_MS, settleMirror } from './settle-mirror.js';
 import { LIST_JOBS, listLockName } from './exclusive.js';
 import { runJob, type ActiveRun, type JobDeps, type PageDone } from './run-job.js';
 import { recordConflict } from './conflicts.js';
-import { carries, findCreated, type LostCreateSearch } from './lost-creates.js';
+import { findCreated, isOurWrite, type LostCreateSearch } from './lost-creates.js';
 import { finishRun, zeroCounters, type RunCounters } from '../store/runs.js';
 import * as outbox from '../store/outbox.js';
 import type { OutboxRow } from '../store/outbox.js';
@@ -425,7 +425,7 @@ async function pushUpdate(deps: PushDeps, list: ListConfig, mapping: TableMappin
         );
       if (remote.kind === 'gone') return fail(db, row, goneMessage(itemId), true, list.maxPushAttempts);
       const remoteVersion = Number(remote.item[list.versionField]);
-      if (err.maybeApplied && remoteVersion === base + 1 && carries(remote.item, data.value)) {
+      if (err.maybeApplied && remoteVersion === base + 1 && isOurWrite(remote.item, held, data.value, writableFields(mapping))) {
         // Our own attempt was applied; the answer was lost, or a retry saw its echo.
         await settleApplied(db, row, sent, remoteVersion, { ...write, version: remoteVersion });
         return { kind: 'applied', id: itemId, version: remoteVersion };
@@ -449,6 +449,9 @@ function exactJsonOf(db: Knex, mapping: TableMapping, row: OutboxRow, which: 'ch
 function compactJson(text: string): string {
   return stringifyLossless(parseLossless(text)) ?? text;
 }
+
+/** The fields a write can change (read-only ones, ModifiedBy among them, move by themselves). */
+const writableFields = (mapping: TableMapping): string[] => mapping.columns.filter((c) => !c.readOnly).map((c) => c.field);
 
 /** The item as the mirror last read it (`_raw`), or null. */
 async function heldItem(db: Knex, mapping: TableMapping, id: string): Promise<Item | null> {
@@ -482,7 +485,7 @@ async function settleEarlierWrite(
   if (remote.kind === 'gone') return fail(db, row, goneMessage(itemId), true, list.maxPushAttempts);
   const remoteVersion = Number(remote.item[list.versionField]);
   if (remoteVersion === base) return undefined;
-  if (remoteVersion === base + 1 && carries(remote.item, data.value)) {
+  if (remoteVersion === base + 1 && isOurWrite(remote.item, held, data.value, writableFields(mapping))) {
     await settleApplied(db, row, sendable, remoteVersion, { mapping, id: itemId, data: data.value, removed, version: remoteVersion });
     return { kind: 'applied', id: itemId, version: remoteVersion };
   }

@@ -66,6 +66,26 @@ describe('fields the platform does not let one write', () => {
   });
 });
 
+describe('a value not taken by a write whose answer was lost', () => {
+  it('the item read back carries the taken values and the old value of the other: recognised as our write, and the field not taken named, no conflict', async () => {
+    w = await startWorld({ emulator: { items: 5 }, platform: { retries: 1 } });
+    const world = w;
+    const list = world.config.lists[0]!;
+    await world.emu.admin.setSettings({ ignoredWriteFields: [F.notes] });
+    await pullList(world.deps(), list);
+    const id = await firstId(world);
+    await world.t.db('mirror.orders').where({ id }).update({ notes: 'never taken', customer: 'taken' });
+    await world.emu.admin.setFaults({ loseWriteAnswers: 1 });
+    const r = await pushList({ ...world.deps(), ...fast }, list);
+    expect(r).toMatchObject({ applied: 0, conflicts: 0, failed: 1 });
+    expect(await world.t.db('listsync.conflicts')).toEqual([]);
+    const [change] = (await world.t.db('listsync.outbox').select('status', 'last_error')) as { status: string; last_error: string }[];
+    expect(change).toMatchObject({ status: 'failed' });
+    expect(change!.last_error).toMatch(/not taken: .*notes \(field Text4/);
+    expect((await platformItem(world, id))[F.customer]).toBe('taken');
+  });
+});
+
 describe('capture-time checks and NULL per kind', () => {
   it('a multi-value array with a NULL element is refused when written, naming the column; a cleared switch is sent as "0"', async () => {
     w = await startWorld({ emulator: { items: 5 } });
