@@ -21,6 +21,8 @@ afterEach(async () => {
 });
 
 const fast = { rereadDelaysMs: [10, 20] };
+/** After a killed push: its lock goes when PostgreSQL notices the connection is gone, which may take a moment. */
+const afterKill = { ...fast, waitMs: 30_000 };
 type Policy = 'remote-wins' | 'manual' | 'local-wins';
 
 const item = async (world: World, id: string) =>
@@ -85,7 +87,7 @@ describe('a push killed after the platform applied its PATCH, then edits on both
       const { world, id, base } = await killedWrite(policy);
       const platformVersion = Number((await item(world, id)).RowVersion);
       expect(platformVersion).toBe(base + 2);
-      const r = await pushList({ ...world.deps(), ...fast }, world.config.lists[0]!);
+      const r = await pushList({ ...world.deps(), ...afterKill }, world.config.lists[0]!);
       expect(r).toMatchObject({ conflicts: 1, applied: 0, failed: 0 });
       expect((await patches(world)).filter((p) => p.RowVersion === 0)).toEqual([]);
       expect((await item(world, id))[F.notes]).toBe('platform edit');
@@ -105,7 +107,7 @@ describe('a push killed after the platform applied its PATCH, then edits on both
 
   it('local-wins: edit2 goes out with RowVersion 0, the only write with it', async () => {
     const { world, id } = await killedWrite('local-wins');
-    const r = await pushList({ ...world.deps(), ...fast }, world.config.lists[0]!);
+    const r = await pushList({ ...world.deps(), ...afterKill }, world.config.lists[0]!);
     expect(r).toMatchObject({ conflicts: 1, failed: 0 });
     const sent = await patches(world);
     expect(sent.filter((p) => p.RowVersion === 0)).toEqual([{ RowVersion: 0, Data: { [F.notes]: 'edit2' } }]);
