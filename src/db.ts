@@ -12,6 +12,7 @@ import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
 import { redactUrl } from './config.js';
 import { PlatformError } from './platform/errors.js';
+import { parseJson } from './platform/json.js';
 import { ConfigError, PG, coerceError, pgCode } from './errors.js';
 
 export type { Knex };
@@ -21,6 +22,15 @@ export type { Knex };
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
 // Dates ("date" columns) stay 'YYYY-MM-DD' strings: no time zone games.
 pg.types.setTypeParser(pg.types.builtins.DATE, (v) => v);
+// jsonb is exact (numeric), JSON.parse is not: integers beyond 2^53 (19-digit IDs in a file object, in a
+// captured change) come back as their digits, as the platform's answers do (src/platform/json.ts).
+pg.types.setTypeParser(pg.types.builtins.JSONB, (v: string) => (LONG_DIGITS.test(v) ? parseJson(v) : JSON.parse(v)));
+
+/**
+ * A number token of sixteen digits or more (after `:`, `,` or `[`): one JSON.parse may round. Checked before the
+ * exact parse, so the usual value (IDs are strings in `_raw`) costs one regex scan more than JSON.parse.
+ */
+const LONG_DIGITS = /[:,[]\s*-?\d{16}/;
 
 export const OWN_SCHEMA = 'listsync';
 

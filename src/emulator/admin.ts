@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
 import { ActivityError, type ActivitySettings } from './activity.js';
 import { ApiError, STATUS } from './api-error.js';
-import type { EmulatorState, ResetOptions } from './emulator-state.js';
+import { MULTI_VALUE_NUMBERS, type EmulatorState, type ResetOptions } from './emulator-state.js';
 import { FaultSettingsError } from './faults.js';
 import { type FieldSpec, fieldIdFor, userFieldMeta } from './field-types.js';
 import { readBody, sendJson } from './http-io.js';
@@ -93,6 +93,9 @@ const settingsSchema = z.strictObject({
     })
     .optional(),
   omitEmptyValues: z.boolean().optional(),
+  systemFields: z.array(z.string().min(1)).optional(),
+  ignoredWriteFields: z.array(z.string().min(1)).optional(),
+  multiValueNumbers: z.enum(MULTI_VALUE_NUMBERS).optional(),
 });
 
 /** How a slot is given to another field: the new field's FieldID (default: a fresh one), and whether items keep the slot's old values. */
@@ -375,7 +378,7 @@ async function route(
 
 export const ADMIN_ROUTES = [
   'POST /_admin/reset {sample?, items?, seedNumber?, seed?, timeZone?, apiKeys?, referenceDate?}',
-  'GET|PUT /_admin/settings {fieldMeta?: exported|swapped|type-only|control-only, fieldFlags?: boolean|number|string, queryLagMs?, unknownItem?: {httpStatus, status}, omitEmptyValues?}',
+  'GET|PUT /_admin/settings {fieldMeta?: exported|swapped|type-only|control-only, fieldFlags?: boolean|number|string, queryLagMs?, unknownItem?: {httpStatus, status}, omitEmptyValues?, systemFields?: [field], ignoredWriteFields?: [field], multiValueNumbers?: bare|as-written}',
   'GET|PUT /_admin/faults (PUT: partial, null restores a default)',
   'DELETE /_admin/faults (all faults off)',
   'GET /_admin/requests?since=<seq>',

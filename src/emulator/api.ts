@@ -4,7 +4,7 @@ import type { EmulatorState } from './emulator-state.js';
 import { presentFields } from './field-meta.js';
 import { buildProjection, itemsJson, type ItemProjection } from './item-json.js';
 import type { PageFault } from './faults.js';
-import { createItem, deleteItem, requireItem, updateItem, validateWriteData } from './items.js';
+import { createItem, deleteItem, requireItem, updateItem, validateWriteData, type WriteData } from './items.js';
 import { formatNaive } from './platform-time.js';
 import { parsePaging, parseQuery } from './query-engine.js';
 import type { ListData } from './store.js';
@@ -112,7 +112,11 @@ function listDetails(state: EmulatorState, appID: string, listID: string): ApiRe
 }
 
 function listFields(state: EmulatorState, appID: string, listID: string): ApiReply {
-  const fields = presentFields(requireList(state, appID, listID).fields(), state.fieldMeta);
+  const system = new Set(state.systemFields);
+  const metas = requireList(state, appID, listID)
+    .fields()
+    .map((f) => (system.has(f.FieldName) ? { ...f, IsSystem: true } : f));
+  const fields = presentFields(metas, state.fieldMeta);
   return ok(JSON.stringify(fields), fields.length);
 }
 
@@ -172,7 +176,7 @@ function wrongPage(
 function create(state: EmulatorState, appID: string, listID: string, input: RequestInput): ApiReply {
   const list = requireList(state, appID, listID);
   const body = objectBody(input.body);
-  const data = validateWriteData(list, body['Data']);
+  const data = writtenData(state, list, validateWriteData(list, body['Data']));
   const { ms, naive } = state.now();
   const id = createItem(list, data, {
     userId: state.store.apiUser.UserID,
@@ -182,6 +186,41 @@ function create(state: EmulatorState, appID: string, listID: string, input: Requ
     events: state.itemHooks,
   });
   return ok(JSON.stringify(id));
+}
+
+/**
+ * What a write stores: fields marked system or ignored on write (settings
+ * `systemFields`, `ignoredWriteFields`) are left out (the write still succeeds
+ * and bumps the version), and multi-value arrays of integer strings are stored
+ * as bare numbers when `multiValueNumbers` is `bare`.
+ */
+function writtenData(state: EmulatorState, list: ListData, data: WriteData): WriteData {
+  const ignored = new Set([...state.systemFields, ...state.ignoredWriteFields]);
+  const out: WriteData = {};
+  for (const [name, value] of Object.entries(data)) {
+    if (ignored.has(name)) continue;
+    const meta = list.field(name);
+    out[name] = state.multiValueNumbers === 'bare' && meta && isMultiValueMeta(meta) ? bareIntegers(value) : value;
+  }
+  return out;
+}
+
+const isMultiValueMeta = (meta: { Type: string; FieldType: string; Rules: Record<string, unknown> }): boolean =>
+  meta.Type === 'checkbox' ||
+  meta.FieldType === 'checkbox' ||
+  /multi/i.test(meta.Type) ||
+  Object.entries(meta.Rules).some(([k, v]) => /multi/i.test(k) && (v === true || v === 1 || v === '1' || v === 'true'));
+
+/** `["1177823559771361293","2"]` → `[1177823559771361293,2]`; anything else as it is. */
+function bareIntegers(value: string): string {
+  let arr: unknown;
+  try {
+    arr = JSON.parse(value);
+  } catch {
+    return value;
+  }
+  if (!Array.isArray(arr) || arr.length === 0 || !arr.every((e) => typeof e === 'string' && /^-?[1-9]\d*$|^0$/.test(e))) return value;
+  return `[${(arr as string[]).join(',')}]`;
 }
 
 /** The item's slot; an unknown item is answered as `settings.unknownItem` says. */
@@ -223,7 +262,7 @@ function update(state: EmulatorState, appID: string, listID: string, itemID: str
   if (typeof rv !== 'number' || !Number.isInteger(rv) || rv < 0) {
     throw badRequest(`RowVersion must be an integer >= 0 (0 overwrites) (got ${JSON.stringify(rv)})`);
   }
-  const data = validateWriteData(list, body['Data']);
+  const data = writtenData(state, list, validateWriteData(list, body['Data']));
   const slot = requireApiItem(state, list, itemID);
   updateItem(list, slot, data, {
     userId: state.store.apiUser.UserID,

@@ -49,7 +49,25 @@ export interface RuntimeSettings {
   unknownItem: UnknownItemAnswer;
   /** Items leave out the fields whose value is empty (what some platforms do); system fields are always sent. */
   omitEmptyValues: boolean;
+  /**
+   * User fields `GET .../fields` marks `IsSystem: true`; a write naming one is
+   * answered success and bumps the version, and the field keeps its value
+   * (what the platform does with system, auto-number and calculated fields).
+   */
+  systemFields: string[];
+  /** Fields served as usual whose writes are ignored the same way: a value the platform does not take. */
+  ignoredWriteFields: string[];
+  /**
+   * How a multi-value field (checkbox, multi lookup) written with an array of
+   * integer strings is stored and served: `bare` (the default, the strictest:
+   * `[1177823559771361293,...]`, as the platform's own tooling writes IDs) or
+   * `as-written`.
+   */
+  multiValueNumbers: MultiValueNumbers;
 }
+
+export const MULTI_VALUE_NUMBERS = ['bare', 'as-written'] as const;
+export type MultiValueNumbers = (typeof MULTI_VALUE_NUMBERS)[number];
 
 export interface UnknownItemAnswer {
   httpStatus: number;
@@ -74,6 +92,9 @@ export class EmulatorState {
   fieldMeta: FieldMetaShape;
   unknownItem: UnknownItemAnswer = { ...DEFAULT_UNKNOWN_ITEM };
   omitEmptyValues = false;
+  systemFields: string[] = [];
+  ignoredWriteFields: string[] = [];
+  multiValueNumbers: MultiValueNumbers = 'bare';
   private readonly initial: ResetOptions;
   private readonly initialReferenceMs: number;
 
@@ -104,6 +125,9 @@ export class EmulatorState {
       queryLagMs: this.lag.lagMs,
       unknownItem: { ...this.unknownItem },
       omitEmptyValues: this.omitEmptyValues,
+      systemFields: [...this.systemFields],
+      ignoredWriteFields: [...this.ignoredWriteFields],
+      multiValueNumbers: this.multiValueNumbers,
     };
   }
 
@@ -114,6 +138,9 @@ export class EmulatorState {
     if (patch.fieldFlags !== undefined) this.fieldMeta = { ...this.fieldMeta, flags: patch.fieldFlags };
     if (patch.unknownItem !== undefined) this.unknownItem = { ...patch.unknownItem };
     if (patch.omitEmptyValues !== undefined) this.omitEmptyValues = patch.omitEmptyValues;
+    if (patch.systemFields !== undefined) this.systemFields = [...patch.systemFields];
+    if (patch.ignoredWriteFields !== undefined) this.ignoredWriteFields = [...patch.ignoredWriteFields];
+    if (patch.multiValueNumbers !== undefined) this.multiValueNumbers = patch.multiValueNumbers;
     return this.settings;
   }
 

@@ -26,6 +26,12 @@ export interface FaultSettings {
    * connection is dropped without an answer: a lost answer, on purpose.
    */
   loseWriteAnswers: number;
+  /**
+   * Every item update (PATCH) is applied at once and answered this many ms
+   * later (0: at once): a platform slower than the client's timeout, whose
+   * writes went through nevertheless.
+   */
+  updateAnswerDelayMs: number;
   /** Every request is answered 429 until this instant (epoch ms). */
   rateLimitStorm: { untilMs: number } | null;
   /** PageIndex values for which items/query answers `Data: []` with the real TotalCount. */
@@ -84,6 +90,7 @@ export const DEFAULT_FAULTS: Readonly<FaultSettings> = Object.freeze({
   dropRate: 0,
   malformedRate: 0,
   loseWriteAnswers: 0,
+  updateAnswerDelayMs: 0,
   rateLimitStorm: null,
   emptyPages: [],
   pageFault: null,
@@ -102,6 +109,7 @@ const patchSchema = z.strictObject({
   dropRate: rate.nullable().optional(),
   malformedRate: rate.nullable().optional(),
   loseWriteAnswers: z.number().int().min(0).max(1_000_000).nullable().optional(),
+  updateAnswerDelayMs: ms.nullable().optional(),
   rateLimitStorm: z
     .union([ms, z.strictObject({ untilMs: z.number() }), z.strictObject({ durationMs: ms })])
     .nullable()
@@ -148,6 +156,7 @@ export function mergeFaults(current: FaultSettings, patch: unknown, nowMs: numbe
     'dropRate',
     'malformedRate',
     'loseWriteAnswers',
+    'updateAnswerDelayMs',
     'faultSeed',
   ] as const;
   for (const k of nums) {

@@ -162,6 +162,8 @@ async function handleV1(state: EmulatorState, req: IncomingMessage, res: ServerR
     send({ ...reply, body: state.faults.malform(reply.body), fault: 'malformed' });
     return;
   }
+  const answerDelay = faultsApply && req.method === 'PATCH' ? state.faults.settings.updateAnswerDelayMs : 0;
+  if (answerDelay > 0) await state.timers.sleep(answerDelay);
   send(reply);
 }
 

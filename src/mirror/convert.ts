@@ -14,8 +14,22 @@
  * JS-side value per kind: text → string; numeric → plain decimal string
  * (exact, no exponent); boolean → boolean; date → 'YYYY-MM-DD'; timestamptz →
  * Date; text[] → string[]; jsonb → parsed JSON (objects/arrays) or the string.
+ *
+ * Numbers inside JSON values are exact (test/mirror/exact-values.test.ts): a
+ * multi-value array's elements keep every digit (`[1177823559771361293]` →
+ * `{1177823559771361293}`), and a JSON value stored as jsonb keeps its numbers
+ * as written (jsonb's numeric is exact), never through a JS number.
+ *
+ * NULL sent per kind (`toPlatform`): a cleared switch is `"0"` (off, as the
+ * platform reads it); every other kind is `""`, the platform's empty value.
+ *
+ * Date-times before a zone's first standard offset (local mean time, e.g.
+ * +08:05:43 in Asia/Shanghai before 1901) are read and written with that first
+ * standard offset (+08:00), both ways, so they round-trip exactly.
  */
+import { parse as parseLossless, stringify as stringifyLossless } from 'lossless-json';
 import { DateTime, FixedOffsetZone, IANAZone, type Zone } from 'luxon';
+import { parseJson } from '../platform/json.js';
 import type { ColumnKind } from './column-types.js';
 import { arrayLiteral, jsonbSafe } from './pg-text.js';
 
@@ -105,10 +119,19 @@ export function fromPlatformToSql(kind: ColumnKind, raw: unknown, zone: string):
     case 'text[]':
       return arrayLiteral(c.value as string[]);
     case 'jsonb':
-      return jsonbSafe(JSON.stringify(c.value)).json;
+      return jsonbSafe(typeof raw === 'string' && typeof c.value === 'object' ? exactJsonText(raw) : JSON.stringify(c.value)).json;
     default:
       return c.value as string;
   }
+}
+
+/**
+ * JSON text with every number as written (jsonb's numeric keeps it exactly):
+ * `{"FileID":1177823559771361293}` stays so, where JSON.parse would round it.
+ * Re-serialised, so escapes come out as JSON.stringify writes them.
+ */
+function exactJsonText(text: string): string {
+  return /\d{16}|\.\d{16}/.test(text) ? (stringifyLossless(parseLossless(text)) ?? text) : JSON.stringify(JSON.parse(text));
 }
 
 const offsetSuffixes = new Map<number, string>();
@@ -138,9 +161,9 @@ function wallOffsetMinutes(w: WallTime, zone: string): number | null | undefined
   return diff % 60_000 === 0 ? diff / 60_000 : undefined;
 }
 
-/** Column value (as read from Postgres or from outbox.changes) → wire string; NULL → "". */
+/** Column value (as read from Postgres or from outbox.changes) → wire string; NULL → "" (a switch: "0", off). */
 export function toPlatform(kind: ColumnKind, value: unknown, zone: string): string {
-  if (value === null || value === undefined) return '';
+  if (value === null || value === undefined) return kind === 'boolean' ? '0' : '';
   switch (kind) {
     case 'text':
       return typeof value === 'string' ? value : ((textFrom(value).value as string | null) ?? '');
@@ -177,7 +200,7 @@ export function toPlatform(kind: ColumnKind, value: unknown, zone: string): stri
               ? value.toJSDate()
               : null;
       if (d === null || Number.isNaN(d.getTime())) throw new TypeError(`not a date-time: ${describe(value)}`);
-      return DateTime.fromJSDate(d, { zone }).toFormat(WIRE_DATETIME_FORMAT);
+      return wallTimeIn(d, zone).toFormat(WIRE_DATETIME_FORMAT);
     }
     case 'text[]': {
       const m = multiFrom(value);
@@ -266,7 +289,8 @@ function multiFrom(raw: unknown): Converted {
     const s = raw.trim();
     if (!s.startsWith('[')) return FAILED;
     try {
-      arr = JSON.parse(s);
+      // Lossless: bare integers beyond 2^53 (19-digit IDs) keep their digits.
+      arr = parseJson(s);
     } catch {
       return FAILED;
     }
@@ -495,7 +519,9 @@ function offsetFunction(zone: string): ((ts: number) => number) | null {
   } else {
     const z = IANAZone.create(zone);
     const cache = new Map<number, number>();
+    const lmt = localMeanTime(z);
     fn = (ts: number): number => {
+      if (lmt !== null && ts < lmt.until) return lmt.offset;
       const bucket = Math.floor(ts / BUCKET_MS);
       const hit = cache.get(bucket);
       if (hit !== undefined) return hit;
@@ -511,9 +537,43 @@ function offsetFunction(zone: string): ((ts: number) => number) | null {
   return fn;
 }
 
+/**
+ * A zone's local mean time (the tz database's first entry, e.g. +08:05:43 in
+ * Asia/Shanghai until 1901): until when it applies and the first standard
+ * offset that followed it, which listsync uses instead. Null for a zone that
+ * never changed offset (UTC) or whose first offset is already whole minutes.
+ */
+function localMeanTime(z: IANAZone): { until: number; offset: number } | null {
+  const first = z.offset(EARLIEST_MS);
+  if (Number.isInteger(first)) return null;
+  let lo = EARLIEST_MS;
+  let hi = lo;
+  // Years at a time to the first instant with another offset, then to the millisecond.
+  while (z.offset(hi) === first) {
+    if (hi > LATEST_SCAN_MS) return null;
+    hi += 365 * BUCKET_MS;
+  }
+  while (hi - lo > 1) {
+    const mid = Math.floor((lo + hi) / 2);
+    if (z.offset(mid) === first) lo = mid;
+    else hi = mid;
+  }
+  return { until: hi, offset: z.offset(hi) };
+}
+
+const EARLIEST_MS = Date.UTC(1800, 0, 1);
+const LATEST_SCAN_MS = Date.UTC(2000, 0, 1);
+
+/** The wall time of an instant in `zone`, as listsync reads the zone's offsets (no local mean time). */
+function wallTimeIn(d: Date, zone: string): DateTime {
+  const offset = offsetFunction(zone);
+  if (!offset) return DateTime.fromJSDate(d, { zone });
+  return DateTime.fromMillis(d.getTime() + offset(d.getTime()) * 60_000, { zone: 'utc' });
+}
+
 function dateOfInstant(d: Date, zone: string): string | null {
   if (Number.isNaN(d.getTime())) return null;
-  return DateTime.fromJSDate(d, { zone }).toFormat(WIRE_DATE_FORMAT);
+  return wallTimeIn(d, zone).toFormat(WIRE_DATE_FORMAT);
 }
 
 function wallObject(w: WallTime): Omit<WallTime, 'hasTime' | 'offset'> {

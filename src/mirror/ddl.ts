@@ -31,7 +31,17 @@ import {
 } from './naming.js';
 import { DIRECTORY_OWN_COLUMNS, OWN_COLUMNS_OF } from './own-columns.js';
 import { rederiveColumns, type DerivedColumn } from './rederive.js';
-import { fieldIdOf, fieldsFingerprint, isAnotherField, keptRawKeys, readRegistry, writeRegistry, type RegistryField } from './registry.js';
+import {
+  fieldIdOf,
+  fieldsFingerprint,
+  isAnotherField,
+  keptRawKeys,
+  mappedColumn,
+  readRegistry,
+  writeRegistry,
+  type RegistryField,
+} from './registry.js';
+import { isReadOnlyField } from './read-only.js';
 import { createTableMapping, FIXED_COLUMNS, type MappedColumn, type TableMapping } from './table-mapping.js';
 import { ensureHistoryTable, historyTableName } from './history.js';
 import {
@@ -280,7 +290,7 @@ async function ensureInTransaction(trx: Knex.Transaction, o: EnsureMirrorTableOp
     }
   }
   await ensureIndexes(trx, schema, table);
-  const active: MappedColumn[] = entries.map(({ field, column, kind }) => ({ field, column, kind }));
+  const active: MappedColumn[] = entries.map(mappedColumn);
   await attachCaptureTriggers(trx, {
     schema,
     table,
@@ -603,6 +613,7 @@ function registryEntry(f: FieldMeta, column: string, kind: ColumnKind, platformK
     ...(typeof f.DisplayName === 'string' && f.DisplayName !== '' ? { displayName: f.DisplayName } : {}),
     indexed: flag(f.IsIndex),
     system: flag(f.IsSystem),
+    ...(isReadOnlyField(f) ? { readOnly: true } : {}),
     fixed,
     removed: false,
     ...(fieldIdOf(f) !== undefined ? { fieldId: fieldIdOf(f) } : {}),

@@ -13,8 +13,9 @@ import type { Knex } from '../db.js';
 import type { FieldMeta } from '../platform/types.js';
 import { selectRegistryRow, upsertRegistryRow } from '../store/registry.js';
 import { columnKindFor, describeField, isColumnKind, parseRules, type ColumnKind, type KindSource } from './column-types.js';
+import { readOnlyFromSystemFlag } from './read-only.js';
 import { decodeStorable, escapeStorable, storableValue, unescapeStorable } from './storable.js';
-import { createTableMapping, FIXED_COLUMNS, type TableMapping } from './table-mapping.js';
+import { createTableMapping, FIXED_COLUMNS, type MappedColumn, type TableMapping } from './table-mapping.js';
 
 export interface RegistryField {
   field: string;
@@ -33,6 +34,8 @@ export interface RegistryField {
   displayName?: string;
   indexed: boolean;
   system: boolean;
+  /** The platform does not take writes of it (src/mirror/read-only.ts). */
+  readOnly?: boolean;
   /** Maps to one of the fixed columns (id, row_version, created_at, modified_at). */
   fixed: boolean;
   /** No longer in the platform's field list; the column is kept. */
@@ -150,6 +153,9 @@ export function parseRegistryFields(value: unknown): RegistryField[] {
       ...(typeof r.displayName === 'string' ? { displayName: r.displayName } : {}),
       indexed: r.indexed === true,
       system: r.system === true,
+      ...(r.readOnly === true || (r.readOnly === undefined && readOnlyFromSystemFlag(String(r.field), r.system === true))
+        ? { readOnly: true }
+        : {}),
       fixed: r.fixed === true,
       removed: r.removed === true,
       ...(typeof r.fieldId === 'string' ? { fieldId: r.fieldId } : {}),
@@ -179,6 +185,17 @@ function dateFormatOf(f: FieldMeta): string {
   return typeof v === 'string' ? v : '';
 }
 
+/** A registry entry as a mapped column (read-only flag and display name kept for the capture's messages). */
+export function mappedColumn(e: RegistryField): MappedColumn {
+  return {
+    field: e.field,
+    column: e.column,
+    kind: e.kind,
+    ...(e.readOnly ? { readOnly: true } : {}),
+    ...(e.displayName !== undefined ? { displayName: e.displayName } : {}),
+  };
+}
+
 /**
  * The mapping of a registered list, read from the registry without touching
  * the table. Undefined when the list was never registered (run a pull first).
@@ -197,7 +214,7 @@ export async function loadTableMapping(db: Knex | Knex.Transaction, schema: stri
     versionField: fixedField(FIXED_COLUMNS.rowVersion, 'RowVersion'),
     createdField: fixedField(FIXED_COLUMNS.createdAt, 'Created'),
     modifiedField: fixedField(FIXED_COLUMNS.modifiedAt, 'Modified'),
-    columns: fieldEntries.filter((f) => !f.removed).map(({ field, column, kind }) => ({ field, column, kind })),
+    columns: fieldEntries.filter((f) => !f.removed).map(mappedColumn),
     removedColumns: fieldEntries.filter((f) => f.removed).map(({ field, column, kind }) => ({ field, column, kind })),
     keptRawKeys: keptRawKeys(fieldEntries),
     ...(entry.conversion.omitsEmptyValues ? { omitsEmptyValues: true } : {}),

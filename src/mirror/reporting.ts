@@ -19,7 +19,7 @@
 import type { Knex } from '../db.js';
 import { objectName, qualifiedName, quoteIdent, quoteLiteral } from './naming.js';
 import type { RegistryField } from './registry.js';
-import { closestText } from './storable.js';
+import { escapeStorable } from './storable.js';
 import { HISTORY_COLUMNS, OWN_COLUMNS_OF, VIEW_SYNCED_AT } from './own-columns.js';
 import { FIXED_COLUMNS } from './table-mapping.js';
 
@@ -95,12 +95,13 @@ export async function syncComments(
   )) as { rows: { name: string; comment: string | null; rel: string | null; relkind: string }[] };
   if (res.rows.length === 0) return;
   const what = res.rows[0]!.relkind === 'v' ? 'view' : 'table';
-  // Comments quote the platform's names: NUL and lone surrogates (which PostgreSQL text cannot hold) read U+FFFD there.
-  const rel = relation === undefined ? undefined : closestText(relation);
+  // Comments quote the platform's names: one holding NUL or a lone surrogate (which PostgreSQL text cannot hold) is
+  // stored escaped (src/mirror/storable.ts), so unescapeStorable gives it back exactly.
+  const rel = relation === undefined ? undefined : escapeStorable(relation);
   if (rel !== undefined && res.rows[0]!.rel !== rel) await trx.raw(`comment on ${what} ${q} is ${quoteLiteral(rel)}`);
   for (const r of res.rows) {
     const found = columns.get(r.name) ?? textCopyComment(r.name, columns);
-    const want = found === undefined ? undefined : closestText(found);
+    const want = found === undefined ? undefined : escapeStorable(found);
     if (want !== undefined && want !== r.comment) await trx.raw(`comment on column ${q}.${quoteIdent(r.name)} is ${quoteLiteral(want)}`);
   }
 }

@@ -20,6 +20,10 @@ export interface MappedColumn {
   column: string;
   /** The column's kind: the field's kind, or `text` after a widening. */
   kind: ColumnKind;
+  /** The platform keeps its own value whatever a write sends (src/mirror/read-only.ts): edits are refused. */
+  readOnly?: boolean;
+  /** The field's display name, for messages. */
+  displayName?: string;
 }
 
 export interface TableMappingData {

@@ -18,9 +18,14 @@
  *   push settles it. Without `pushDeletes` → refused, naming the option.
  * - UPDATE of id / row_version / created_at / modified_at, TRUNCATE →
  *   refused with an exception (SQLSTATE P0001) whose message says why.
+ * - A write of a read-only field's column (system, auto-number, calculated:
+ *   src/mirror/read-only.ts) or of a multi-value array holding a NULL element
+ *   → refused, naming the field and the column (migration
+ *   20261128000300_capture_read_only).
  */
 import type { Knex } from '../db.js';
 import { qualifiedName, quoteLiteral } from './naming.js';
+import { escapeStorable } from './storable.js';
 import type { MappedColumn } from './table-mapping.js';
 
 export const CAPTURE_FUNCTION = 'listsync.mirror_capture';
@@ -65,13 +70,20 @@ export function textArrayLiteral(names: readonly string[]): string {
 /** Whole-number fields: their slot says so (`Bigint1`). */
 const isWholeNumberField = (c: MappedColumn): boolean => c.kind === 'numeric' && /^bigint/i.test(c.field.trim());
 
+/** How a read-only field is named in the capture's refusal: `"Status" (field Text3)`. */
+const fieldLabel = (c: MappedColumn): string =>
+  c.displayName !== undefined && c.displayName !== c.field ? `"${c.displayName}" (field ${c.field})` : `field ${c.field}`;
+
 /**
  * The capture function's arguments, the same for every trigger of a table:
  * list name, field columns, numeric columns, the delete option, the version
- * field, removed fields' columns, whole-number columns.
+ * field, removed fields' columns, whole-number columns, read-only fields'
+ * columns and their names (for the refusal), multi-value columns (an array
+ * with a NULL element is refused).
  */
 export function captureArguments(options: Omit<AttachTriggerOptions, 'schema' | 'table'>): string[] {
   const columns = options.columns;
+  const readOnly = columns.filter((c) => c.readOnly === true);
   return [
     options.listName,
     textArrayLiteral(columns.map((c) => c.column)),
@@ -80,6 +92,9 @@ export function captureArguments(options: Omit<AttachTriggerOptions, 'schema' | 
     options.versionField ?? '',
     textArrayLiteral((options.removedColumns ?? []).map((c) => c.column)),
     textArrayLiteral(columns.filter(isWholeNumberField).map((c) => c.column)),
+    textArrayLiteral(readOnly.map((c) => c.column)),
+    textArrayLiteral(readOnly.map((c) => escapeStorable(fieldLabel(c)))),
+    textArrayLiteral(columns.filter((c) => c.kind === 'text[]').map((c) => c.column)),
   ];
 }
 

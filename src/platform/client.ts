@@ -19,7 +19,9 @@
  * - `updateItem` (PATCH) is retried: it is version-checked, so a retry of an
  *   attempt that was in fact applied fails with a RowVersion mismatch. Such a
  *   failure carries `maybeApplied: true` (and `retries > 0`), so the caller
- *   can re-read the item instead of reporting a conflict;
+ *   can re-read the item instead of reporting a conflict. A PATCH that got
+ *   no answer at all (a timeout, a cut connection) is not resent here: the
+ *   push reads the item by ID first and sends it at most once more;
  * - `deleteItem` (DELETE) is retried the same way: deleting an absent item
  *   answers "not found", so a retry of an attempt that was in fact applied
  *   throws NotFoundError with `maybeApplied: true`;
@@ -663,6 +665,9 @@ export class PlatformClient {
       (r.kind === 'answer' && r.httpStatus !== undefined && (r.httpStatus >= 500 || r.httpStatus === 408));
     if (!transient) return false;
     if (repeat === 'create') return r.kind === 'transport' && surelyNotSent(r.code);
+    // A PATCH without an answer (a timeout, a cut connection) may have been applied: the caller reads the item
+    // by ID before sending it again (src/sync/push.ts), instead of this loop resending it blind.
+    if (repeat === 'update' && r.kind === 'transport') return surelyNotSent(r.code);
     return true;
   }
 

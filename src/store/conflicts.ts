@@ -4,6 +4,7 @@
  * `listsync conflicts resolve`.
  */
 import type { Knex } from '../db.js';
+import { decodeStorable, storableJson } from '../mirror/storable.js';
 import type { Item } from '../platform/types.js';
 
 export const CONFLICTS_TABLE = 'listsync.conflicts';
@@ -51,7 +52,8 @@ export const LATEST_CONFLICT_ID_SQL = `select max(id) as id from ${CONFLICTS_TAB
 
 export async function insertConflict(db: Db, c: NewConflict): Promise<void> {
   await db(CONFLICTS_TABLE).insert({
-    base: c.base ? JSON.stringify(c.base) : null,
+    // The platform's strings as storable text (src/mirror/storable.ts); reads decode them.
+    base: c.base ? storableJson(c.base) : null,
     outbox_id: c.outboxId,
     op: c.op,
     list_name: c.listName,
@@ -59,8 +61,8 @@ export async function insertConflict(db: Db, c: NewConflict): Promise<void> {
     policy: c.policy,
     base_version: c.baseVersion,
     remote_version: c.remoteVersion,
-    local: JSON.stringify(c.local),
-    remote: JSON.stringify(c.remote),
+    local: storableJson(c.local),
+    remote: storableJson(c.remote),
     status: c.status,
     resolution: c.resolution,
     resolved_at: c.status === 'resolved' ? db.fn.now() : null,
@@ -71,11 +73,22 @@ export async function listConflicts(db: Db, options: { list?: string; all?: bool
   const q = db(CONFLICTS_TABLE).orderBy('id');
   if (options.list) q.where({ list_name: options.list });
   if (!options.all) q.where({ status: 'open' });
-  return (await q) as ConflictRow[];
+  return ((await q) as ConflictRow[]).map(decoded);
+}
+
+/** A conflict as it was recorded: strings stored escaped given back (`storableJson` on insert). */
+function decoded(c: ConflictRow): ConflictRow {
+  return {
+    ...c,
+    local: decodeStorable(c.local) as Record<string, unknown>,
+    remote: c.remote === null ? null : (decodeStorable(c.remote) as Item),
+    base: c.base === null ? null : (decodeStorable(c.base) as Item),
+  };
 }
 
 export async function getConflict(db: Db, id: number): Promise<ConflictRow | undefined> {
-  return (await db(CONFLICTS_TABLE).where({ id }).first()) as ConflictRow | undefined;
+  const c = (await db(CONFLICTS_TABLE).where({ id }).first()) as ConflictRow | undefined;
+  return c && decoded(c);
 }
 
 export async function countOpenConflicts(db: Db, listName: string): Promise<number> {

@@ -14,8 +14,12 @@
  * produced (the new version, the values sent) is in the mirror row's `_raw`,
  * but the item was not re-read yet. The push re-reads such items before
  * anything else (src/sync/settle-mirror.ts) and clears the flag.
+ *
+ * `last_error` may quote the platform's text: it is stored as the closest
+ * text PostgreSQL can hold (`closestText`), so an error never fails its write.
  */
 import type { Knex } from '../db.js';
+import { closestText } from '../mirror/storable.js';
 
 export const OUTBOX_TABLE = 'listsync.outbox';
 
@@ -212,9 +216,37 @@ export async function markSending(
     });
 }
 
+/** A change's current `changes` (edits merged in by the capture since it was read), or undefined when it is gone. */
+export async function changesOf(db: Db, id: number): Promise<Record<string, unknown> | undefined> {
+  const r = (await db(OUTBOX_TABLE).where({ id }).first('changes')) as { changes: Record<string, unknown> } | undefined;
+  return r?.changes;
+}
+
+/**
+ * The JSON text of the change's `columns` (jsonb columns) as PostgreSQL holds
+ * them in `changes` or `sent_changes`: numbers exact, where reading them into
+ * JavaScript would round integers beyond 2^53 or turn them into strings.
+ */
+export async function exactJsonValues(
+  db: Db,
+  id: number,
+  columns: readonly string[],
+  which: 'changes' | 'sent_changes',
+): Promise<Record<string, string>> {
+  if (columns.length === 0) return {};
+  const res = (await db.raw(
+    `select e.key, e.value::text as json from ${OUTBOX_TABLE} o cross join lateral jsonb_each(o.${which === 'changes' ? 'changes' : 'sent_changes'}) e
+      where o.id = ? and e.key = any(?::text[])`,
+    [id, [...columns]],
+  )) as { rows: { key: string; json: string }[] };
+  return Object.fromEntries(res.rows.map((r) => [r.key, r.json]));
+}
+
 /** The change will never be sent: a newer version won, or the local row went away. */
 export async function supersede(db: Db, id: number, reason: string): Promise<void> {
-  await db(OUTBOX_TABLE).where({ id }).update({ status: 'superseded', sent_changes: null, last_error: reason, updated_at: db.fn.now() });
+  await db(OUTBOX_TABLE)
+    .where({ id })
+    .update({ status: 'superseded', sent_changes: null, last_error: closestText(reason), updated_at: db.fn.now() });
 }
 
 /** A delete went through (nothing to re-read: the mirror row stays marked deleted). */
@@ -297,8 +329,19 @@ export async function keepUnsendable(trx: Knex.Transaction, id: number, removed:
     base_version: r.base_version,
     status: 'failed',
     attempts: 1,
-    last_error: error,
+    last_error: closestText(error),
   });
+}
+
+/**
+ * The platform did not take values an applied write sent to `itemId`: its
+ * applied changes still flagged `mirror_behind` end failed with `error` (an
+ * edit made meanwhile, pending, is kept as it is).
+ */
+export async function markNotTaken(db: Db, listName: string, itemId: string, error: string): Promise<void> {
+  await db(OUTBOX_TABLE)
+    .where({ list_name: listName, item_id: itemId, mirror_behind: true, status: 'applied' })
+    .update({ status: 'failed', last_error: closestText(error), attempts: db.raw('attempts + 1'), updated_at: db.fn.now() });
 }
 
 /** Locks the row and tells whether its create was withdrawn (the local row deleted while it was in flight). */
@@ -318,7 +361,7 @@ export async function recordFailure(
     .update({
       status: outcome.failed ? 'failed' : 'pending',
       attempts: outcome.attempts,
-      last_error: outcome.error,
+      last_error: closestText(outcome.error),
       sent_changes: null,
       next_attempt_at: db.raw('now() + make_interval(secs => ?)', [outcome.failed ? 0 : outcome.retryInSeconds]),
       updated_at: db.fn.now(),
@@ -330,14 +373,19 @@ export async function markInterrupted(db: Db, id: number, attempts: number, erro
   await db(OUTBOX_TABLE)
     .where({ id })
     .whereIn('status', [...UNSENT_STATUSES])
-    .update({ status: 'pending', attempts, last_error: error, next_attempt_at: db.fn.now(), updated_at: db.fn.now() });
+    .update({ status: 'pending', attempts, last_error: closestText(error), next_attempt_at: db.fn.now(), updated_at: db.fn.now() });
 }
 
 /** The change waits for `listsync conflicts resolve`; `clearSent` drops the snapshot of what was sent. */
 export async function holdAsConflict(db: Db, id: number, error: string, options: { clearSent?: boolean } = {}): Promise<void> {
   await db(OUTBOX_TABLE)
     .where({ id })
-    .update({ status: 'conflict', ...(options.clearSent ? { sent_changes: null } : {}), last_error: error, updated_at: db.fn.now() });
+    .update({
+      status: 'conflict',
+      ...(options.clearSent ? { sent_changes: null } : {}),
+      last_error: closestText(error),
+      updated_at: db.fn.now(),
+    });
 }
 
 /** local-wins: the next push overwrites whatever version the platform has (base version 0). */
@@ -345,16 +393,41 @@ export async function forceOverwrite(db: Db, id: number): Promise<void> {
   await db(OUTBOX_TABLE).where({ id }).update({ base_version: 0, updated_at: db.fn.now() });
 }
 
-/** A conflict settled for the local side: pending again against the platform's version, sent at the next push. */
-export async function requeueAgainst(db: Db, id: number | null, baseVersion: number | null): Promise<void> {
-  await db(OUTBOX_TABLE).where({ id }).update({
-    status: 'pending',
-    base_version: baseVersion,
-    attempts: 0,
-    last_error: null,
-    next_attempt_at: db.fn.now(),
-    updated_at: db.fn.now(),
-  });
+/**
+ * A conflict settled for the local side: pending again against the platform's
+ * version with `changes` (the conflict's local side), sent at the next push.
+ * Throws naming the newer change when the item has another open one.
+ */
+export async function requeueAgainst(
+  db: Db,
+  id: number | null,
+  baseVersion: number | null,
+  changes?: Record<string, unknown>,
+): Promise<void> {
+  const row = (await db(OUTBOX_TABLE).where({ id }).first('list_name', 'item_id', 'status')) as
+    { list_name: string; item_id: string | null; status: OutboxStatus } | undefined;
+  if (row && row.item_id !== null && !(OPEN_STATUSES as readonly string[]).includes(row.status)) {
+    const open = (await db(OUTBOX_TABLE)
+      .where({ list_name: row.list_name, item_id: row.item_id })
+      .whereIn('status', [...OPEN_STATUSES])
+      .first('id')) as { id: number } | undefined;
+    if (open)
+      throw new Error(
+        `item ${row.item_id} has a newer local change (outbox ${open.id}) that the next push sends; settle that one first, or edit the row again.`,
+      );
+  }
+  await db(OUTBOX_TABLE)
+    .where({ id })
+    .update({
+      status: 'pending',
+      ...(changes ? { changes: JSON.stringify(changes) } : {}),
+      sent_changes: null,
+      base_version: baseVersion,
+      attempts: 0,
+      last_error: null,
+      next_attempt_at: db.fn.now(),
+      updated_at: db.fn.now(),
+    });
 }
 
 /** `push --retry-failed`: a list's failed changes are pending again with their attempts reset; returns how many. */

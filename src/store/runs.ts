@@ -4,7 +4,7 @@
  */
 import { hostname } from 'node:os';
 import type { Knex } from '../db.js';
-import { closestText } from '../mirror/storable.js';
+import { closestText, storableJson } from '../mirror/storable.js';
 
 export const RUNS_TABLE = 'listsync.sync_runs';
 
@@ -67,7 +67,7 @@ export async function startRun(
       window_from: extra.windowFrom ?? null,
       window_to: extra.windowTo ?? null,
       resumed: extra.resumed ?? false,
-      details: JSON.stringify(extra.details ?? {}),
+      details: storableJson(extra.details ?? {}),
     })
     .returning('id')) as { id: number }[];
   return row!.id;
@@ -85,7 +85,7 @@ export async function describeRun(
       window_from: extra.windowFrom ?? null,
       window_to: extra.windowTo ?? null,
       resumed: extra.resumed ?? false,
-      details: JSON.stringify(extra.details ?? {}),
+      details: storableJson(extra.details ?? {}),
     });
 }
 
@@ -115,7 +115,7 @@ export async function finishRun(
     finished_at: db.fn.now(),
     error: extra.error === undefined ? null : closestText(extra.error),
   };
-  if (extra.details) update.details = db.raw(`details || ?::jsonb`, [JSON.stringify(extra.details)]);
+  if (extra.details) update.details = db.raw(`details || ?::jsonb`, [storableJson(extra.details)]);
   for (const [k, v] of Object.entries(extra.counters ?? {})) update[k] = v;
   await db(RUNS_TABLE).where({ id: runId }).update(update);
 }

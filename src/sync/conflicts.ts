@@ -96,9 +96,10 @@ export function conflictFields(mapping: TableMapping, c: ConflictRow): ConflictF
 }
 
 /**
- * Settles an open conflict. `local`: the change goes back to pending against
- * the platform's version (the next push sends it; a newer edit there makes a
- * new conflict). `remote`: the change is dropped and the mirror row takes the
+ * Settles a conflict (an open one, or for `local` one remote-wins settled).
+ * `local`: the change goes back to pending against the platform's version,
+ * holding the conflict's local side (the next push sends it; a newer edit
+ * there makes a new conflict). `remote`: the change is dropped and the mirror row takes the
  * platform's values.
  */
 export async function resolveConflict(
@@ -111,7 +112,8 @@ export async function resolveConflict(
 ): Promise<void> {
   await db.transaction(async (trx) => {
     if (keep === 'local') {
-      await requeueAgainst(trx, c.outbox_id, c.remote_version);
+      // What is sent is the conflict's local side: every edit made since the base (the outbox row may be superseded).
+      await requeueAgainst(trx, c.outbox_id, c.remote_version, c.local);
     } else {
       if (c.outbox_id !== null) await supersede(trx, c.outbox_id, "conflict resolved: kept the platform's version");
       const remote = remoteNow ?? c.remote;

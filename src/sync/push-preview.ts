@@ -6,12 +6,12 @@
  */
 import type { Config, ListConfig } from '../config.js';
 import type { Knex } from '../db.js';
-import { toPlatform, type TableMapping } from '../mirror/index.js';
+import type { TableMapping } from '../mirror/index.js';
 import type { PlatformClient } from '../platform/client.js';
 import { queryItemsByIds } from '../platform/item-lookup.js';
 import type { Item } from '../platform/types.js';
 import { unsentChanges, type OutboxRow } from '../store/outbox.js';
-import { loadMappingOrExplain } from './push.js';
+import { loadMappingOrExplain, toWire } from './push.js';
 import { coerceError } from '../errors.js';
 
 export type Verdict = 'apply' | 'conflict' | 'fail';
@@ -130,7 +130,8 @@ function fieldDiffs(row: OutboxRow, mapping: TableMapping, zone: string, base: I
     let local: string;
     try {
       if (!col || col.removed) throw new Error('not a field on the platform');
-      local = toPlatform(col.kind, value, zone);
+      // What the push would send: multi-value elements in the form the item holds (src/mirror/multi-value.ts).
+      local = toWire(mapping, { [column]: value }, zone, base)[field] ?? '';
     } catch (err) {
       local = `(cannot convert: ${coerceError(err).message})`;
     }

@@ -64,11 +64,13 @@ import { AuthError, PlatformError } from '../platform/errors.js';
 import { isRefusalAnswer, queryItemsByIds, readItemOrGone, type ItemListRef } from '../platform/item-lookup.js';
 import type { Item } from '../platform/types.js';
 import { recordWrite } from '../mirror/written.js';
+import { multiValueWire } from '../mirror/multi-value.js';
+import { parse as parseLossless, stringify as stringifyLossless } from 'lossless-json';
 import { DEFAULT_REREAD_DELAYS_MS, settleMirror } from './settle-mirror.js';
 import { LIST_JOBS, listLockName } from './exclusive.js';
 import { runJob, type ActiveRun, type JobDeps, type PageDone } from './run-job.js';
 import { recordConflict } from './conflicts.js';
-import { carries, findCreated, type LostCreateSearch } from './lost-creates.js';
+import { findCreated, isOurWrite, type LostCreateSearch } from './lost-creates.js';
 import { finishRun, zeroCounters, type RunCounters } from '../store/runs.js';
 import * as outbox from '../store/outbox.js';
 import type { OutboxRow } from '../store/outbox.js';
@@ -189,7 +191,7 @@ async function pushLocked(deps: PushDeps, list: ListConfig, run: ActiveRun): Pro
   const settle = { db, client, logger: log, zone: deps.config.platform.timeZone, rereadDelaysMs: deps.rereadDelaysMs };
   try {
     // Writes of an earlier run that were never re-read come first.
-    await settleMirror(settle, list, mapping);
+    result.failed += (await settleMirror(settle, list, mapping)).notTaken.length;
     const rows = await outbox.dueChanges(db, list.name, now);
     log.info({ changes: rows.length }, 'push started');
     const failures = failureStreak();
@@ -215,7 +217,11 @@ async function pushLocked(deps: PushDeps, list: ListConfig, run: ActiveRun): Pro
         itemsSoFar: handled,
       });
       tally(result, outcomes);
-      result.behind = (await settleMirror(settle, list, mapping)).length;
+      const settled = await settleMirror(settle, list, mapping);
+      result.behind = settled.behind.length;
+      // Written, but the platform kept its own value: not applied.
+      result.failed += settled.notTaken.length;
+      result.applied = Math.max(0, result.applied - settled.notTaken.length);
     }
     await outbox.pruneApplied(db, list.name, list.appliedRetentionDays);
     result.counters = { ...result.counters, ...counters() };
@@ -323,15 +329,27 @@ function tally(result: PushResult, outcomes: readonly Outcome[]): void {
   }
 }
 
-/** Column values of a change -> the platform's field strings. */
-export function toWire(mapping: TableMapping, changes: Record<string, unknown>, zone: string): Record<string, string> {
+/**
+ * Column values of a change -> the platform's field strings. `held`: the item
+ * as the mirror last read it (`_raw`), whose multi-value arrays give the form
+ * of their elements (src/mirror/multi-value.ts).
+ */
+export function toWire(
+  mapping: TableMapping,
+  changes: Record<string, unknown>,
+  zone: string,
+  held?: Record<string, unknown> | null,
+  exactJson: Readonly<Record<string, string>> = {},
+): Record<string, string> {
   const data: Record<string, string> = {};
   for (const [column, value] of Object.entries(changes)) {
     const col = mapping.byColumn(column);
     if (!col) throw new Error(`column ${column} is not a field column of ${mapping.schema}.${mapping.table}`);
     if (col.removed) throw new Error(`field ${col.field} (column ${column}) is no longer on the platform`);
     try {
-      data[col.field] = toPlatform(col.kind, value, zone);
+      const exact = col.kind === 'jsonb' && typeof value === 'object' && value !== null ? exactJson[column] : undefined;
+      const wire = exact !== undefined ? compactJson(exact) : toPlatform(col.kind, value, zone);
+      data[col.field] = col.kind === 'text[]' && wire !== '' ? multiValueWire(JSON.parse(wire) as string[], held?.[col.field]) : wire;
     } catch (err) {
       throw new Error(`column ${column}: ${coerceError(err).message}`, { cause: err });
     }
@@ -366,45 +384,112 @@ const describeOp = (row: OutboxRow): string =>
 
 async function pushUpdate(deps: PushDeps, list: ListConfig, mapping: TableMapping, row: OutboxRow): Promise<Outcome> {
   const { db, client } = deps;
-  const recovering = row.status === 'sending';
-  const { sendable, removed } = splitRemoved(mapping, recovering && row.sent_changes ? row.sent_changes : row.changes);
+  const itemId = row.item_id!;
+  const held = await heldItem(db, mapping, itemId);
+  if (row.status === 'sending' && row.sent_changes) {
+    // A push stopped with this write in flight: the platform is asked what became of it before anything is sent again.
+    const earlier = await settleEarlierWrite(deps, list, mapping, row, held);
+    if (earlier) return earlier;
+    row = { ...row, sent_changes: null };
+  }
+  const { sendable, removed } = splitRemoved(mapping, row.changes);
   if (Object.keys(sendable).length === 0) return fail(db, row, removedFieldsError(mapping, removed), true, list.maxPushAttempts);
   const sent = sendable;
-  const data = wireOrFail(deps, mapping, sent);
+  const data = wireOrFail(deps, mapping, sent, held, await exactJsonOf(db, mapping, row, 'changes'));
   if (!data.ok) return fail(db, row, data.error, true, list.maxPushAttempts);
 
-  const itemId = row.item_id!;
-  const known = await knownBase(deps, list, mapping, row);
+  const known = await knownBase(deps, list, mapping, row, held);
   if (known.kind !== 'base') return known.outcome;
   const base = known.base;
-  await markSending(db, row, sent);
   const write = { mapping, id: itemId, data: data.value, removed };
-  try {
-    await client.updateItem(list.appID, list.listID, itemId, base, data.value);
-    const version = base === 0 ? null : base + 1;
-    await settleApplied(db, row, sent, version, { ...write, version });
-    return { kind: 'applied', id: itemId, version };
-  } catch (err) {
-    if (err instanceof AuthError) throw err;
-    if (!(err instanceof PlatformError) && !recovering) return fail(db, row, coerceError(err).message, false, list.maxPushAttempts);
-    // Any rejection: look at the item's current version before deciding.
-    const remote = await readItem(deps, list, itemId);
-    if (remote.kind === 'error')
-      return fail(db, row, `${coerceError(err).message}; and the item could not be re-read: ${remote.error}`, false, list.maxPushAttempts);
-    if (remote.kind === 'gone') return fail(db, row, goneMessage(itemId), true, list.maxPushAttempts);
-    const remoteVersion = Number(remote.item[list.versionField]);
-    if (base === 0 || remoteVersion === base) return fail(db, row, coerceError(err).message, false, list.maxPushAttempts);
-    if (
-      (recovering || (err instanceof PlatformError && err.maybeApplied)) &&
-      remoteVersion === base + 1 &&
-      carries(remote.item, data.value)
-    ) {
-      // Our own earlier attempt was applied; the retry saw its echo.
-      await settleApplied(db, row, sent, remoteVersion, { ...write, version: remoteVersion });
-      return { kind: 'applied', id: itemId, version: remoteVersion };
+  // A write whose answer was lost (a timeout) is read back before it is sent again, and sent at most twice.
+  for (let sends = 1; ; sends++) {
+    await markSending(db, row, sent);
+    try {
+      await client.updateItem(list.appID, list.listID, itemId, base, data.value);
+      const version = base === 0 ? null : base + 1;
+      await settleApplied(db, row, sent, version, { ...write, version });
+      return { kind: 'applied', id: itemId, version };
+    } catch (err) {
+      if (err instanceof AuthError) throw err;
+      if (!(err instanceof PlatformError)) return fail(db, row, coerceError(err).message, false, list.maxPushAttempts);
+      // Any rejection: look at the item's current version before deciding.
+      const remote = await readItem(deps, list, itemId);
+      if (remote.kind === 'error')
+        return fail(
+          db,
+          row,
+          `${coerceError(err).message}; and the item could not be re-read: ${remote.error}`,
+          false,
+          list.maxPushAttempts,
+        );
+      if (remote.kind === 'gone') return fail(db, row, goneMessage(itemId), true, list.maxPushAttempts);
+      const remoteVersion = Number(remote.item[list.versionField]);
+      if (err.maybeApplied && remoteVersion === base + 1 && isOurWrite(remote.item, held, data.value, writableFields(mapping))) {
+        // Our own attempt was applied; the answer was lost, or a retry saw its echo.
+        await settleApplied(db, row, sent, remoteVersion, { ...write, version: remoteVersion });
+        return { kind: 'applied', id: itemId, version: remoteVersion };
+      }
+      if (base === 0 || remoteVersion === base) {
+        if (err.maybeApplied && sends < 2) continue; // not applied: sent once more
+        return fail(db, row, coerceError(err).message, false, list.maxPushAttempts);
+      }
+      return conflict(deps, list, mapping, row, remote.item, remoteVersion, held);
     }
-    return conflict(deps, list, mapping, row, sent, data.value, remote.item, remoteVersion);
   }
+}
+
+/** The exact JSON text of the change's jsonb columns (numbers as PostgreSQL holds them). */
+function exactJsonOf(db: Knex, mapping: TableMapping, row: OutboxRow, which: 'changes' | 'sent_changes'): Promise<Record<string, string>> {
+  const columns = mapping.columns.filter((c) => c.kind === 'jsonb').map((c) => c.column);
+  return outbox.exactJsonValues(db, row.id, columns, which);
+}
+
+/** JSON text as JSON.stringify writes it (no spaces), every number as written. */
+function compactJson(text: string): string {
+  return stringifyLossless(parseLossless(text)) ?? text;
+}
+
+/** The fields a write can change (read-only ones, ModifiedBy among them, move by themselves). */
+const writableFields = (mapping: TableMapping): string[] => mapping.columns.filter((c) => !c.readOnly).map((c) => c.field);
+
+/** The item as the mirror last read it (`_raw`), or null. */
+async function heldItem(db: Knex, mapping: TableMapping, id: string): Promise<Item | null> {
+  const r = (await db.withSchema(mapping.schema).from(mapping.table).where({ id }).first('_raw')) as { _raw: Item | null } | undefined;
+  return r?._raw ?? null;
+}
+
+/**
+ * A write a stopped push left in flight (`sent_changes`): applied when the item
+ * is at base + 1 carrying what was sent (the edits made since stay pending
+ * against it); not applied when it is still at the base (undefined: the whole
+ * change is sent); otherwise the platform moved on, a conflict holding every
+ * edit made since the base.
+ */
+async function settleEarlierWrite(
+  deps: PushDeps,
+  list: ListConfig,
+  mapping: TableMapping,
+  row: OutboxRow,
+  held: Item | null,
+): Promise<Outcome | undefined> {
+  const { db } = deps;
+  if (row.base_version === null || Number(row.base_version) <= 0) return undefined;
+  const base = Number(row.base_version);
+  const { sendable, removed } = splitRemoved(mapping, row.sent_changes ?? {});
+  const data = wireOrFail(deps, mapping, sendable, held, await exactJsonOf(db, mapping, row, 'sent_changes'));
+  if (!data.ok) return undefined;
+  const itemId = row.item_id!;
+  const remote = await readItem(deps, list, itemId);
+  if (remote.kind === 'error') return fail(db, row, `the item could not be read: ${remote.error}`, false, list.maxPushAttempts);
+  if (remote.kind === 'gone') return fail(db, row, goneMessage(itemId), true, list.maxPushAttempts);
+  const remoteVersion = Number(remote.item[list.versionField]);
+  if (remoteVersion === base) return undefined;
+  if (remoteVersion === base + 1 && isOurWrite(remote.item, held, data.value, writableFields(mapping))) {
+    await settleApplied(db, row, sendable, remoteVersion, { mapping, id: itemId, data: data.value, removed, version: remoteVersion });
+    return { kind: 'applied', id: itemId, version: remoteVersion };
+  }
+  return conflict(deps, list, mapping, row, remote.item, remoteVersion, held);
 }
 
 /** An edit's columns split into those of fields the platform still has and those of removed fields. */
@@ -434,7 +519,7 @@ type KnownBase = { kind: 'base'; base: number } | { kind: 'settled'; outcome: Ou
  * and its version is the base only when it still holds what the mirror last
  * saw of it (`_raw`); otherwise it is a conflict. Never RowVersion 0 by default.
  */
-async function knownBase(deps: PushDeps, list: ListConfig, mapping: TableMapping, row: OutboxRow): Promise<KnownBase> {
+async function knownBase(deps: PushDeps, list: ListConfig, mapping: TableMapping, row: OutboxRow, held: Item | null): Promise<KnownBase> {
   if (row.base_version !== null && Number(row.base_version) >= 0) return { kind: 'base', base: Number(row.base_version) };
   const itemId = row.item_id!;
   const remote = await readItem(deps, list, itemId);
@@ -447,10 +532,7 @@ async function knownBase(deps: PushDeps, list: ListConfig, mapping: TableMapping
     return { kind: 'settled', outcome: await fail(deps.db, row, goneMessage(itemId), true, list.maxPushAttempts) };
   const remoteVersion = Number(remote.item[list.versionField]);
   if (await unchangedSinceSeen(deps.db, mapping, itemId, remote.item)) return { kind: 'base', base: remoteVersion };
-  const sent = row.changes;
-  const data = wireOrFail(deps, mapping, sent);
-  if (!data.ok) return { kind: 'settled', outcome: await fail(deps.db, row, data.error, true, list.maxPushAttempts) };
-  return { kind: 'settled', outcome: await conflict(deps, list, mapping, row, sent, data.value, remote.item, remoteVersion) };
+  return { kind: 'settled', outcome: await conflict(deps, list, mapping, row, remote.item, remoteVersion, held) };
 }
 
 /** The platform's item still holds, field for field, what the mirror last saw of it (`_raw`). */
@@ -538,7 +620,7 @@ async function deleteConflict(
 async function pushCreate(deps: PushDeps, list: ListConfig, mapping: TableMapping, row: OutboxRow): Promise<Outcome> {
   const { db, client } = deps;
   const sent = row.sent_changes ?? row.changes;
-  const data = wireOrFail(deps, mapping, sent);
+  const data = wireOrFail(deps, mapping, sent, null, await exactJsonOf(db, mapping, row, row.sent_changes ? 'sent_changes' : 'changes'));
   if (!data.ok) return fail(db, row, data.error, true, list.maxPushAttempts);
 
   // Sent before without a confirmed answer (a stopped push, an interrupted one): look before sending again.
@@ -664,9 +746,11 @@ function wireOrFail(
   deps: PushDeps,
   mapping: TableMapping,
   changes: Record<string, unknown>,
+  held?: Record<string, unknown> | null,
+  exactJson?: Readonly<Record<string, string>>,
 ): { ok: true; value: Record<string, string> } | { ok: false; error: string } {
   try {
-    return { ok: true, value: toWire(mapping, changes, deps.config.platform.timeZone) };
+    return { ok: true, value: toWire(mapping, changes, deps.config.platform.timeZone, held, exactJson) };
   } catch (err) {
     return { ok: false, error: `cannot convert the change for the platform: ${coerceError(err).message}` };
   }
@@ -767,36 +851,50 @@ async function interrupted(db: Knex, row: OutboxRow, err: unknown): Promise<void
   await outbox.markInterrupted(db, row.id, row.attempts + 1, `interrupted: ${coerceError(err).message}`);
 }
 
+/**
+ * The platform moved past the change's base. What the conflict holds (and
+ * local-wins sends) is every edit made since that base: the change as it is
+ * now in the outbox, with edits merged in while a write was in flight, never
+ * only the part an interrupted write already delivered.
+ */
 async function conflict(
   deps: PushDeps,
   list: ListConfig,
   mapping: TableMapping,
   row: OutboxRow,
-  sent: Record<string, unknown>,
-  data: Record<string, string>,
   remote: Item,
   remoteVersion: number,
+  held: Item | null,
 ): Promise<Outcome> {
   const { db, client } = deps;
   const itemId = row.item_id!;
   const policy = list.conflictPolicy;
+  const latest = { ...row, changes: (await outbox.changesOf(db, row.id)) ?? row.changes };
+  const local = splitRemoved(mapping, latest.changes).sendable;
   if (policy === 'local-wins') {
-    await client.updateItem(list.appID, list.listID, itemId, 0, data);
+    const data = wireOrFail(deps, mapping, local, held, await exactJsonOf(db, mapping, row, 'changes'));
+    if (!data.ok) return fail(db, row, data.error, true, list.maxPushAttempts);
+    await outbox.markSending(db, row.id, local, new Date());
+    await client.updateItem(list.appID, list.listID, itemId, 0, data.value);
     await db.transaction(async (trx) => {
-      await recordConflict(trx, list, row, sent, remote, remoteVersion, 'resolved', 'local-wins', mapping);
-      await settleApplied(trx, row, sent, remoteVersion + 1);
+      await recordConflict(trx, list, latest, local, remote, remoteVersion, 'resolved', 'local-wins', mapping);
+      await settleApplied(trx, latest, local, remoteVersion + 1);
     });
     return { kind: 'conflict', id: itemId, reread: true, version: remoteVersion + 1 };
   }
   if (policy === 'remote-wins') {
     await db.transaction(async (trx) => {
-      await recordConflict(trx, list, row, sent, remote, remoteVersion, 'resolved', 'remote-wins', mapping);
-      await outbox.supersede(trx, row.id, "conflict: the platform's newer version won (remote-wins)");
+      await recordConflict(trx, list, latest, local, remote, remoteVersion, 'resolved', 'remote-wins', mapping);
+      await outbox.supersede(
+        trx,
+        row.id,
+        "conflict: the platform's newer version won (remote-wins); the local edit is kept in the conflict",
+      );
       await upsertItems(trx, mapping, [remote], deps.config.platform.timeZone);
     });
     return { kind: 'conflict', id: itemId, reread: false, version: null };
   }
-  await holdConflict(db, list, mapping, row, sent, remote, remoteVersion);
+  await holdConflict(db, list, mapping, latest, local, remote, remoteVersion);
   return { kind: 'conflict', id: itemId, reread: false, version: null };
 }
 

@@ -37,13 +37,23 @@ export class ConflictMovedError extends UsageError {
   readonly moved = true;
 }
 
-/** An open conflict and its list, or a UsageError that says why not. */
-export async function openConflictOrExplain(db: Knex, config: Config, id: number): Promise<{ c: ConflictRow; list: ListConfig }> {
+/**
+ * An open conflict and its list, or a UsageError that says why not. Keeping local is also allowed on a
+ * conflict remote-wins already settled: its local side is every edit the user made since the base
+ * (test/sync/latest-edit.test.ts › "remote-wins: … resolve --keep local sends edit2 …").
+ */
+export async function openConflictOrExplain(
+  db: Knex,
+  config: Config,
+  id: number,
+  keep?: 'local' | 'remote',
+): Promise<{ c: ConflictRow; list: ListConfig }> {
   const c = await getConflict(db, id);
   if (!c) throw new UsageError(`No conflict with id ${id}; "listsync conflicts" lists the open ones.`);
   const list = config.lists.find((l) => l.name === c.list_name);
   if (!list) throw new UsageError(`Conflict ${id} belongs to list "${c.list_name}", which is no longer in the config.`);
-  if (c.status !== 'open') throw new UsageError(`Conflict ${id} is already resolved (${c.resolution ?? 'resolved'}).`);
+  const overridable = keep === 'local' && c.resolution === 'remote-wins' && c.op === 'update';
+  if (c.status !== 'open' && !overridable) throw new UsageError(`Conflict ${id} is already resolved (${c.resolution ?? 'resolved'}).`);
   return { c, list };
 }
 
@@ -54,11 +64,11 @@ export async function settleConflict(
   keep: 'local' | 'remote',
   options: { seenVersion?: number } = {},
 ): Promise<string> {
-  const { list } = await openConflictOrExplain(deps.db, deps.config, id);
+  const { list } = await openConflictOrExplain(deps.db, deps.config, id, keep);
   const mapping = await loadMappingOrExplain(deps.db, deps.config, list);
   return withLock(deps.db, listLockName(list.name), { waitMs: 60_000 }, async () => {
     // Read again under the lock: a push or another operator may have settled it meanwhile.
-    const { c } = await openConflictOrExplain(deps.db, deps.config, id);
+    const { c } = await openConflictOrExplain(deps.db, deps.config, id, keep);
     const now = keep === 'remote' || options.seenVersion !== undefined ? await currentItem(deps, list, c) : undefined;
     if (options.seenVersion !== undefined) refuseIfMoved(list, c, now, options.seenVersion);
     if (keep === 'local') {

@@ -10,11 +10,20 @@
  * read one by one (a read by ID shows writes at once); what is still behind
  * keeps its flag for the next run. Items found gone (asked both ways, see
  * src/platform/item-lookup.ts) are settled: reconcile marks their rows.
+ *
+ * "Applied" means the platform holds it: an item re-read at exactly the
+ * version the write produced whose value differs from the one sent did not
+ * take it (a system or calculated field answers success and keeps its own):
+ * the change ends failed, naming the fields, and the mirror shows the
+ * platform's value (test/sync/not-taken.test.ts).
  */
 import type { ListConfig } from '../config.js';
 import type { Knex } from '../db.js';
 import type { Logger } from '../logger.js';
-import { upsertItems, type TableMapping } from '../mirror/index.js';
+import { fromPlatformToSql, NOT_CONVERTED, upsertItems, type TableMapping } from '../mirror/index.js';
+import { platformInstantMillis } from '../mirror/convert.js';
+import type { ColumnKind } from '../mirror/column-types.js';
+import type { MappedColumn } from '../mirror/table-mapping.js';
 import type { PlatformClient } from '../platform/client.js';
 import { AuthError, PlatformError } from '../platform/errors.js';
 import { queryItemsByIds, readItemOrGone } from '../platform/item-lookup.js';
@@ -41,9 +50,16 @@ const MAX_GET_REREADS = 200;
  * them flagged for the next run (the edits captured meanwhile already carry
  * the right base version); a refused key or a database error is thrown.
  */
-export async function settleMirror(deps: SettleDeps, list: ListConfig, mapping: TableMapping): Promise<string[]> {
+export interface Settled {
+  /** Items whose new version the platform's queries did not show yet. */
+  behind: string[];
+  /** Items where the platform did not take a value that was sent: their changes ended failed. */
+  notTaken: string[];
+}
+
+export async function settleMirror(deps: SettleDeps, list: ListConfig, mapping: TableMapping): Promise<Settled> {
   const ids = await outbox.behindItems(deps.db, list.name);
-  if (ids.length === 0) return [];
+  if (ids.length === 0) return { behind: [], notTaken: [] };
   try {
     return await settleItems(deps, list, mapping, ids);
   } catch (err) {
@@ -52,14 +68,23 @@ export async function settleMirror(deps: SettleDeps, list: ListConfig, mapping: 
       { list: list.name, behind: ids.length, err: err.message },
       'the items written could not be re-read now; they stay flagged and the next push or pull re-reads them',
     );
-    return ids;
+    return { behind: ids, notTaken: [] };
   }
 }
 
-async function settleItems(deps: SettleDeps, list: ListConfig, mapping: TableMapping, ids: string[]): Promise<string[]> {
+async function settleItems(deps: SettleDeps, list: ListConfig, mapping: TableMapping, ids: string[]): Promise<Settled> {
   const wanted = await knownVersions(deps.db, mapping, ids);
-  const behind = await rereadUntilShown(deps, list, mapping, wanted);
+  const { behind, seen } = await rereadUntilShown(deps, list, mapping, wanted);
   const stillBehind = new Set(behind);
+  const notTaken: string[] = [];
+  for (const [id, item] of seen) {
+    const known = wanted.get(id);
+    if (stillBehind.has(id) || !known?.raw || known.version === null) continue;
+    const refused = notTakenColumns(mapping, known.raw, item, known.version, deps.zone);
+    if (refused.length === 0) continue;
+    notTaken.push(id);
+    await outbox.markNotTaken(deps.db, list.name, id, notTakenError(mapping, refused, known.raw, item));
+  }
   await outbox.clearBehind(
     deps.db,
     list.name,
@@ -70,17 +95,25 @@ async function settleItems(deps: SettleDeps, list: ListConfig, mapping: TableMap
       { list: list.name, behind: stillBehind.size },
       "the platform's queries did not show the versions written yet; the next push or pull brings them",
     );
-  return behind;
+  if (notTaken.length)
+    deps.logger.warn({ list: list.name, items: notTaken.length }, 'the platform did not take values that were sent; those changes failed');
+  return { behind, notTaken };
 }
 
-/** The version each item's mirror row knows the platform to have (null: none known). */
-async function knownVersions(db: Knex, mapping: TableMapping, ids: readonly string[]): Promise<Map<string, number | null>> {
-  const out = new Map<string, number | null>(ids.map((id) => [id, null]));
+interface KnownItem {
+  version: number | null;
+  /** `_raw` before the re-read: after a write, the values sent at the version the write produced. */
+  raw: Item | null;
+}
+
+/** The version each item's mirror row knows the platform to have (null: none known), and its `_raw`. */
+async function knownVersions(db: Knex, mapping: TableMapping, ids: readonly string[]): Promise<Map<string, KnownItem>> {
+  const out = new Map<string, KnownItem>(ids.map((id) => [id, { version: null, raw: null }]));
   const rows = (await db.raw(
-    `select t.id, listsync.mirror_base_version(to_jsonb(t.*), ?) as version from ${mapping.qualifiedTable} as t where t.id = any(?::text[])`,
+    `select t.id, listsync.mirror_base_version(to_jsonb(t.*), ?) as version, t._raw from ${mapping.qualifiedTable} as t where t.id = any(?::text[])`,
     [mapping.versionField, [...ids]],
-  )) as { rows: { id: string; version: string | null }[] };
-  for (const r of rows.rows) out.set(r.id, r.version === null ? null : Number(r.version));
+  )) as { rows: { id: string; version: string | null; _raw: Item | null }[] };
+  for (const r of rows.rows) out.set(r.id, { version: r.version === null ? null : Number(r.version), raw: r._raw });
   return out;
 }
 
@@ -89,11 +122,13 @@ async function rereadUntilShown(
   deps: SettleDeps,
   list: ListConfig,
   mapping: TableMapping,
-  wanted: ReadonlyMap<string, number | null>,
-): Promise<string[]> {
+  wanted: ReadonlyMap<string, KnownItem>,
+): Promise<{ behind: string[]; seen: Map<string, Item> }> {
+  const seen = new Map<string, Item>();
   const upToDate = (item: Item | undefined, id: string): boolean => {
     if (!item) return false;
-    const want = wanted.get(id);
+    seen.set(id, item);
+    const want = wanted.get(id)?.version;
     return want === null || want === undefined || Number(item[mapping.versionField]) >= want;
   };
   const store = (items: Item[]) => deps.db.transaction((trx) => upsertItems(trx, mapping, items, deps.zone));
@@ -101,7 +136,7 @@ async function rereadUntilShown(
 
   let behind = [...wanted.keys()];
   for (const delay of [0, ...(deps.rereadDelaysMs ?? DEFAULT_REREAD_DELAYS_MS)]) {
-    if (behind.length === 0) return [];
+    if (behind.length === 0) return { behind: [], seen };
     if (delay > 0) await sleep(delay);
     const items = await queryItemsByIds(deps.client, ref, behind, { signal: deps.signal });
     await store(items);
@@ -115,7 +150,39 @@ async function rereadUntilShown(
     await store([remote.item]);
     if (!upToDate(remote.item, id)) stillBehind.push(id);
   }
-  return stillBehind;
+  return { behind: stillBehind, seen };
+}
+
+/**
+ * The columns whose value the platform did not take: the item re-read at
+ * exactly the version the write produced holds another value than the write
+ * left in `_raw` (the values sent). Read-only columns are the platform's own
+ * (ModifiedBy moves with every write); values are compared as their column
+ * reads them (`["1"]` and `[1]` are the same array).
+ */
+function notTakenColumns(mapping: TableMapping, written: Item, item: Item, version: number, zone: string): MappedColumn[] {
+  if (Number(item[mapping.versionField]) !== version) return [];
+  return mapping.columns.filter((c) => !c.readOnly && c.field in written && !sameValue(c.kind, written[c.field], item[c.field], zone));
+}
+
+function sameValue(kind: ColumnKind, a: unknown, b: unknown, zone: string): boolean {
+  if ((a ?? '') === (b ?? '')) return true;
+  const x = fromPlatformToSql(kind, a, zone);
+  const y = fromPlatformToSql(kind, b, zone);
+  if (x === NOT_CONVERTED || y === NOT_CONVERTED) return false;
+  if (kind === 'numeric' && x !== null && y !== null) return Number(x) === Number(y) && trimZeros(x) === trimZeros(y);
+  if (kind === 'timestamptz' && x !== null && y !== null) return platformInstantMillis(x, zone) === platformInstantMillis(y, zone);
+  return x === y;
+}
+
+const trimZeros = (s: string): string => (s.includes('.') ? s.replace(/\.?0+$/, '') : s);
+
+function notTakenError(mapping: TableMapping, columns: readonly MappedColumn[], written: Item, item: Item): string {
+  const names = columns.map(
+    (c) =>
+      `${c.column} (field ${c.field}${c.displayName && c.displayName !== c.field ? `, "${c.displayName}"` : ''}): sent ${JSON.stringify(written[c.field] ?? '')}, the platform kept ${JSON.stringify(item[c.field] ?? '')}`,
+  );
+  return `not taken: the platform answered success but did not take ${names.join('; ')}. The mirror shows the platform's value; the field may be one the platform sets itself.`;
 }
 
 function sleep(ms: number): Promise<void> {

@@ -108,6 +108,9 @@ describe('GET .../fields in the four arrangements', () => {
         queryLagMs: 0,
         unknownItem: { httpStatus: 200, status: 40400 },
         omitEmptyValues: false,
+        systemFields: [],
+        ignoredWriteFields: [],
+        multiValueNumbers: 'bare',
       });
       const exported = await bySeed.admin.exportList('qa', 'things');
       expect(exported.fields.find((x) => x.FieldName === 'Day')).toMatchObject({

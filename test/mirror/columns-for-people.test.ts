@@ -60,7 +60,7 @@ describe('columns named for people', () => {
       shipped_at: 'timestamp with time zone',
       paid: 'boolean',
     });
-    expect(m.columnFor('Bigint1')).toEqual({ field: 'Bigint1', column: 'amount', kind: 'numeric' });
+    expect(m.columnFor('Bigint1')).toMatchObject({ field: 'Bigint1', column: 'amount', kind: 'numeric' });
     const comment = (
       await t.db.raw(
         `select col_description('mirror.t${n}'::regclass, attnum) as c from pg_attribute where attrelid = 'mirror.t${n}'::regclass and attname = 'amount'`,

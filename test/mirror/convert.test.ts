@@ -8,7 +8,8 @@ const ZONES = ['UTC', 'Asia/Shanghai', 'America/New_York'];
 const CANONICAL: Record<ColumnKind, string[]> = {
   text: ['hello', ' spaced ', '中文', 'a"b\\c', '0123', '1e5', '["not","parsed"]', 'line\nbreak', ''],
   numeric: ['0', '42', '-7', '3.14', '1.50', '-0.001', '9223372036854775807', '123456789012345678901234567890.123456789', ''],
-  boolean: ['1', '0', ''],
+  // An empty switch reads as NULL and a NULL is sent as off ("0"): see 'NULL sent per kind'.
+  boolean: ['1', '0'],
   date: ['2026-01-31', '2024-02-29', '1999-12-31', '0001-01-01', '9999-12-31', ''],
   timestamptz: [
     '2026-01-31 00:00:00',
@@ -161,8 +162,42 @@ describe('fromPlatformToSql (the bulk path)', () => {
 });
 
 describe('toPlatform values', () => {
-  it('NULL is the empty string for every kind', () => {
-    for (const kind of Object.keys(CANONICAL) as ColumnKind[]) expect(toPlatform(kind, null, 'UTC')).toBe('');
+  it('NULL sent per kind: a switch cleared is "0" (off, as the platform reads it), every other kind the empty string', () => {
+    for (const kind of Object.keys(CANONICAL) as ColumnKind[]) {
+      expect(toPlatform(kind, null, 'UTC'), kind).toBe(kind === 'boolean' ? '0' : '');
+      expect(toPlatform(kind, undefined, 'UTC'), kind).toBe(kind === 'boolean' ? '0' : '');
+    }
+  });
+
+  it("date-times before a zone's first standard offset use that offset, not local mean time, both ways", () => {
+    // Asia/Shanghai: local mean time +08:05:43 until 1901, then +08:00.
+    expect(fromPlatformToSql('timestamptz', '1900-01-01 00:00:00', 'Asia/Shanghai')).toBe('1900-01-01 00:00:00+08:00');
+    expect((fromPlatform('timestamptz', '1900-01-01 00:00:00', 'Asia/Shanghai').value as Date).toISOString()).toBe(
+      '1899-12-31T16:00:00.000Z',
+    );
+    expect(toPlatform('timestamptz', '1899-12-31T16:00:00+00:00', 'Asia/Shanghai')).toBe('1900-01-01 00:00:00');
+    expect(toPlatform('date', new Date('1899-12-31T16:00:00Z'), 'Asia/Shanghai')).toBe('1900-01-01');
+    // America/New_York: -04:56:02 before November 1883, then -05:00.
+    expect(fromPlatformToSql('timestamptz', '1850-06-01 12:00:00', 'America/New_York')).toBe('1850-06-01 12:00:00-05:00');
+    expect(toPlatform('timestamptz', new Date('1850-06-01T17:00:00Z'), 'America/New_York')).toBe('1850-06-01 12:00:00');
+    // Later offsets (daylight saving included) are the zone's own.
+    expect(fromPlatformToSql('timestamptz', '1940-07-01 09:00:00', 'Asia/Shanghai')).toBe('1940-07-01 09:00:00+09:00');
+  });
+
+  it('multi-value arrays keep 19-digit IDs written as bare numbers exactly', () => {
+    const wire = '[1177823559771361293,"1177823559771361295",9223372036854775807,1000000000000000001]';
+    expect(fromPlatform('text[]', wire, 'UTC').value).toEqual([
+      '1177823559771361293',
+      '1177823559771361295',
+      '9223372036854775807',
+      '1000000000000000001',
+    ]);
+    expect(fromPlatformToSql('text[]', wire, 'UTC')).toBe(
+      '{"1177823559771361293","1177823559771361295","9223372036854775807","1000000000000000001"}',
+    );
+    expect(fromPlatformToSql('jsonb', '[{"FileID":1177823559771361293,"n":1.50}]', 'UTC')).toBe(
+      '[{"FileID":1177823559771361293,"n":1.50}]',
+    );
   });
 
   it('numbers never use exponent notation', () => {

@@ -5,6 +5,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { decodeStorable, loadTableMapping, readRegistry } from '../../src/mirror/index.js';
+import { unescapeStorable } from '../../src/mirror/storable.js';
+import { recentSchemaChanges } from '../../src/store/schema-changes.js';
 import type { SeedFile } from '../../src/emulator/seed.js';
 import { pullList } from '../../src/sync/pull.js';
 import { startWorld, type World } from '../helpers/world.js';
@@ -116,6 +118,35 @@ describe('text PostgreSQL cannot hold', () => {
     await pull(w);
     const again = (await rows<Record<string, unknown>>(w, 'select * from mirror.odd'))[0]!;
     expect(decodeStorable(again._raw)).toEqual(await w.emu.admin.getItem('app', 'odd', ID));
+  });
+});
+
+describe('a display name renamed to one with a lone surrogate', () => {
+  it('high alone, then low alone: every pull exits 0 with no failed run; the column comment and schema_changes give the names back exactly', async () => {
+    const fields = [{ FieldName: 'Text1', FieldType: 'Text', Type: 'input', DisplayName: 'Mood' }];
+    w = await startWorld({
+      emulator: { sample: false, seed: seedOf(fields, { Text1: 'calm' }) },
+      list: { name: 'odd', appID: 'app', listID: 'odd', history: true },
+    });
+    const world = w;
+    await pull(world);
+    const names = ['Mood \ud83d', 'Mood \udc00 again'];
+    for (const name of names) {
+      await world.emu.admin.renameField('app', 'odd', 'Text1', name);
+      const r = await pull(world);
+      expect(r.schemaChanges.join('\n')).toMatch(/is now called/);
+      const comment = await rows<{ c: string }>(
+        world,
+        `select col_description('mirror.odd'::regclass, attnum) as c from pg_attribute where attrelid = 'mirror.odd'::regclass and attname = 'mood'`,
+      );
+      expect(unescapeStorable(comment[0]!.c)).toContain(`"${name}"`);
+      const change = (await recentSchemaChanges(world.t.db, { list: 'odd' })).find((c) => c.kind === 'renamed' && c.after === name);
+      expect(change?.before).toBe(name === names[0] ? 'Mood' : names[0]);
+      expect((await readRegistry(world.t.db, 'odd'))!.fields.find((f) => f.field === 'Text1')?.displayName).toBe(name);
+    }
+    expect(await rows(world, `select id, error from listsync.sync_runs where status <> 'succeeded'`)).toEqual([]);
+    const details = await rows<{ details: unknown }>(world, `select details from listsync.sync_runs order by id`);
+    expect(JSON.stringify(decodeStorable(details.map((d) => d.details)))).toContain(JSON.stringify(names[1]).slice(1, -1));
   });
 });
 
