@@ -99,14 +99,15 @@ const platformSchema = z
     /**
      * Room kept below requestsPerSecond, as a fraction of the sliding window:
      * at 0.03, 10 requests in any 1.03 s. Covers requests that reach the
-     * platform unevenly (network jitter, a busy server). Raise it if the
-     * platform answers 429 while listsync keeps to the limit.
+     * platform unevenly (network jitter, a busy server). A 429 widens it
+     * further for the account (src/platform/learned-limits.ts).
      */
     rateMargin: z.number().min(0).max(1).default(0.03),
     /**
      * Most requests sent at once when they wait (processes sharing the
      * budget through PostgreSQL; capped at requestsPerSecond). The rate is
-     * the same whatever it is; 1 spaces every request evenly.
+     * the same whatever it is; 1 spaces every request evenly. Used only while
+     * no 429 has been seen on the account lately.
      */
     burst: positiveInt.max(1000).default(5),
     /** Requests that may be in flight at once (pages fetched ahead). */
