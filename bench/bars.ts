@@ -27,6 +27,14 @@ export const BARS: readonly Bar[] = [
   { bench: 'pull', figure: 'items/s over the ceiling, one core busy (CPU hog)', bar: 0.9, better: 'higher' },
   { bench: 'pull', figure: 'max requests in a sliding second, one core busy (emulator)', bar: 10, better: 'lower' },
   { bench: 'pull', figure: '429s (emulator)', bar: 0, better: 'lower' },
+  // Issue 33: the same run against a token bucket and a fixed window (the sliding second is the default above), each request
+  // counted after a handler delay of up to 20 % of the latency; any 429 in any run fails it; one 429 costs about one window.
+  { bench: 'pull', figure: 'items/s over the ceiling (10 req/s x 1000), bucket', bar: 0.95, better: 'higher' },
+  { bench: 'pull', figure: 'items/s over the ceiling (10 req/s x 1000), fixed', bar: 0.95, better: 'higher' },
+  { bench: 'pull', figure: 'items/s over the ceiling, one core busy (CPU hog), bucket', bar: 0.93, better: 'higher' },
+  { bench: 'pull', figure: 'items/s over the ceiling, one core busy (CPU hog), fixed', bar: 0.93, better: 'higher' },
+  { bench: 'pull', figure: 'runs with a 429 (each a failure)', bar: 0, better: 'lower' },
+  { bench: 'pull', figure: 's lost to one 429 at the 20th request (against the sliding run)', bar: 1.5, better: 'lower' },
   { bench: 'pull', figure: 'max requests in a sliding second (emulator)', bar: 10, better: 'lower' },
   { bench: 'pipeline', figure: 'items/s, first request to last commit', bar: 30_000, better: 'higher' },
   { bench: 'upsert', figure: 'first load rows/s, as a pull writes (default page writers)', bar: 50_000, better: 'higher' },
