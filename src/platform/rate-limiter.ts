@@ -172,11 +172,14 @@ interface Waiter {
 const WINDOW_MS = 1000;
 /** Recent answers per endpoint whose quickest is taken as "not held back". */
 const RTT_SAMPLES = 32;
-/** An endpoint with fewer answers than this does not show how its delay varies yet: assume COLD_DELAY_MS. */
-const WARM_SAMPLES = 3;
+/**
+ * An endpoint with fewer answers than this does not show how its delay varies
+ * yet (the quickest of a few may itself have waited): at least COLD_DELAY_MS.
+ */
+const WARM_SAMPLES = 6;
 const COLD_DELAY_MS = 50;
-/** The largest delay believed; a longer one is the answer's own time, not the wait before the count. */
-const MAX_DELAY_MS = 250;
+/** The largest delay assumed for a send not answered yet (an answered one counts with all its delay). */
+const MAX_PENDING_DELAY_MS = 250;
 /** A 429 with two others counted this long before it came at the widened margin: halve the rate. */
 const REPEAT_WINDOW_MS = 60_000;
 /** How often a limiter with a shared source rereads what the account learned (another process's 429). */
@@ -230,6 +233,8 @@ export class RateLimiter {
   private readonly rtts = new Map<string, RttSamples>();
   /** Recent delay estimates, newest last: the largest is assumed for a send not answered yet. */
   private readonly delays: number[] = [];
+  /** While sends are evenly spaced: when the last one was due by the schedule. */
+  private spacedAt = -Infinity;
 
   constructor(options: RateLimiterOptions) {
     if (!(options.requestsPerSecond > 0)) throw new TypeError(`requestsPerSecond must be > 0 (got ${options.requestsPerSecond})`);
@@ -421,8 +426,21 @@ export class RateLimiter {
   private guardTime(): number {
     const now = this.clock.now();
     const burst = this.burstCapNow(now);
-    // The window holds the sends as the server counted them; the spacing of a burst, as they left.
-    return Math.max(this.countedAt(this.windowCap, now) + this.windowMs(now), this.leftAt(burst, now) + this.burstWindowMs(now));
+    // The window holds the sends as the server counted them; the spacing of a burst, as they left;
+    // evenly spaced sends keep to a schedule, so that timer lateness is not added to every interval.
+    const spacing = burst === 1 ? this.spacedAt + this.burstWindowMs(now) : this.leftAt(burst, now) + this.burstWindowMs(now);
+    return Math.max(this.countedAt(this.windowCap, now) + this.windowMs(now), spacing);
+  }
+
+  /**
+   * Moves the schedule of evenly spaced sends to a grant at `now`: the slot it
+   * was due at when it is less than half an interval late (the next one may
+   * then follow up to that much sooner, the window's log still holding), else `now`.
+   */
+  private keepSchedule(now: number): void {
+    const interval = this.burstWindowMs(now);
+    const due = this.spacedAt + interval;
+    this.spacedAt = now >= due && now - due < interval / 2 ? due : now;
   }
 
   /** When the `back`-th send before the next one left (-Infinity while there are fewer). */
@@ -445,7 +463,7 @@ export class RateLimiter {
 
   /** The delay assumed for a send not answered yet: the largest of the recent estimates (0 before any). */
   private pendingDelayMs(): number {
-    return this.delays.length === 0 ? 0 : Math.max(...this.delays);
+    return this.delays.length === 0 ? 0 : Math.min(MAX_PENDING_DELAY_MS, Math.max(...this.delays));
   }
 
   /** How long the server held a request of `key` answered after `rttMs`: its round trip over the quickest recent one. */
@@ -455,7 +473,7 @@ export class RateLimiter {
     samples.rtts.push(rttMs);
     if (samples.rtts.length > RTT_SAMPLES) samples.rtts.shift();
     const quickest = Math.min(...samples.rtts);
-    let delay = Math.min(MAX_DELAY_MS, Math.max(0, rttMs - quickest));
+    let delay = Math.max(0, rttMs - quickest);
     if (samples.rtts.length < WARM_SAMPLES) delay = Math.max(delay, COLD_DELAY_MS);
     this.delays.push(delay);
     if (this.delays.length > this.windowCap * 2) this.delays.shift();
@@ -585,6 +603,7 @@ export class RateLimiter {
         this.sent.push(entry);
         if (this.sent.length > this.windowCap) this.sent.shift();
         this.granted++;
+        this.keepSchedule(now);
         this.settle(head, { slot: this.slotFor(entry, now) });
       }
     } finally {

@@ -279,6 +279,17 @@ describe('RateLimiter', () => {
     expect(c).toBe(t0 + 1000 + 50);
   });
 
+  it('evenly spaced sends keep to a schedule: timers firing late do not add their lateness to every interval', async () => {
+    const clock = new ManualClock(1_700_000_000_000, () => 6); // every timer 6 ms late
+    const learned = afterThrottle(INITIAL_LEARNED, clock.now() - 1000); // bursts off, +20 ms
+    const limiter = new RateLimiter({ requestsPerSecond: 10, burst: 5, clock, source: sharedLog(clock), learned });
+    const times = await grantTimes(limiter, clock, 31);
+    expect(maxInSlidingWindow(times, 1050)).toBeLessThanOrEqual(10);
+    for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(105 / 2);
+    // 30 intervals of 105 ms, plus one timer's lateness at most per window: not 30 x (105 + 6).
+    expect(times.at(-1)! - times[0]!).toBeLessThan(30 * 105 + 3 * 6 + 1);
+  });
+
   it('starts from what the account learned: no bursts after a 429 on the account', async () => {
     const start = async (learned: LearnedLimits | undefined) => {
       const clock = new ManualClock();
