@@ -119,15 +119,17 @@ const platformSchema = z
     requestsPerSecond: z.number().positive().max(1000).default(10),
     /**
      * Room kept below requestsPerSecond, as a fraction of the sliding window:
-     * at 0.03, 10 requests in any 1.03 s. Covers requests that reach the
-     * platform unevenly (network jitter, a busy server). Raise it if the
-     * platform answers 429 while listsync keeps to the limit.
+     * at 0.01, 10 requests in any 1.01 s after the delays the answers showed
+     * (the limiter logs each send at its send time plus how long the server
+     * held it). Covers what no answer shows (clocks, timers). A 429 widens it
+     * further for the account (src/platform/learned-limits.ts).
      */
-    rateMargin: z.number().min(0).max(1).default(0.03),
+    rateMargin: z.number().min(0).max(1).default(0.01),
     /**
      * Most requests sent at once when they wait (processes sharing the
      * budget through PostgreSQL; capped at requestsPerSecond). The rate is
-     * the same whatever it is; 1 spaces every request evenly.
+     * the same whatever it is; 1 spaces every request evenly. Used only while
+     * no 429 has been seen on the account lately.
      */
     burst: positiveInt.max(1000).default(5),
     /** Requests that may be in flight at once (pages fetched ahead). */

@@ -38,6 +38,7 @@ import {
   runsFinishedAfter,
 } from './store/runs.js';
 import { webhookBacklog } from './store/webhook-inbox.js';
+import { readLimiterState, type LimiterState } from './store/rate-budget.js';
 import type { ReceiveOutcome } from './webhooks/receiver.js';
 import type { FlushResult } from './realtime/applier.js';
 import { realtimeStatuses, type RealtimeStatus } from './realtime/stats.js';
@@ -150,13 +151,48 @@ interface Snapshot {
   heals: { list_name: string; deleted: string | number; undeleted: string | number; missing: string | number; behind: string | number }[];
   hooks: { subs: number; unprocessed: number };
   realtime: RealtimeStatus[];
+  /** Per account: what the request limiter learned from 429 answers (listsync.rate_budget). */
+  limiter: LimiterState[];
 }
 
 const perList = (list: string) => ({ list });
 
+/** What the request limiter learned per account (src/platform/learned-limits.ts), as a process starting now takes it. */
+const LIMITER_GAUGES: readonly ReadMetric<Snapshot>[] = [
+  {
+    kind: 'gauge',
+    name: 'listsync_request_limiter_bursts_allowed',
+    help: 'Per account: 1 while requests may leave in bursts (no 429 lately), 0 while they are evenly spaced.',
+    labels: ['account'],
+    read: (v, s) => s.limiter.forEach((l) => v.set({ account: l.account }, l.burstsAllowed ? 1 : 0)),
+  },
+  {
+    kind: 'gauge',
+    name: 'listsync_request_limiter_margin_seconds',
+    help: "Per account: the extra width of the request limiter's sliding window learned from 429s (on top of platform.rateMargin).",
+    labels: ['account'],
+    read: (v, s) => s.limiter.forEach((l) => v.set({ account: l.account }, l.marginMs / 1000)),
+  },
+  {
+    kind: 'gauge',
+    name: 'listsync_request_limiter_rate_limited',
+    help: 'Per account: 429 answers the request limiter learned from, by every process of the account.',
+    labels: ['account'],
+    read: (v, s) => s.limiter.forEach((l) => v.set({ account: l.account }, l.throttledTotal)),
+  },
+  {
+    kind: 'gauge',
+    name: 'listsync_request_limiter_limit_too_high_timestamp_seconds',
+    help: 'Per account: when 429s kept coming at the widened margin and the rate was halved (platform.requestsPerSecond looks too high); 0 never.',
+    labels: ['account'],
+    read: (v, s) => s.limiter.forEach((l) => v.set({ account: l.account }, (l.limitTooHighAt?.getTime() ?? 0) / 1000)),
+  },
+];
+
 /** Read from Postgres at scrape time, each with its reader. */
 const FROM_POSTGRES: readonly ReadMetric<Snapshot>[] = [
   { kind: 'gauge', name: 'listsync_database_up', help: '1 when the last scrape could read Postgres.', read: (v) => v.set({}, 1) },
+  ...LIMITER_GAUGES,
   {
     kind: 'gauge',
     name: 'listsync_lag_seconds',
@@ -457,6 +493,7 @@ async function readSnapshot(db: Knex, config: Config, at: Date, finishedAfter: s
   const heals = await reconcileHeals(db);
   const backlog = await webhookBacklog(db);
   const realtime = await realtimeStatuses(db, config);
+  const limiter = await readLimiterState(db);
   return {
     at,
     lists,
@@ -469,6 +506,7 @@ async function readSnapshot(db: Knex, config: Config, at: Date, finishedAfter: s
     heals,
     hooks: { subs: backlog.subscriptions, unprocessed: backlog.unprocessed },
     realtime,
+    limiter,
   };
 }
 

@@ -4,6 +4,8 @@ import { duration, humanNumber, table, timestamp } from '../format.js';
 import { realtimeStatuses, type RealtimeStatus } from '../realtime/stats.js';
 import { listsMissingSubscriptions } from '../realtime/subscriptions.js';
 import { listStatuses, type ListStatus } from '../status.js';
+import { budgetAccount } from '../platform/shared-budget.js';
+import { readLimiterState, type LimiterState } from '../store/rate-budget.js';
 import { latestRun } from '../store/runs.js';
 import { webhookActivity, type WebhookActivity } from '../store/webhook-inbox.js';
 import { USERS_JOB_LIST } from '../sync/users.js';
@@ -18,6 +20,10 @@ export interface StatusReport {
   schemaChanges: SchemaChange[];
   webhooks: WebhookActivity;
   realtime: (RealtimeStatus & { subscribed: boolean })[];
+  /** Per platform account: what the request limiter learned from 429 answers; `current` marks this config's account. */
+  requestBudget: (LimiterState & { current: boolean })[];
+  /** platform.requestsPerSecond, which the request budget keeps to. */
+  requestsPerSecond: number;
 }
 
 export async function gatherStatus(ctx: AppContext, options: { list?: string } = {}): Promise<StatusReport> {
@@ -32,7 +38,46 @@ export async function gatherStatus(ctx: AppContext, options: { list?: string } =
     schemaChanges: (await recentSchemaChanges(ctx.db, { limit: 20 })).filter((c) => names.has(c.list)).slice(0, 10),
     webhooks: await webhookActivity(ctx.db),
     realtime: realtime.map((r) => ({ ...r, subscribed: !missing.has(r.list) })),
+    requestBudget: await requestBudget(ctx),
+    requestsPerSecond: ctx.config.platform.requestsPerSecond,
   };
+}
+
+/** Every account's limiter state, this config's account first. */
+async function requestBudget(ctx: AppContext): Promise<StatusReport['requestBudget']> {
+  const mine = budgetAccount(ctx.config.platform);
+  const rows = (await readLimiterState(ctx.db)).map((r) => ({ ...r, current: r.account === mine }));
+  return [...rows.filter((r) => r.current), ...rows.filter((r) => !r.current)];
+}
+
+/** An account key as shown: a configured name as it is, a derived hash shortened. */
+function accountLabel(account: string): string {
+  return account.startsWith('sha256:') ? `${account.slice(0, 19)}…` : account;
+}
+
+/** What the request limiter learned per account; a warning where 429s kept coming at the widened margin. */
+function requestBudgetLines(report: StatusReport): string[] {
+  if (report.requestBudget.length === 0) return [];
+  const lines = [
+    '\nrequest budget (what the limiter learned from 429 answers, per account):',
+    table(
+      ['account', 'bursts', 'margin', '429s', 'last 429', 'paused until'],
+      report.requestBudget.map((b) => [
+        `${accountLabel(b.account)}${b.current ? ' (this config)' : ''}`,
+        b.burstsAllowed ? 'on' : 'off (evenly spaced)',
+        `+${b.marginMs} ms`,
+        humanNumber(b.throttledTotal),
+        b.lastThrottledAt,
+        b.pausedUntil,
+      ]),
+    ),
+  ];
+  for (const b of report.requestBudget.filter((x) => x.limitTooHighAt !== null))
+    lines.push(
+      `${accountLabel(b.account)}: 429s kept coming at the widened margin (${timestamp(b.limitTooHighAt!)}), so the rate was halved: ` +
+        `platform.requestsPerSecond${b.current ? ` (${report.requestsPerSecond})` : ''} looks higher than the platform allows; lower it`,
+    );
+  return lines;
 }
 
 export async function runStatus(ctx: AppContext, options: { list?: string } = {}): Promise<string> {
@@ -74,6 +119,7 @@ function statusText(report: StatusReport, now = new Date()): string {
       `\nusers: last run ${users.status} at ${timestamp(users.startedAt)}${users.error ? ` — ${truncate(users.error, 160)}` : ''}`,
     );
   lines.push(...schemaChangeLines(report.schemaChanges));
+  lines.push(...requestBudgetLines(report));
   const hooks = report.webhooks;
   lines.push(
     `webhooks: ${hooks.subscriptions} subscription(s), ${hooks.eventsLastDay} event(s) in the last day${hooks.lastEventAt ? `, last at ${timestamp(hooks.lastEventAt)}` : ''}`,
@@ -138,7 +184,11 @@ export function register({ program, io, withContext }: CommandKit): void {
     .command('status')
     .description('per list: last success, watermark, lag, rows, pending changes, conflicts, last error')
     .option(LIST_FLAGS, 'only this list')
-    .option('--json', 'the same as one JSON object (lists, users, schemaChanges, webhooks, realtime), for scripts and monitoring', false)
+    .option(
+      '--json',
+      'the same as one JSON object (lists, users, schemaChanges, webhooks, realtime, requestBudget), for scripts and monitoring',
+      false,
+    )
     .action((opts: { list?: string; json: boolean }) =>
       withContext(async (ctx) => {
         const report = await gatherStatus(ctx, { list: opts.list });

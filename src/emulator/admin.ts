@@ -74,6 +74,7 @@ const CLEAR_FAULTS = {
   malformedRate: null,
   loseWriteAnswers: null,
   rateLimitStorm: null,
+  rateLimitAtRequest: null,
   emptyPages: null,
   pageFault: null,
   faultPaths: null,

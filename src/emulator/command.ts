@@ -4,6 +4,7 @@ import type { FaultSettingsPatch } from './faults.js';
 import { FIELD_META_ARRANGEMENTS, type FieldMetaArrangement, isFieldMetaArrangement } from './field-meta.js';
 import { type EmulatorOptions, type EmulatorSummary, type RunningEmulator, startEmulator } from './index.js';
 import { PlatformZone } from './platform-time.js';
+import { RATE_MODELS, type RateModel, isRateModel } from './rate-limiter.js';
 import { SeedError } from './seed.js';
 
 /** `listsync emulator`: runs the platform emulator until SIGINT/SIGTERM. */
@@ -49,6 +50,11 @@ function positive(v: string): number {
 
 function fieldMeta(v: string): FieldMetaArrangement {
   if (!isFieldMetaArrangement(v)) throw invalid(`expected one of ${FIELD_META_ARRANGEMENTS.join(', ')}`);
+  return v;
+}
+
+function rateModel(v: string): RateModel {
+  if (!isRateModel(v)) throw invalid(`expected one of ${RATE_MODELS.join(', ')}`);
   return v;
 }
 
@@ -114,6 +120,8 @@ interface RawOptions {
   timeoutRate?: number;
   dropRate?: number;
   rateLimit?: number | boolean;
+  rateModel?: RateModel;
+  rateJitter?: number;
   idsAsNumbers?: boolean;
   activity?: ActivitySettings;
   fieldMeta?: FieldMetaArrangement;
@@ -138,6 +146,8 @@ export function emulatorOptionsFromCli(o: RawOptions): EmulatorOptions {
   if (o.timeZone !== undefined) opts.timeZone = o.timeZone;
   if (o.rateLimit === false) opts.rateLimit = false;
   else if (typeof o.rateLimit === 'number') opts.rateLimit = { burst: Math.max(1, Math.round(o.rateLimit)), perSecond: o.rateLimit };
+  if (o.rateModel !== undefined) opts.rateModel = o.rateModel;
+  if (o.rateJitter !== undefined) opts.rateJitterMs = o.rateJitter;
   if (o.activity !== undefined) opts.activity = o.activity;
   if (o.fieldMeta !== undefined) opts.fieldMeta = o.fieldMeta;
   if (o.queryLag !== undefined) opts.queryLagMs = o.queryLag;
@@ -189,6 +199,16 @@ export function registerEmulatorCommand(program: Command, deps: EmulatorCommandD
     .option('--drop-rate <r>', 'fraction of /v1 connections dropped right after the request', fraction)
     .option('--rate-limit <perSecond>', 'requests per second per API key (default 10, burst the same)', positive)
     .option('--no-rate-limit', 'turn the rate limit off')
+    .option(
+      '--rate-model <model>',
+      `how the limit is kept: ${RATE_MODELS.join('|')} (default sliding: at most the limit in any sliding second, the strictest)`,
+      rateModel,
+    )
+    .option(
+      '--rate-jitter <ms>',
+      'each request is counted by the limit after a random delay of up to this many ms (default 20)',
+      nonNegative,
+    )
     .option('--ids-as-numbers', 'write ListDataID as a bare JSON number (tests lossless parsing)')
     .option('--activity <spec>', 'simulate another user, e.g. demo/orders:edits=5,creates=1,deletes=1,hooks=1', parseActivitySpec)
     .option(

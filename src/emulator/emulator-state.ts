@@ -6,7 +6,8 @@ import { FaultInjector, type FaultSettingsPatch } from './faults.js';
 import { DEFAULT_FIELD_META_SHAPE, type FieldMetaShape } from './field-meta.js';
 import { QueryEngine } from './query-engine.js';
 import { QueryLag } from './query-lag.js';
-import { type RateLimitSettings, TokenBucketLimiter } from './rate-limiter.js';
+import { type AccountRateLimiter, type RateLimitSettings, createRateLimiter } from './rate-limiter.js';
+import { Prng } from './prng.js';
 import { RequestLog } from './request-log.js';
 import type { EmulatorStore } from './store.js';
 import { TimerSet } from './timers.js';
@@ -81,7 +82,9 @@ export class EmulatorState {
   readonly idsAsNumbers: boolean;
   readonly clock: EmulatorClock;
   readonly queries = new QueryEngine();
-  readonly limiter: TokenBucketLimiter | null;
+  readonly limiter: AccountRateLimiter | null;
+  /** Draws each request's delay before it is counted (the rate limit's jitter). */
+  private readonly handlerDelays = new Prng(7);
   readonly faults: FaultInjector;
   readonly log = new RequestLog();
   readonly hooks = new WebhookHub();
@@ -107,7 +110,7 @@ export class EmulatorState {
     this.clock = new EmulatorClock(init.now);
     this.lag = new QueryLag(() => this.clock.nowMs(), init.queryLagMs ?? 0);
     this.fieldMeta = { ...DEFAULT_FIELD_META_SHAPE, ...stripUndefined(init.fieldMeta ?? {}) };
-    this.limiter = init.rateLimit === false ? null : new TokenBucketLimiter(init.rateLimit, init.rateLimitClock);
+    this.limiter = init.rateLimit === false ? null : createRateLimiter(init.rateLimit, init.rateLimitClock);
     this.faults = new FaultInjector(init.faults, Date.now());
     this.activity = new ActivitySimulator({
       store: () => this.store,
@@ -116,6 +119,12 @@ export class EmulatorState {
       lag: this.lag,
       itemHooks: this.itemHooks,
     });
+  }
+
+  /** How long a /v1 request waits before the rate limit counts it: random, up to the limit's `jitterMs`. */
+  handlerDelayMs(): number {
+    const jitter = this.limiter?.settings.jitterMs ?? 0;
+    return jitter > 0 ? this.handlerDelays.next() * jitter : 0;
   }
 
   get settings(): RuntimeSettings {

@@ -34,6 +34,12 @@ export interface FaultSettings {
   updateAnswerDelayMs: number;
   /** Every request is answered 429 until this instant (epoch ms). */
   rateLimitStorm: { untilMs: number } | null;
+  /**
+   * The Nth /v1 request counted from when this is set (1 = the next one) is
+   * answered 429 with Retry-After 1, once, as the rate limit would; then the
+   * setting clears itself. Requests outside `faultPaths` are not counted.
+   */
+  rateLimitAtRequest: number | null;
   /** PageIndex values for which items/query answers `Data: []` with the real TotalCount. */
   emptyPages: number[];
   /** A well-formed but wrong items/query answer, on demand (see PageFaultKind). */
@@ -92,6 +98,7 @@ export const DEFAULT_FAULTS: Readonly<FaultSettings> = Object.freeze({
   loseWriteAnswers: 0,
   updateAnswerDelayMs: 0,
   rateLimitStorm: null,
+  rateLimitAtRequest: null,
   emptyPages: [],
   pageFault: null,
   faultPaths: null,
@@ -114,6 +121,7 @@ const patchSchema = z.strictObject({
     .union([ms, z.strictObject({ untilMs: z.number() }), z.strictObject({ durationMs: ms })])
     .nullable()
     .optional(),
+  rateLimitAtRequest: z.number().int().min(1).max(1_000_000).nullable().optional(),
   emptyPages: z.array(z.number().int().min(0)).nullable().optional(),
   pageFault: z
     .strictObject({ kind: z.enum(PAGE_FAULT_KINDS), page: z.number().int().min(1).optional(), count: z.number().int().min(1).optional() })
@@ -168,6 +176,7 @@ export function mergeFaults(current: FaultSettings, patch: unknown, nowMs: numbe
   else if (p.emptyPages !== undefined) next.emptyPages = p.emptyPages.map((n) => Math.max(1, n));
   if (p.pageFault === null) next.pageFault = null;
   else if (p.pageFault !== undefined) next.pageFault = { ...p.pageFault };
+  if (p.rateLimitAtRequest !== undefined) next.rateLimitAtRequest = p.rateLimitAtRequest;
   if (p.faultPaths === null) next.faultPaths = null;
   else if (p.faultPaths !== undefined) next.faultPaths = p.faultPaths;
   const storm = p.rateLimitStorm;
@@ -194,6 +203,8 @@ export class FaultInjector {
   private current: FaultSettings;
   private prng: Prng;
   private pathRe: RegExp | null = null;
+  /** /v1 requests counted towards `rateLimitAtRequest` since it was set. */
+  private sinceRateLimitAt = 0;
 
   constructor(initial: FaultSettingsPatch | undefined, nowMs: number) {
     this.current = mergeFaults({ ...DEFAULT_FAULTS, emptyPages: [] }, initial ?? {}, nowMs);
@@ -211,6 +222,7 @@ export class FaultInjector {
     this.current = next;
     this.pathRe = next.faultPaths === null ? null : new RegExp(next.faultPaths);
     if (reseed) this.prng = new Prng(next.faultSeed);
+    if (typeof patch === 'object' && patch !== null && 'rateLimitAtRequest' in patch) this.sinceRateLimitAt = 0;
     return this.settings;
   }
 
@@ -223,6 +235,17 @@ export class FaultInjector {
     const storm = this.current.rateLimitStorm;
     if (storm === null || nowMs >= storm.untilMs) return null;
     return Math.max(1, Math.ceil((storm.untilMs - nowMs) / 1000));
+  }
+
+  /** Counts a request towards `rateLimitAtRequest`: true when this one is to be answered 429 (then the setting clears). */
+  takeRateLimitAt(): boolean {
+    const n = this.current.rateLimitAtRequest;
+    if (n === null) return false;
+    this.sinceRateLimitAt++;
+    if (this.sinceRateLimitAt < n) return false;
+    this.current = { ...this.current, rateLimitAtRequest: null };
+    this.sinceRateLimitAt = 0;
+    return true;
   }
 
   /** Latency to add before answering (ms). */

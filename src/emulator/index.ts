@@ -6,7 +6,7 @@ import { referenceMsOf, seedSettingsOf } from './build-store.js';
 import { EmulatorState, type RuntimeSettings } from './emulator-state.js';
 import type { FieldFlagStyle, FieldMetaArrangement } from './field-meta.js';
 import type { FaultSettingsPatch } from './faults.js';
-import { DEFAULT_RATE_LIMIT, type RateLimitSettings } from './rate-limiter.js';
+import { DEFAULT_RATE_LIMIT, type RateLimitSettings, type RateModel } from './rate-limiter.js';
 import { type SeedFile, loadSeedFile } from './seed.js';
 import { createRequestListener } from './server.js';
 
@@ -35,8 +35,16 @@ export interface EmulatorOptions {
   timeZone?: string;
   /** Accepted API keys (default ["emulator-key"]). */
   apiKeys?: string[];
-  /** Token bucket per key (default burst 10, 10/s); false disables. */
+  /**
+   * The limit per key (default 10 in any sliding second, each request counted
+   * after a random delay of up to 20 ms); false disables. `rateModel` and
+   * `rateJitterMs` override its model and delay.
+   */
   rateLimit?: RateLimitSettings | false;
+  /** How the limit is kept: `sliding` (default, the strictest), `bucket` or `fixed`. */
+  rateModel?: RateModel;
+  /** Each /v1 request is counted by the limit after a random delay of up to this many ms (default 20). */
+  rateJitterMs?: number;
   /** Monotonic ms clock of the rate limiter (default performance.now; tests freeze it to fire "in the same instant"). */
   rateLimitClock?: () => number;
   /** Write ListDataID as a bare JSON number in item reads. */
@@ -108,6 +116,16 @@ function urlHost(host: string): string {
   return host.includes(':') ? `[${host}]` : host;
 }
 
+function rateLimitOf(opts: EmulatorOptions): RateLimitSettings | false {
+  if (opts.rateLimit === false) return false;
+  return {
+    ...DEFAULT_RATE_LIMIT,
+    ...opts.rateLimit,
+    ...(opts.rateModel === undefined ? {} : { model: opts.rateModel }),
+    ...(opts.rateJitterMs === undefined ? {} : { jitterMs: opts.rateJitterMs }),
+  };
+}
+
 export async function startEmulator(opts: EmulatorOptions = {}): Promise<RunningEmulator> {
   const seed = opts.seed ?? (opts.seedFile === undefined ? undefined : await loadSeedFile(opts.seedFile));
   const now = opts.now ?? (() => new Date());
@@ -125,7 +143,7 @@ export async function startEmulator(opts: EmulatorOptions = {}): Promise<Running
     },
     referenceMs,
     idsAsNumbers: opts.idsAsNumbers ?? false,
-    rateLimit: opts.rateLimit ?? DEFAULT_RATE_LIMIT,
+    rateLimit: rateLimitOf(opts),
     rateLimitClock: opts.rateLimitClock,
     faults: opts.faults,
     now: opts.now,
@@ -182,8 +200,8 @@ export type { ItemDeliverySettings, ItemDeliveryStats, ItemHook } from './item-h
 export type { FaultSettings, FaultSettingsPatch } from './faults.js';
 export type { FieldMeta, FieldSpec } from './field-types.js';
 export { OPERATORS } from './query-engine.js';
-export { DEFAULT_RATE_LIMIT } from './rate-limiter.js';
-export type { RateLimitSettings } from './rate-limiter.js';
+export { DEFAULT_RATE_JITTER_MS, DEFAULT_RATE_LIMIT, RATE_MODELS } from './rate-limiter.js';
+export type { RateLimitSettings, RateModel } from './rate-limiter.js';
 export type { EmulatorStats, RequestLogEntry } from './request-log.js';
 export { SAMPLE_APP_ID, SAMPLE_FIELDS, SAMPLE_LIST_ID, SAMPLE_STATUSES, SAMPLE_TAGS } from './sample.js';
 export { SeedError, loadSeedFile, parseSeedFile } from './seed.js';

@@ -41,8 +41,8 @@ async function handleV1(state: EmulatorState, req: IncomingMessage, res: ServerR
     if (entry.finishedAt === null && closedEarly) state.log.finish(entry, null, null);
   });
 
-  // Route, key and rate limit are decided on arrival (before the body is read), so the
-  // token bucket sees the real arrival order and timing even on a busy machine.
+  // Route and key are decided on arrival; the rate limit counts the request when its handler
+  // runs, after a delay that varies (the limit's jitter), as a real server's would.
   let early: ApiReply | null = null;
   if (!route) {
     early = { httpStatus: 404, body: envelopeJson(404, 'null', `No such endpoint: ${method} ${path}`), envelopeStatus: 404 };
@@ -51,19 +51,9 @@ async function handleV1(state: EmulatorState, req: IncomingMessage, res: ServerR
   } else if (!state.store.apiKeys.includes(apiKey)) {
     early = errorReply(new ApiError(STATUS.unauthorized, 'Invalid apiKey', 401));
   } else {
-    const decision = state.limiter?.take(apiKey);
-    if (decision && !decision.allowed) {
-      const s = decision.retryAfterSeconds;
-      const perSecond = state.limiter?.settings.perSecond ?? 0;
-      early = errorReply(
-        new ApiError(
-          STATUS.rateLimited,
-          `Rate limit exceeded: at most ${perSecond} requests per second per API key; retry after ${s} s`,
-          429,
-          { 'Retry-After': String(s) },
-        ),
-      );
-    }
+    const handlerDelay = state.handlerDelayMs();
+    if (handlerDelay > 0) await state.timers.sleep(handlerDelay);
+    early = rateLimitReply(state, apiKey, path);
   }
 
   let body: string;
@@ -165,6 +155,23 @@ async function handleV1(state: EmulatorState, req: IncomingMessage, res: ServerR
   const answerDelay = faultsApply && req.method === 'PATCH' ? state.faults.settings.updateAnswerDelayMs : 0;
   if (answerDelay > 0) await state.timers.sleep(answerDelay);
   send(reply);
+}
+
+/** A 429 when the account's limit (or the one-off `rateLimitAtRequest` fault) refuses the request; null to go on. */
+function rateLimitReply(state: EmulatorState, apiKey: string, path: string): ApiReply | null {
+  if (state.faults.appliesTo(path) && state.faults.takeRateLimitAt()) {
+    const reply = errorReply(new ApiError(STATUS.rateLimited, 'Rate limit exceeded; retry after 1 s', 429, { 'Retry-After': '1' }));
+    return { ...reply, fault: 'rateLimitAtRequest' };
+  }
+  const decision = state.limiter?.take(apiKey);
+  if (!decision || decision.allowed) return null;
+  const s = decision.retryAfterSeconds;
+  const perSecond = state.limiter?.settings.perSecond ?? 0;
+  return errorReply(
+    new ApiError(STATUS.rateLimited, `Rate limit exceeded: at most ${perSecond} requests per second per API key; retry after ${s} s`, 429, {
+      'Retry-After': String(s),
+    }),
+  );
 }
 
 export function createRequestListener(state: EmulatorState): RequestListener {

@@ -53,6 +53,7 @@ import { type PlatformHttp, createPlatformHttp } from './http.js';
 import { parseJson } from './json.js';
 import { HEAP_BUDGET_BYTES, HeapBudget } from '../heap-budget.js';
 import { MAX_PAGE_SIZE, type PageResult, type PaginateOptions, assertPageSize, paginate } from './paging.js';
+import type { LearnedLimits } from './learned-limits.js';
 import { RateLimiter, type SendSlot } from './rate-limiter.js';
 import type { SharedBudget } from './shared-budget.js';
 import { normalizeFields } from './field-meta.js';
@@ -241,6 +242,11 @@ export class PlatformClient {
   /** The rate limiter's current fraction of `requestsPerSecond` (below 1 after throttling). */
   rateFactor(): number {
     return this.limiter.rateFactor();
+  }
+
+  /** What the rate limiter has learned about the account from 429 answers, as it applies now. */
+  learnedLimits(): LearnedLimits {
+    return this.limiter.learnedNow();
   }
 
   /** Resolves when no request is queued or in flight. */
@@ -582,10 +588,15 @@ export class PlatformClient {
     let maybeApplied = false;
     for (let attempt = 0; ; attempt++) {
       if (signal.aborted) throw abortReason(signal);
-      const result = await this.queue.add(async () => this.send(call, await this.limiter.acquire(signal), signal), {
-        priority: attempt > 0 ? 1 : 0,
-        signal,
-      });
+      let sentAt: number | undefined;
+      const result = await this.queue.add(
+        async () => {
+          const slot = await this.limiter.acquire(signal);
+          sentAt = slot.grantedAt;
+          return this.send(call, slot, signal);
+        },
+        { priority: attempt > 0 ? 1 : 0, signal },
+      );
       this.counters.requests++;
       if (attempt > 0) this.counters.retries++;
 
@@ -616,8 +627,8 @@ export class PlatformClient {
 
       let retryAfterMs = result.retryAfterMs;
       if (retryAfterMs !== undefined) retryAfterMs = Math.min(retryAfterMs, this.config.maxRetryAfterSeconds * 1000);
-      // Everyone waits, not just this request; the limiter also lowers the rate.
-      const pauseMs = rateLimited ? this.limiter.throttled(retryAfterMs) : undefined;
+      // Everyone waits, not just this request; the limiter learns from it (no bursts, a wider margin).
+      const pauseMs = rateLimited ? this.limiter.throttled(retryAfterMs, sentAt) : undefined;
 
       if (final) {
         this.counters.errors++;
@@ -685,6 +696,7 @@ export class PlatformClient {
     let text: string;
     let retryAfter: string | string[] | undefined;
     let location: string | undefined;
+    let headersAt: number | undefined;
     try {
       const pending = this.http.got(call.path, {
         method: call.method,
@@ -693,7 +705,10 @@ export class PlatformClient {
       });
       // The limiter spaces requests by when they really left, not when they were allowed to.
       pending.on('request', (req) => req.once('finish', () => slot.sent()));
+      let answeredAt: number | undefined;
+      pending.on('response', () => (answeredAt = this.clock.now()));
       const response = await pending;
+      headersAt = answeredAt;
       slot.sent(); // no effect once the write was reported; a request whose write went unreported counts from its answer
       statusCode = response.statusCode;
       text = response.body;
@@ -723,6 +738,9 @@ export class PlatformClient {
     }
     const envelope = toEnvelope(parsed);
     if (!envelope) return unreadable('response body is not the {Status, Data, Message} envelope');
+    // The answer's round trip shows how long the server held the request before counting it, against
+    // the quickest of the answers like it (the same endpoint, within a factor of four in length: a bigger answer takes longer to build).
+    if (is2xx && envelope.Status === 0) slot.answered(`${call.endpoint} ${Math.floor(Math.log2(text.length + 1) / 2)}`, headersAt);
     if (is2xx && envelope.Status === 0)
       return { ok: true, envelope, httpStatus: statusCode, durationMs, bytes: text.length, ...(location ? { location } : {}) };
     return {

@@ -40,13 +40,36 @@
  * are also spaced evenly, one window's worth over the window, as the
  * platform's bucket refills: no burst into a bucket someone else emptied.
  *
- * Adaptive back-off: `throttled()` (after a 429 or a rate-limit envelope)
- * pauses every request for Retry-After (or an exponential default), locally
- * and through the shared budget, and halves the rate (the window widens),
- * which then recovers linearly to the configured rate.
+ * The server counts a request when its handler runs, after a delay that
+ * varies and that the answer's round trip shows: a request answered later
+ * than the quickest of its endpoint's recent answers waited that much longer
+ * before it was counted (or after; counting it later is the safe side). So
+ * once answered, a send is logged at its send time plus that delay
+ * (`SendSlot.answered()`); one not answered yet, at its send time plus the
+ * largest recent delay. The next request a window after it then reaches the
+ * server's count a window later, whatever the delays: this holds against a
+ * strict sliding second, and so against a token bucket and a fixed window,
+ * which allow at least as much.
+ *
+ * Learned per account (src/platform/learned-limits.ts; kept in the shared
+ * budget's row when there is one, so the next process starts from it): up to
+ * `burst` requests leave together only while no 429 has been seen lately; a
+ * 429 turns bursts off and widens the window by a learned margin, both
+ * relaxed slowly while no 429 comes. `throttled()` (after a 429 or a
+ * rate-limit envelope) pauses every request for Retry-After (or one window;
+ * doubling while 429s come back to back), locally and through the shared
+ * budget, then requests resume at the configured rate with the learned
+ * margin: under a configured limit, a 429 costs about one window. Only when
+ * 429s keep coming at the widened margin (two more within a minute) is the
+ * rate halved, recovering linearly: the configured limit is then likely
+ * above the platform's, which the log says and `status` shows.
+ *
+ * Tests: test/platform/rate-limiter.test.ts (decisions, manual clock),
+ * test/platform/shared-budget.test.ts (what a second process starts from).
  */
 import type { Logger } from 'pino';
 import { type Clock, abortReason, systemClock } from './clock.js';
+import { INITIAL_LEARNED, type LearnedLimits, afterThrottle, relaxed } from './learned-limits.js';
 
 /** Where slots come from when several processes share the account's budget. */
 export interface SlotSource {
@@ -64,6 +87,10 @@ export interface SlotSource {
    * used (this process's own send log keeps the window), instead of dropped.
    */
   readonly contended?: boolean;
+  /** What the account's limiter learned so far (local epoch ms); undefined when nothing is recorded. */
+  readLearned?(): Promise<LearnedLimits | undefined>;
+  /** Records a 429: pauses the account until `untilMs` and stores `update` of what it had learned; returns the stored state. */
+  throttle?(untilMs: number, update: (current: LearnedLimits) => LearnedLimits): Promise<LearnedLimits>;
 }
 
 export interface RateLimiterOptions {
@@ -93,6 +120,8 @@ export interface RateLimiterOptions {
   throttleMaxMs?: number;
   logger?: Logger;
   random?: () => number;
+  /** What was learned about the account before (default: nothing; with a source, read from it before the first grant). */
+  learned?: LearnedLimits;
 }
 
 /** At most `cap` sends in any `windowMs`, and at most `burst` in any `burstWindowMs` (default: the same as cap). */
@@ -108,12 +137,25 @@ export interface SendSlot {
   readonly grantedAt: number;
   /** Records when the request really went out, if later than the grant (a stalled event loop); the first call counts. */
   sent(at?: number): void;
+  /**
+   * Records a successful answer of endpoint `key` (its round trip, from the
+   * send): how long the server may have held the request before counting it.
+   * The first call counts; not called for failures (a refusal comes back early).
+   */
+  answered(key: string, at?: number): void;
 }
 
 interface LogEntry {
   at: number;
   /** Granted, and not yet reported sent. */
   unreported: boolean;
+  /** How long after `at` the server counted it, as far as its answer shows; null until answered. */
+  delayMs: number | null;
+}
+
+/** Round trips of one endpoint's recent answers, newest last. */
+interface RttSamples {
+  rtts: number[];
 }
 
 /** An unreported send stops counting as "leaving now" this long after its grant (a caller that never reports). */
@@ -128,6 +170,20 @@ interface Waiter {
 }
 
 const WINDOW_MS = 1000;
+/** Recent answers per endpoint whose quickest is taken as "not held back". */
+const RTT_SAMPLES = 32;
+/**
+ * An endpoint with fewer answers than this does not show how its delay varies
+ * yet (the quickest of a few may itself have waited): at least COLD_DELAY_MS.
+ */
+const WARM_SAMPLES = 6;
+const COLD_DELAY_MS = 50;
+/** The largest delay assumed for a send not answered yet (an answered one counts with all its delay). */
+const MAX_PENDING_DELAY_MS = 250;
+/** A 429 with two others counted this long before it came at the widened margin: halve the rate. */
+const REPEAT_WINDOW_MS = 60_000;
+/** How often a limiter with a shared source rereads what the account learned (another process's 429). */
+const LEARNED_REFRESH_MS = 10_000;
 const STALL_HALF_LIFE_MS = 2000;
 const MAX_STALL_MS = 250;
 
@@ -148,9 +204,8 @@ export class RateLimiter {
   private readonly windowCap: number;
   /** The window those sends fit in at the full rate, margin included (1.03 s for 10 requests/s). */
   private readonly baseWindowMs: number;
-  /** Sends that may go together, and the window they fit in (5 in 515 ms for 10 requests/s). */
+  /** Sends that may go together while bursts are allowed (5 for `platform.burst` 5). */
   private readonly burstCap: number;
-  private readonly baseBurstWindowMs: number;
 
   private readonly waiters: Waiter[] = [];
   private running = false;
@@ -169,6 +224,17 @@ export class RateLimiter {
   private stallMs = 0;
   private stallAt = -Infinity;
   private granted = 0;
+  private learned: LearnedLimits;
+  /** 0: not read from the source yet; 1: reading; 2: read (or nothing to read). */
+  private learnedState: 0 | 1 | 2;
+  private learnedReadAt = -Infinity;
+  /** When the last 429s that taught something came (local ms), newest last. */
+  private readonly counted: number[] = [];
+  private readonly rtts = new Map<string, RttSamples>();
+  /** Recent delay estimates, newest last: the largest is assumed for a send not answered yet. */
+  private readonly delays: number[] = [];
+  /** While sends are evenly spaced: when the last one was due by the schedule. */
+  private spacedAt = -Infinity;
 
   constructor(options: RateLimiterOptions) {
     if (!(options.requestsPerSecond > 0)) throw new TypeError(`requestsPerSecond must be > 0 (got ${options.requestsPerSecond})`);
@@ -188,7 +254,13 @@ export class RateLimiter {
     this.windowCap = Math.max(1, Math.floor(this.requestsPerSecond));
     this.baseWindowMs = Math.max(WINDOW_MS, (WINDOW_MS * this.windowCap) / this.requestsPerSecond) * (1 + this.margin);
     this.burstCap = Math.min(this.windowCap, Math.max(1, Math.floor(options.burst ?? this.windowCap)));
-    this.baseBurstWindowMs = (this.baseWindowMs * this.burstCap) / this.windowCap;
+    this.learned = { ...(options.learned ?? INITIAL_LEARNED) };
+    this.learnedState = this.source?.readLearned ? 0 : 2;
+  }
+
+  /** What the limiter has learned about the account, as it applies now. */
+  learnedNow(now = this.clock.now()): LearnedLimits {
+    return relaxed(this.learned, now);
   }
 
   /** Current fraction of the configured rate (below 1 while recovering from throttling). */
@@ -208,17 +280,19 @@ export class RateLimiter {
    * while timers fire late with another process on the account).
    */
   windowMs(now = this.clock.now()): number {
-    return this.widened(this.baseWindowMs, now);
-  }
-
-  /** The burst's window now: `burst` sends fit in it. */
-  private burstWindowMs(now: number): number {
-    return this.widened(this.baseBurstWindowMs, now);
-  }
-
-  private widened(ms: number, now: number): number {
     const shared = this.source !== undefined && this.source.contended !== false;
-    return ms / this.rateFactor(now) + (shared ? this.stallAllowance(now) : 0);
+    const ms = this.baseWindowMs + this.learnedNow(now).marginMs;
+    return ms / this.rateFactor(now) + (shared ? this.stallAllowance(now) + this.pendingDelayMs() : 0);
+  }
+
+  /** Sends that may go together now: `burst`, or one while bursts are off. */
+  private burstCapNow(now: number): number {
+    return this.learnedNow(now).burstsAllowed ? this.burstCap : 1;
+  }
+
+  /** The burst's window now: `burstCapNow` sends fit in it. */
+  private burstWindowMs(now: number): number {
+    return (this.windowMs(now) * this.burstCapNow(now)) / this.windowCap;
   }
 
   /** Local epoch ms until which requests are held back (-Infinity when not paused). */
@@ -254,38 +328,79 @@ export class RateLimiter {
 
   /**
    * The platform said "too many requests": hold every request back for
-   * `retryAfterMs` (or an exponential default), here and in the shared budget,
-   * and lower the rate. Calls during a pause only extend it.
+   * `retryAfterMs` (or one window, doubling while 429s come back to back),
+   * here and in the shared budget. A 429 to a request sent after the last
+   * lesson (`sentAt`, its grant) teaches: bursts off, a wider margin; if two
+   * others taught within a minute before it, the rate is halved too (the
+   * configured limit looks too high). One sent before, or during a pause,
+   * only extends the pause.
    */
-  throttled(retryAfterMs?: number): number {
+  throttled(retryAfterMs?: number, sentAt?: number): number {
     const now = this.clock.now();
     const inPause = now < this.pausedUntil;
+    const lastLesson = this.counted.at(-1) ?? -Infinity;
+    const teaches = !inPause && !(sentAt !== undefined && sentAt < lastLesson);
     let pauseMs: number;
     if (retryAfterMs !== undefined && retryAfterMs >= 0) {
       pauseMs = retryAfterMs;
     } else {
-      const ceiling = Math.min(this.throttleMaxMs, this.throttleBaseMs * 2 ** Math.min(this.throttleStreak, 16));
-      pauseMs = ceiling / 2 + (this.random() * ceiling) / 2;
+      const windows = this.windowMs(now) * 2 ** Math.min(this.throttleStreak, 16);
+      pauseMs = Math.min(this.throttleMaxMs, Math.max(this.throttleBaseMs, windows));
     }
     const until = now + pauseMs;
     if (until > this.pausedUntil) this.pausedUntil = until;
-    if (!inPause) {
-      this.throttleStreak++;
-      this.factorAtThrottle = Math.max(this.minRateFactor, this.rateFactor(now) / 2);
+    if (!inPause) this.throttleStreak++;
+    let halved = false;
+    if (teaches) {
+      while (this.counted.length > 0 && this.counted[0]! < now - REPEAT_WINDOW_MS) this.counted.shift();
+      halved = this.counted.length >= 2;
+      this.counted.push(now);
+      this.learned = afterThrottle(this.learned, now);
+      if (halved) {
+        this.factorAtThrottle = Math.max(this.minRateFactor, this.rateFactor(now) / 2);
+        this.learned.limitTooHighAt = now;
+      }
     }
     this.recoveryStartsAt = Math.max(this.recoveryStartsAt, this.pausedUntil);
     // Reserved slots inside the pause are no good any more.
     this.reserved = this.reserved.filter((t) => t >= this.pausedUntil);
-    this.logger?.warn(
-      { pauseMs: Math.round(pauseMs), rateFactor: Number(this.factorAtThrottle.toFixed(3)) },
-      'platform rate limit hit: pausing requests',
-    );
-    if (this.source) {
-      this.source.pause(this.pausedUntil).catch((err: unknown) => {
-        this.logger?.warn({ err }, 'could not record the pause in the shared request budget');
-      });
-    }
+    const learned = this.learnedNow(now);
+    const fields = { pauseMs: Math.round(pauseMs), marginMs: learned.marginMs, bursts: learned.burstsAllowed };
+    if (halved)
+      this.logger?.warn(
+        { ...fields, rateFactor: Number(this.factorAtThrottle.toFixed(3)), requestsPerSecond: this.requestsPerSecond },
+        'platform rate limit hit again at the widened margin: platform.requestsPerSecond looks higher than the platform allows; halving the rate',
+      );
+    else this.logger?.warn(fields, 'platform rate limit hit: pausing requests');
+    this.share(teaches, now);
     return pauseMs;
+  }
+
+  /** Tells the shared budget about a pause, and what a 429 taught (merged with what other processes learned). */
+  private share(teaches: boolean, now: number): void {
+    if (!this.source) return;
+    const failed = (err: unknown): void => {
+      this.logger?.warn({ err }, 'could not record the pause in the shared request budget');
+    };
+    if (!teaches || !this.source.throttle) {
+      this.source.pause(this.pausedUntil).catch(failed);
+      return;
+    }
+    const mine = this.learned;
+    this.source
+      .throttle(this.pausedUntil, (current) => {
+        const merged = afterThrottle(current, now);
+        return {
+          ...merged,
+          marginMs: Math.max(merged.marginMs, mine.marginMs),
+          limitTooHighAt: mine.limitTooHighAt ?? merged.limitTooHighAt,
+        };
+      })
+      .then((stored) => {
+        this.learned = { ...stored };
+        this.learnedState = 2;
+      })
+      .catch(failed);
   }
 
   /** A request succeeded: the next throttle starts its default pause from the base again. */
@@ -310,7 +425,22 @@ export class RateLimiter {
   /** Earliest time the sliding log of this process's sends allows the next one (the window, then the burst's). */
   private guardTime(): number {
     const now = this.clock.now();
-    return Math.max(this.leftAt(this.windowCap, now) + this.windowMs(now), this.leftAt(this.burstCap, now) + this.burstWindowMs(now));
+    const burst = this.burstCapNow(now);
+    // The window holds the sends as the server counted them; the spacing of a burst, as they left;
+    // evenly spaced sends keep to a schedule, so that timer lateness is not added to every interval.
+    const spacing = burst === 1 ? this.spacedAt + this.burstWindowMs(now) : this.leftAt(burst, now) + this.burstWindowMs(now);
+    return Math.max(this.countedAt(this.windowCap, now) + this.windowMs(now), spacing);
+  }
+
+  /**
+   * Moves the schedule of evenly spaced sends to a grant at `now`: the slot it
+   * was due at when it is less than half an interval late (the next one may
+   * then follow up to that much sooner, the window's log still holding), else `now`.
+   */
+  private keepSchedule(now: number): void {
+    const interval = this.burstWindowMs(now);
+    const due = this.spacedAt + interval;
+    this.spacedAt = now >= due && now - due < interval / 2 ? due : now;
   }
 
   /** When the `back`-th send before the next one left (-Infinity while there are fewer). */
@@ -318,6 +448,72 @@ export class RateLimiter {
     if (this.sent.length < back) return -Infinity;
     const e = this.sent[this.sent.length - back]!;
     return e.unreported ? Math.max(e.at, Math.min(now, e.at + MAX_UNREPORTED_MS)) : e.at;
+  }
+
+  /**
+   * When the server counted the `back`-th send before the next one, as far as
+   * is known: when it left, plus the delay its answer showed (or the largest
+   * recent delay while it is not answered). -Infinity while there are fewer.
+   */
+  private countedAt(back: number, now: number): number {
+    if (this.sent.length < back) return -Infinity;
+    const e = this.sent[this.sent.length - back]!;
+    return this.leftAt(back, now) + (e.delayMs ?? this.pendingDelayMs());
+  }
+
+  /** The delay assumed for a send not answered yet: the largest of the recent estimates (0 before any). */
+  private pendingDelayMs(): number {
+    return this.delays.length === 0 ? 0 : Math.min(MAX_PENDING_DELAY_MS, Math.max(...this.delays));
+  }
+
+  /** How long the server held a request of `key` answered after `rttMs`: its round trip over the quickest recent one. */
+  private noteAnswer(key: string, rttMs: number): number {
+    let samples = this.rtts.get(key);
+    if (!samples) this.rtts.set(key, (samples = { rtts: [] }));
+    samples.rtts.push(rttMs);
+    if (samples.rtts.length > RTT_SAMPLES) samples.rtts.shift();
+    const quickest = Math.min(...samples.rtts);
+    let delay = Math.max(0, rttMs - quickest);
+    if (samples.rtts.length < WARM_SAMPLES) delay = Math.max(delay, COLD_DELAY_MS);
+    this.delays.push(delay);
+    if (this.delays.length > this.windowCap * 2) this.delays.shift();
+    return delay;
+  }
+
+  /** Reads what the account learned: before the first grant, then every LEARNED_REFRESH_MS in the background. */
+  private async loadLearned(now: number, wait: boolean): Promise<void> {
+    const source = this.source;
+    if (!source?.readLearned || this.learnedState === 1) return;
+    if (this.learnedState === 2 && now - this.learnedReadAt < LEARNED_REFRESH_MS) return;
+    this.learnedState = 1;
+    this.learnedReadAt = now;
+    const read = source
+      .readLearned()
+      .then((l) => {
+        // A lesson of this process's own not stored yet stays.
+        if (l && (l.lastThrottledAt ?? -Infinity) >= (this.learned.lastThrottledAt ?? -Infinity)) this.learned = { ...l };
+      })
+      .catch((err: unknown) => this.logger?.warn({ err }, 'could not read what the shared request budget learned'))
+      .finally(() => (this.learnedState = 2));
+    if (wait) await read;
+  }
+
+  private slotFor(entry: LogEntry, grantedAt: number): SendSlot {
+    const clock = this.clock;
+    const noteAnswer = (key: string, rtt: number): number => this.noteAnswer(key, rtt);
+    return {
+      grantedAt,
+      sent(at = clock.now()) {
+        if (!entry.unreported) return;
+        entry.unreported = false;
+        if (at > entry.at) entry.at = at;
+      },
+      answered(key: string, at = clock.now()) {
+        if (entry.delayMs !== null) return;
+        if (entry.unreported) this.sent(at);
+        entry.delayMs = noteAnswer(key, Math.max(0, at - entry.at));
+      },
+    };
   }
 
   /**
@@ -351,6 +547,8 @@ export class RateLimiter {
           this.waiters.shift();
           continue;
         }
+        if (this.learnedState !== 2 || this.granted === 0) await this.loadLearned(this.clock.now(), true);
+        else void this.loadLearned(this.clock.now(), false);
         const now = this.clock.now();
         let slot: number;
         let fromSource = false;
@@ -366,7 +564,7 @@ export class RateLimiter {
                 ...(await this.source.reserve(count, {
                   cap: this.windowCap,
                   windowMs: this.windowMs(now),
-                  burst: this.burstCap,
+                  burst: this.burstCapNow(now),
                   burstWindowMs: this.burstWindowMs(now),
                 })),
               ];
@@ -401,21 +599,12 @@ export class RateLimiter {
         if (!fromSource) this.nextSlot = now + this.windowMs(now) / this.windowCap;
         // Logged as granted now (the window counts from when the request really goes),
         // moved to when it was really flushed once the caller reports it.
-        const entry: LogEntry = { at: now, unreported: true };
+        const entry: LogEntry = { at: now, unreported: true, delayMs: null };
         this.sent.push(entry);
         if (this.sent.length > this.windowCap) this.sent.shift();
         this.granted++;
-        const clock = this.clock;
-        this.settle(head, {
-          slot: {
-            grantedAt: now,
-            sent(at = clock.now()) {
-              if (!entry.unreported) return;
-              entry.unreported = false;
-              if (at > entry.at) entry.at = at;
-            },
-          },
-        });
+        this.keepSchedule(now);
+        this.settle(head, { slot: this.slotFor(entry, now) });
       }
     } finally {
       this.running = false;

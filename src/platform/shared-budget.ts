@@ -18,14 +18,19 @@
  * trips); the limiter's margin absorbs the remaining error of a few
  * milliseconds.
  *
+ * The row also keeps what the limiter learned from 429 answers (bursts on or
+ * off, the extra margin, 429s counted: src/platform/learned-limits.ts), read
+ * when a limiter starts and written, row-locked, with each 429's pause.
+ *
  * The account key is `platform.account` when configured, otherwise a SHA-256
  * of baseUrl and apiKey: never the key itself.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { PlatformConfig } from '../config.js';
-import { pauseAccount, readPause, reserveSlots } from '../store/rate-budget.js';
+import { pauseAccount, readLearned, readPause, recordThrottle, reserveSlots } from '../store/rate-budget.js';
 import { type Clock, systemClock } from './clock.js';
+import type { LearnedLimits } from './learned-limits.js';
 import type { SlotSource, SlotWindow } from './rate-limiter.js';
 
 export interface SharedBudgetOptions {
@@ -142,6 +147,37 @@ export class SharedBudget implements SlotSource {
   async pause(untilMs: number): Promise<void> {
     const seconds = Math.max(0, (untilMs - this.clock.now()) / 1000);
     await pauseAccount(this.db, this.account, seconds);
+  }
+
+  /** What the account's limiter learned, its times in local epoch ms; undefined when the account has no row yet. */
+  async readLearned(): Promise<LearnedLimits | undefined> {
+    const t0 = this.clock.now();
+    const row = await readLearned(this.db, this.account);
+    const t1 = this.clock.now();
+    if (!row) return undefined;
+    this.observeOffset(row.nowMs - (t0 + t1) / 2, t1 - t0, t1);
+    return this.toLocal(row.learned);
+  }
+
+  /**
+   * Records a 429: pauses every user of the account until `untilMs` and
+   * stores `update` of what the account had learned (local epoch ms in and
+   * out), the row locked so two processes' 429s both count.
+   */
+  async throttle(untilMs: number, update: (current: LearnedLimits) => LearnedLimits): Promise<LearnedLimits> {
+    const seconds = Math.max(0, (untilMs - this.clock.now()) / 1000);
+    const stored = await recordThrottle(this.db, this.account, seconds, (current) => this.toDb(update(this.toLocal(current))));
+    return this.toLocal(stored);
+  }
+
+  private toLocal(l: LearnedLimits): LearnedLimits {
+    const shift = (ms: number | null): number | null => (ms === null ? null : ms - this.offsetMs);
+    return { ...l, lastThrottledAt: shift(l.lastThrottledAt), limitTooHighAt: shift(l.limitTooHighAt) };
+  }
+
+  private toDb(l: LearnedLimits): LearnedLimits {
+    const shift = (ms: number | null): number | null => (ms === null ? null : ms + this.offsetMs);
+    return { ...l, lastThrottledAt: shift(l.lastThrottledAt), limitTooHighAt: shift(l.limitTooHighAt) };
   }
 
   /** Local epoch ms until which the account is paused, or undefined. */

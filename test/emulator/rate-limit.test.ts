@@ -1,22 +1,35 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningEmulator, startEmulator } from '../../src/emulator/index.js';
-import { TokenBucketLimiter } from '../../src/emulator/rate-limiter.js';
+import { FixedWindowLimiter, SlidingWindowLimiter, TokenBucketLimiter, createRateLimiter } from '../../src/emulator/rate-limiter.js';
 import { type Envelope, QA_SEED, burst, call } from './helpers.js';
 
-/** Token bucket per API key: burst 10, refill 10/s. */
+/**
+ * The limit per API key in each form the platform may keep it: a sliding
+ * second (the default), a token bucket (burst 10, refill 10/s) and a fixed
+ * one-second window; each request counted after a varying delay.
+ */
 
 let frozen: RunningEmulator;
+let bucket: RunningEmulator;
+let fixed: RunningEmulator;
 let real: RunningEmulator;
-/** The frozen emulator's rate-limiter clock (ms): requests "in the same instant" really are. */
+/** The frozen emulators' rate-limiter clock (ms): requests "in the same instant" really are. */
 let t = 0;
+const clock = { rateLimitClock: () => t };
 
 beforeAll(async () => {
-  frozen = await startEmulator({ port: 0, seed: QA_SEED, apiKeys: ['key-1', 'key-2'], rateLimitClock: () => t });
+  frozen = await startEmulator({ port: 0, seed: QA_SEED, apiKeys: ['key-1', 'key-2'], ...clock });
+  bucket = await startEmulator({ port: 0, seed: QA_SEED, rateModel: 'bucket', ...clock });
+  fixed = await startEmulator({ port: 0, seed: QA_SEED, rateModel: 'fixed', rateJitterMs: 0, ...clock });
   real = await startEmulator({ port: 0, seed: QA_SEED });
 });
 afterAll(async () => {
-  await Promise.all([frozen.close(), real.close()]);
+  await Promise.all([frozen.close(), bucket.close(), fixed.close(), real.close()]);
 });
+
+const get = (emu: RunningEmulator) => call(emu, 'GET', '/lists/qa/things');
+const statuses = async (emu: RunningEmulator, n: number): Promise<number[]> =>
+  (await Promise.all(Array.from({ length: n }, () => get(emu)))).map((r) => r.status);
 
 describe('rate limit', () => {
   it('11 requests in the same instant: exactly one 429 with Status 42900 and Retry-After', async () => {
@@ -40,13 +53,49 @@ describe('rate limit', () => {
     expect((await call(frozen, 'GET', '/lists/qa/things', undefined, { apiKey: 'key-2' })).status).toBe(429);
   });
 
-  it('refills at 10 tokens a second, up to the burst', async () => {
+  it('by default a sliding second: half a second later still nothing, a full second after the first ten room for ten more', async () => {
+    t = 100_000;
+    expect((await statuses(frozen, 10)).every((s) => s === 200)).toBe(true);
+    t += 500; // a bucket would have refilled 5 tokens by now
+    const refused = await get(frozen);
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toBe('1');
+    t += 499;
+    expect(await statuses(frozen, 1)).toEqual([429]);
+    t += 1;
+    expect((await statuses(frozen, 12)).filter((s) => s === 200)).toHaveLength(10);
+  });
+
+  it('bucket: refills at 10 tokens a second, up to the burst', async () => {
+    t = 200_000;
+    expect((await statuses(bucket, 11)).filter((s) => s === 200)).toHaveLength(10);
     t += 100;
-    expect((await call(frozen, 'GET', '/lists/qa/things')).status).toBe(200);
-    expect((await call(frozen, 'GET', '/lists/qa/things')).status).toBe(429);
+    expect(await statuses(bucket, 1)).toEqual([200]);
+    expect(await statuses(bucket, 1)).toEqual([429]);
     t += 60_000;
-    const replies = await Promise.all(Array.from({ length: 12 }, () => call(frozen, 'GET', '/lists/qa/things')));
-    expect(replies.filter((r) => r.status === 200)).toHaveLength(10);
+    expect((await statuses(bucket, 12)).filter((s) => s === 200)).toHaveLength(10);
+  });
+
+  it('fixed: ten per second counted from the epoch, so twenty may straddle a border', async () => {
+    t = 300_999;
+    expect((await statuses(fixed, 11)).filter((s) => s === 200)).toHaveLength(10);
+    t = 301_000;
+    expect((await statuses(fixed, 11)).filter((s) => s === 200)).toHaveLength(10);
+    t = 301_999;
+    const refused = await get(fixed);
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toBe('1');
+  });
+
+  it('one 429 at the Nth request when asked (rateLimitAtRequest), then the setting clears itself', async () => {
+    t = 400_000;
+    await bucket.admin.setFaults({ rateLimitAtRequest: 3 });
+    const replies: number[] = [];
+    for (let i = 0; i < 5; i++) replies.push((await get(bucket)).status);
+    expect(replies).toEqual([200, 200, 429, 200, 200]);
+    const limited = (await bucket.admin.requests()).filter((e) => e.status === 429).at(-1);
+    expect(limited?.fault).toBe('rateLimitAtRequest');
+    expect((await bucket.admin.faults()).rateLimitAtRequest).toBeNull();
   });
 
   it('with the real clock, a burst beyond the limit is refused', async () => {
@@ -66,6 +115,25 @@ describe('rate limit', () => {
   it('the admin API is never rate-limited', async () => {
     const results = await Promise.all(Array.from({ length: 30 }, () => frozen.admin.stats()));
     expect(results).toHaveLength(30);
+  });
+
+  it('the sliding and fixed windows arithmetic', () => {
+    let now = 0;
+    const sliding = new SlidingWindowLimiter({ burst: 2, perSecond: 4 }, () => now); // 2 in any 500 ms
+    expect([sliding.take('k'), sliding.take('k')].every((d) => d.allowed)).toBe(true);
+    now = 499;
+    expect(sliding.take('k')).toEqual({ allowed: false, retryAfterSeconds: 1 });
+    now = 500;
+    expect([sliding.take('k'), sliding.take('k'), sliding.take('k')].map((d) => d.allowed)).toEqual([true, true, false]);
+    now = 999;
+    expect(sliding.take('k')).toEqual({ allowed: false, retryAfterSeconds: 1 });
+    const win = new FixedWindowLimiter({ burst: 2, perSecond: 4 }, () => now); // 2 per [k*500, (k+1)*500)
+    now = 499;
+    expect([win.take('k'), win.take('k'), win.take('k')].map((d) => d.allowed)).toEqual([true, true, false]);
+    now = 500;
+    expect([win.take('k'), win.take('k'), win.take('k')].map((d) => d.allowed)).toEqual([true, true, false]);
+    expect(createRateLimiter({ burst: 10, perSecond: 10 }).settings).toEqual({ burst: 10, perSecond: 10, model: 'sliding', jitterMs: 20 });
+    expect(() => createRateLimiter({ burst: 10, perSecond: 10, jitterMs: -1 })).toThrow(/jitterMs/);
   });
 
   it('the bucket arithmetic', () => {

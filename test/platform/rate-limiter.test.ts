@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { INITIAL_LEARNED, type LearnedLimits, MAX_MARGIN_MS, afterThrottle, relaxed } from '../../src/platform/learned-limits.js';
 import { RateLimiter, type SlotSource, type SlotWindow } from '../../src/platform/rate-limiter.js';
 import { ManualClock, maxInSlidingWindow } from './manual-clock.js';
+import { memoryLogger } from './support.js';
 
 async function grantTimes(limiter: RateLimiter, clock: ManualClock, n: number): Promise<number[]> {
   const times: number[] = [];
@@ -168,35 +170,139 @@ describe('RateLimiter', () => {
     expect(times[1]! - times[0]!).toBeCloseTo(103, 5); // 100 ms plus the default 3% margin
   });
 
-  it('throttled(): pauses everyone for Retry-After, halves the rate, then recovers', async () => {
+  it('throttled(): pauses everyone for Retry-After, then resumes at the configured rate, evenly spaced with a wider margin', async () => {
     const clock = new ManualClock();
-    const limiter = new RateLimiter({ requestsPerSecond: 10, clock, recoveryMs: 10_000 });
-    await grantTimes(limiter, clock, 5);
+    const limiter = new RateLimiter({ requestsPerSecond: 10, burst: 5, clock, source: sharedLog(clock) });
+    const first = await grantTimes(limiter, clock, 5);
+    expect(first).toEqual(Array(5).fill(first[0])); // no 429 seen yet: a burst
     const at = clock.now();
-    limiter.throttled(2000);
-    expect(limiter.rateFactor()).toBe(0.5);
-    const times = await grantTimes(limiter, clock, 5);
+    expect(limiter.throttled(2000)).toBe(2000);
+    expect(limiter.rateFactor()).toBe(1); // a configured limit: the rate is not halved
+    expect(limiter.learnedNow()).toMatchObject({ burstsAllowed: false, marginMs: 20, throttledTotal: 1, lastThrottledAt: at });
+    const times = await grantTimes(limiter, clock, 12);
     expect(times[0]!).toBeGreaterThanOrEqual(at + 2000);
-    expect(times[1]! - times[0]!).toBeGreaterThanOrEqual(200);
-    // A second 429 during the pause only extends it; it does not halve the rate again.
+    for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBeCloseTo(105, 6); // (1030 + 20) / 10
+    // A second 429 during the pause only extends it: nothing more is learned.
     limiter.throttled(1000);
+    clock.advance(100);
     limiter.throttled(1000);
-    expect(limiter.rateFactor()).toBeGreaterThanOrEqual(0.25);
-    clock.advance(60_000);
-    expect(limiter.rateFactor()).toBe(1);
+    expect(limiter.learnedNow().throttledTotal).toBe(2);
   });
 
-  it('throttled() without Retry-After pauses for an exponential default', () => {
+  it('throttled() without Retry-After pauses one window, doubling while 429s come back to back', () => {
     const clock = new ManualClock();
-    const limiter = new RateLimiter({ requestsPerSecond: 10, clock, random: () => 1 });
-    expect(limiter.throttled()).toBe(1000);
-    clock.advance(1500);
-    expect(limiter.throttled()).toBe(2000);
-    clock.advance(2500);
-    expect(limiter.throttled()).toBe(4000);
-    clock.advance(5000);
+    const limiter = new RateLimiter({ requestsPerSecond: 10, clock, throttleBaseMs: 0 });
+    expect(limiter.throttled()).toBeCloseTo(1030, 6); // one window
+    clock.advance(1100);
+    expect(limiter.throttled(undefined, clock.now() - 500)).toBeCloseTo(2 * 1050, 6); // back to back: two, as widened by the first
+    clock.advance(2200);
     limiter.succeeded();
-    expect(limiter.throttled()).toBe(1000);
+    expect(limiter.throttled(undefined, 0)).toBeCloseTo(1070, 6); // one window again, as widened by both
+  });
+
+  it('a 429 to a request sent before the last lesson teaches nothing; one sent after it does', () => {
+    const clock = new ManualClock();
+    const limiter = new RateLimiter({ requestsPerSecond: 10, clock });
+    const before = clock.now();
+    clock.advance(100);
+    limiter.throttled(500, before);
+    clock.advance(600);
+    limiter.throttled(500, before);
+    expect(limiter.learnedNow()).toMatchObject({ throttledTotal: 1, marginMs: 20 });
+    clock.advance(600);
+    limiter.throttled(500, clock.now() - 100);
+    expect(limiter.learnedNow()).toMatchObject({ throttledTotal: 2, marginMs: 40 });
+  });
+
+  it('halves the rate only when 429s keep coming at the widened margin, and says the configured limit looks too high', () => {
+    const clock = new ManualClock();
+    const { logger, lines } = memoryLogger();
+    const limiter = new RateLimiter({ requestsPerSecond: 10, clock, logger, recoveryMs: 10_000 });
+    for (let i = 0; i < 2; i++) {
+      limiter.throttled(1000, clock.now());
+      clock.advance(5000);
+      expect(limiter.rateFactor()).toBe(1);
+    }
+    expect(lines.join('')).not.toMatch(/requestsPerSecond looks higher/);
+    limiter.throttled(1000, clock.now());
+    expect(limiter.rateFactor()).toBe(0.5);
+    expect(limiter.learnedNow().limitTooHighAt).toBe(clock.now());
+    expect(lines.join('')).toMatch(/platform\.requestsPerSecond looks higher than the platform allows; halving the rate/);
+    clock.advance(60_000);
+    expect(limiter.rateFactor()).toBe(1);
+    // Spread out over more than a minute, 429s only widen the margin.
+    const calm = new RateLimiter({ requestsPerSecond: 10, clock });
+    for (let i = 0; i < 4; i++) {
+      calm.throttled(1000, clock.now());
+      clock.advance(61_000);
+    }
+    expect(calm.rateFactor()).toBe(1);
+    expect(calm.learnedNow().limitTooHighAt).toBeNull();
+  });
+
+  it('what a 429 taught relaxes slowly: the margin halves every 15 minutes, bursts come back after 30', () => {
+    const t = 1_700_000_000_000;
+    let l = afterThrottle(afterThrottle(INITIAL_LEARNED, t), t);
+    expect(l).toMatchObject({ burstsAllowed: false, marginMs: 40, throttledTotal: 2, lastThrottledAt: t });
+    expect(relaxed(l, t + 15 * 60_000)).toMatchObject({ burstsAllowed: false, marginMs: 20 });
+    expect(relaxed(l, t + 30 * 60_000)).toMatchObject({ burstsAllowed: true, marginMs: 10 });
+    expect(relaxed(l, t + 4 * 3600_000).marginMs).toBe(0);
+    l = afterThrottle(l, t + 15 * 60_000); // relaxed to 20, then widened
+    expect(l).toMatchObject({ burstsAllowed: false, marginMs: 40, throttledTotal: 3 });
+    for (let i = 0; i < 20; i++) l = afterThrottle(l, t);
+    expect(l.marginMs).toBe(MAX_MARGIN_MS);
+  });
+
+  it('counts each send at its send time plus the delay its answer showed: the send ten later waits for that', async () => {
+    const clock = new ManualClock();
+    const limiter = new RateLimiter({ requestsPerSecond: 10, clock, margin: 0, source: sharedLog(clock) });
+    const t0 = clock.now();
+    const slots = await Promise.all(Array.from({ length: 10 }, () => limiter.acquire()));
+    for (const s of slots) s.sent(t0);
+    // The quickest answers take 200 ms; the first request's took 240: the server held it 40 ms longer.
+    for (const s of slots.slice(1)) s.answered('items/query', t0 + 200);
+    slots[0]!.answered('items/query', t0 + 240);
+    const [eleventh] = await grantTimes(limiter, clock, 1);
+    expect(eleventh).toBe(t0 + 1000 + 40);
+  });
+
+  it('a send not answered yet counts with the largest recent delay; a cold endpoint with a delay assumed', async () => {
+    const clock = new ManualClock();
+    const limiter = new RateLimiter({ requestsPerSecond: 2, clock, margin: 0, source: sharedLog(clock) }); // 2 in any 1000 ms
+    const t0 = clock.now();
+    const [a] = await Promise.all([limiter.acquire()]);
+    a!.sent(t0);
+    a!.answered('fields', t0 + 100); // the endpoint's first answer: it cannot show a delay yet
+    const [b] = await grantTimes(limiter, clock, 1);
+    const [c] = await grantTimes(limiter, clock, 1);
+    expect(b).toBe(t0);
+    expect(c).toBe(t0 + 1000 + 50);
+  });
+
+  it('evenly spaced sends keep to a schedule: timers firing late do not add their lateness to every interval', async () => {
+    const clock = new ManualClock(1_700_000_000_000, () => 6); // every timer 6 ms late
+    const learned = afterThrottle(INITIAL_LEARNED, clock.now() - 1000); // bursts off, +20 ms
+    const limiter = new RateLimiter({ requestsPerSecond: 10, burst: 5, clock, source: sharedLog(clock), learned });
+    const times = await grantTimes(limiter, clock, 31);
+    expect(maxInSlidingWindow(times, 1050)).toBeLessThanOrEqual(10);
+    for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(105 / 2);
+    // 30 intervals of 105 ms, plus one timer's lateness at most per window: not 30 x (105 + 6).
+    expect(times.at(-1)! - times[0]!).toBeLessThan(30 * 105 + 3 * 6 + 1);
+  });
+
+  it('starts from what the account learned: no bursts after a 429 on the account', async () => {
+    const start = async (learned: LearnedLimits | undefined) => {
+      const clock = new ManualClock();
+      const source: SlotSource = { ...sharedLog(clock), readLearned: async () => learned };
+      const limiter = new RateLimiter({ requestsPerSecond: 10, burst: 5, clock, source });
+      const times = await grantTimes(limiter, clock, 5);
+      return times.map((x) => x - times[0]!);
+    };
+    expect(await start(undefined)).toEqual([0, 0, 0, 0, 0]);
+    const now = new ManualClock().now();
+    const spaced = await start(afterThrottle(INITIAL_LEARNED, now - 60_000));
+    expect(spaced.map((x) => Math.round(x))).toEqual([0, 105, 210, 315, 420]);
+    expect(await start(afterThrottle(INITIAL_LEARNED, now - 3600_000))).toEqual([0, 0, 0, 0, 0]); // relaxed after an hour
   });
 
   it('takes slots from a shared source, drops slots it could not use on time, and shares pauses', async () => {

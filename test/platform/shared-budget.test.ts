@@ -1,17 +1,21 @@
 /**
  * The request budget shared through Postgres: reservations from several
- * budgets interleave without overlapping, pauses are shared, and two
- * processes paging the same account stay within the limit together.
+ * budgets interleave without overlapping, pauses are shared, two
+ * processes paging the same account stay within the limit together, and
+ * what a 429 taught one process (no bursts, a wider margin) is how the next
+ * process on the account starts.
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningEmulator, startEmulator } from '../../src/emulator/index.js';
+import { PlatformClient } from '../../src/platform/client.js';
 import { RateLimiter } from '../../src/platform/rate-limiter.js';
+import { readLimiterState } from '../../src/store/rate-budget.js';
 import { SharedBudget, budgetAccount } from '../../src/platform/shared-budget.js';
 import { type TestDatabase, createTestDatabase } from '../helpers/db.js';
 import { maxInSlidingWindow } from './manual-clock.js';
-import { distinctiveKey } from './support.js';
+import { configFor, distinctiveKey } from './support.js';
 
 let tdb: TestDatabase;
 
@@ -123,6 +127,104 @@ describe('SharedBudget', () => {
     times.sort((x, y) => x - y);
     expect(times[19]! - times[0]!).toBeLessThan(1800);
     expect(times[20]! - times[0]!).toBeGreaterThanOrEqual(2 * 1030 - 100);
+  });
+});
+
+type PagerResult = {
+  ids: string[];
+  stats: { requests: number; rateLimited: number };
+  roundTrips: number;
+  startedAt: number;
+  finishedAt: number;
+};
+
+/** The fixture pager in a process of its own, paging demo/orders once a line arrives on its stdin. */
+function startPager(emu: RunningEmulator, key: string, env: Record<string, string> = {}) {
+  const script = fileURLToPath(new URL('./fixtures/pager.ts', import.meta.url));
+  const tsx = fileURLToPath(new URL('../../node_modules/.bin/tsx', import.meta.url));
+  const child = spawn(tsx, [script], {
+    env: { ...process.env, BASE_URL: emu.baseUrl, API_KEY: key, DATABASE_URL: tdb.url, PAGE_SIZE: '200', MAX_IN_FLIGHT: '4', ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  let onReady: () => void = () => undefined;
+  const ready = new Promise<void>((r) => (onReady = r));
+  child.stdout.on('data', (d: Buffer) => {
+    out += d.toString();
+    if (out.startsWith('ready\n')) onReady();
+  });
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const done = new Promise<PagerResult>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => {
+      if (code !== 0) reject(new Error(`pager exited with ${code}: ${err}`));
+      else resolve(JSON.parse(out.trim().split('\n').at(-1)!) as PagerResult);
+    });
+  });
+  done.catch(() => onReady());
+  return { child, ready, done };
+}
+
+describe('what a 429 taught the account', () => {
+  // One emulator per account, so that each request log holds one account's requests.
+  let taught: RunningEmulator;
+  let fresh: RunningEmulator;
+
+  beforeAll(async () => {
+    const start = (tag: string) => startEmulator({ port: 0, sample: true, items: 3000, apiKeys: [distinctiveKey(tag)] });
+    [taught, fresh] = await Promise.all([start('taught'), start('fresh')]);
+  });
+
+  afterAll(async () => {
+    await Promise.all([taught?.close(), fresh?.close()]);
+  });
+
+  /** Gaps between the arrivals of the first `n` requests the emulator saw (ms). */
+  async function firstGaps(emu: RunningEmulator, n: number): Promise<number[]> {
+    const log = (await emu.admin.requests()).slice(0, n);
+    return log.slice(1).map((e, i) => e.startedAt - log[i]!.startedAt);
+  }
+
+  it('a 429 seen by one process: the next process on the account starts evenly spaced, not in bursts', async () => {
+    // The first process: one request answered 429, retried after the pause; what it taught is stored.
+    await taught.admin.setFaults({ rateLimitAtRequest: 1 });
+    const budget = new SharedBudget({ db: tdb.db, account: budgetAccount(taught) });
+    const first = new PlatformClient({ config: configFor(taught), budget });
+    try {
+      expect((await first.queryItems('demo', 'orders', { PageSize: 1 })).items).toHaveLength(1);
+      expect(first.stats().rateLimited).toBe(1);
+    } finally {
+      await first.close();
+    }
+    await expect
+      .poll(async () => (await readLimiterState(tdb.db)).find((s) => s.account === budget.account))
+      .toMatchObject({
+        burstsAllowed: false,
+        marginMs: 20,
+        throttledTotal: 1,
+      });
+
+    // Two more processes, started together: one on the taught account, one on an account with no 429 seen.
+    await taught.admin.clearRequests();
+    const pagers = [startPager(taught, taught.apiKey), startPager(fresh, fresh.apiKey)];
+    await Promise.all(pagers.map((p) => p.ready));
+    for (const p of pagers) p.child.stdin.end('go\n');
+    const results = await Promise.all(pagers.map((p) => p.done));
+    for (const r of results) {
+      expect(r.ids).toHaveLength(3000);
+      expect(r.stats.rateLimited).toBe(0);
+    }
+    // Taught: about a tenth of the widened window ((1030 + 20) / 10 ms) between requests, on a schedule that lets a
+    // request follow one that left late up to half an interval sooner.
+    const spaced = await firstGaps(taught, 6);
+    const sum = (gaps: number[]) => gaps.reduce((a, b) => a + b, 0);
+    for (const gap of spaced) expect(gap, `gaps ${spaced.join(', ')}`).toBeGreaterThanOrEqual(50);
+    expect(sum(spaced), `gaps ${spaced.join(', ')}`).toBeGreaterThanOrEqual(5 * 100);
+    // Not taught: the pages fetched ahead leave together.
+    const together = await firstGaps(fresh, 6);
+    expect(Math.min(...together), `gaps ${together.join(', ')}`).toBeLessThan(50);
+    expect(sum(together), `gaps ${together.join(', ')}`).toBeLessThan(5 * 100);
   });
 });
 
