@@ -264,7 +264,7 @@ const configSchema = z
         maxLagMinutes: positiveInt.default(24 * 60),
         webhookBodyLimitBytes: positiveInt.default(256 * 1024),
         webhookDedupWindowMinutes: positiveInt.default(24 * 60),
-        shutdownTimeoutMs: positiveInt.default(30_000),
+        shutdownTimeoutMs: positiveInt.default(6_000),
         /** An item event of a realtime list still unapplied after this long makes /healthz degraded. */
         realtimeStaleAfterSeconds: positiveInt.default(120),
       })
@@ -275,7 +275,7 @@ const configSchema = z
         maxLagMinutes: 24 * 60,
         webhookBodyLimitBytes: 256 * 1024,
         webhookDedupWindowMinutes: 24 * 60,
-        shutdownTimeoutMs: 30_000,
+        shutdownTimeoutMs: 6_000,
         realtimeStaleAfterSeconds: 120,
       }),
     log: z
