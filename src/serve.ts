@@ -23,6 +23,7 @@ import { startHttp, type HealthExtra, type RouteHandler } from './serve/http.js'
 import { workerCount } from './serve/job-queue.js';
 import { createLockPool } from './serve/lock-pool.js';
 import { createRunOutcomes, type RunOutcomes } from './serve/run-outcomes.js';
+import { describeBudget, scheduleBudget } from './serve/schedule-budget.js';
 import { createScheduler } from './serve/scheduler.js';
 import { closeOpenRun } from './store/runs.js';
 import { createRunTracker, createShutdown } from './serve/shutdown.js';
@@ -85,7 +86,11 @@ export async function startServe(opts: ServeOptions): Promise<RunningServe> {
     await lockDb.destroy();
     throw err;
   });
-  if (opts.schedule !== false) scheduler.start();
+  if (opts.schedule !== false && scheduler.start() > 0) {
+    const budget = describeBudget(scheduleBudget(config));
+    if (budget.warning) logger.warn(budget.message);
+    else logger.info(budget.message);
+  }
   logger.info({ url: http.url }, 'serve listening');
 
   const target = (name: JobDefinition['name'], listName?: string) => ({
