@@ -151,6 +151,17 @@ export function fullReconcileSchedule(list: ListConfig): string | undefined {
   return s.reconcileFull ?? (s.reconcile ? FULL_RECONCILE_SCHEDULE : undefined);
 }
 
+/**
+ * The pull of a real-time list that sets no `schedule.pull`: hourly. Its events keep it current;
+ * the pull only catches what no event told (a delivery the platform gave up on).
+ */
+export const REALTIME_PULL_SCHEDULE = '0 * * * *';
+
+/** A list's pull schedule, or undefined when it is not pulled on a schedule. */
+export function pullSchedule(list: ListConfig): string | undefined {
+  return list.schedule.pull ?? (list.realtime ? REALTIME_PULL_SCHEDULE : undefined);
+}
+
 const listSchema = z
   .object({
     name: identifier,

@@ -1,6 +1,7 @@
 /** What the schedules cost the request budget when nothing changed, as `check` prints it and `serve` logs it. */
 import { afterEach, describe, expect, it } from 'vitest';
-import { parseConfig } from '../src/config.js';
+import { pullJob } from '../jobs/pull.js';
+import { parseConfig, REALTIME_PULL_SCHEDULE } from '../src/config.js';
 import { runCheck } from '../src/commands/check.js';
 import { describeBudget, firesPerSecond, scheduleBudget } from '../src/serve/schedule-budget.js';
 import { startWorld, type World } from './helpers/world.js';
@@ -49,6 +50,15 @@ describe('schedule budget', () => {
     const b = describeBudget(scheduleBudget(configWith(2, { pull: '* * * * *' }, { realtime: true })));
     expect(b.warning).toBe(true);
     expect(b.message).toMatch(/real-time lists l0, l1 are pulled more often than every 15 minutes/);
+  });
+
+  it('a real-time list that sets no pull schedule is pulled hourly, and that is all it costs', () => {
+    const config = configWith(3, {}, { realtime: true });
+    expect(pullJob.scheduleOf(config, config.lists[0])).toBe(REALTIME_PULL_SCHEDULE);
+    expect(scheduleBudget(config).needed).toBeCloseTo(3 / 3600, 9);
+    expect(describeBudget(scheduleBudget(config)).warning).toBe(false);
+    const plain = configWith(1, {});
+    expect(pullJob.scheduleOf(plain, plain.lists[0])).toBeUndefined();
   });
 
   it('check prints it as a warning without failing', async () => {

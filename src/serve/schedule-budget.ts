@@ -7,7 +7,7 @@
  * start; both warn when it exceeds platform.requestsPerSecond
  * (test/schedule-budget.test.ts).
  */
-import { fullReconcileSchedule, type Config } from '../config.js';
+import { fullReconcileSchedule, pullSchedule, type Config } from '../config.js';
 
 /** Requests an idle run of each job costs. */
 export const IDLE_REQUESTS = { pull: 1, push: 0, reconcile: 1, reconcileFull: 1, users: 1, directory: 3 } as const;
@@ -33,11 +33,12 @@ export function scheduleBudget(config: Config): ScheduleBudget {
   const busyRealtime: string[] = [];
   for (const list of config.lists) {
     const s = list.schedule;
-    add(`pull:${list.name}`, s.pull, IDLE_REQUESTS.pull);
+    add(`pull:${list.name}`, pullSchedule(list), IDLE_REQUESTS.pull);
     add(`push:${list.name}`, s.push, IDLE_REQUESTS.push);
     add(`reconcile:${list.name}`, s.reconcile, IDLE_REQUESTS.reconcile);
     add(`reconcile-full:${list.name}`, fullReconcileSchedule(list), IDLE_REQUESTS.reconcileFull);
-    if (list.realtime && s.pull && firesPerSecond(s.pull) > 1 / 900) busyRealtime.push(list.name);
+    const pull = pullSchedule(list);
+    if (list.realtime && pull && firesPerSecond(pull) > 1 / 900) busyRealtime.push(list.name);
   }
   if (config.users.enabled) add('users', config.users.schedule, IDLE_REQUESTS.users);
   if (config.directory.enabled) add('directory', config.directory.schedule, IDLE_REQUESTS.directory);
