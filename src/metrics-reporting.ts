@@ -18,7 +18,7 @@ export function registerSchemaChangeMetrics(registry: Registry, db: Knex, logger
         // A busy database keeps the last values rather than holding the scrape (see SCRAPE_WAIT_MS in metrics.ts).
         const counts = await Promise.race([
           countSchemaChanges(db),
-          new Promise<undefined>((r) => setTimeout(() => r(undefined), 1500).unref()),
+          new Promise<undefined>((r) => setTimeout(() => r(undefined), 1000).unref()),
         ]);
         if (!counts) return;
         this.reset();

@@ -50,7 +50,7 @@ import { realtimeStatuses, type RealtimeStatus } from './realtime/stats.js';
 import type { FireOutcome } from './serve/run-outcomes.js';
 
 /** How long a scrape waits for the Postgres read before answering the last values. */
-export const SCRAPE_WAIT_MS = 1500;
+export const SCRAPE_WAIT_MS = 1000;
 
 export const ROW_KINDS = ['inserted', 'updated', 'unchanged', 'deleted', 'undeleted', 'failed', 'missing_keys', 'unstorable'] as const;
 

@@ -13,7 +13,7 @@
 import cron, { type ScheduledTask, type TaskContext } from 'node-cron';
 import type { JobDefinition } from '../../jobs/index.js';
 import { secretsOf, type Config, type ListConfig } from '../config.js';
-import type { Knex } from '../db.js';
+import { explainDatabaseError, type Knex } from '../db.js';
 import { LockedError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { PlatformClient } from '../platform/client.js';
@@ -87,7 +87,8 @@ export function createScheduler(opts: SchedulerOptions): Scheduler {
       outcomes.note({ ...as, runId: fire.runId, status: runs.signal.aborted ? 'interrupted' : 'succeeded' });
       return value;
     } catch (err) {
-      const failure = describeFailure(err);
+      // A connection failure names the (redacted) database, as a run's own record of it does.
+      const failure = describeFailure(explainDatabaseError(err, config.database.url));
       const reason = scrubSecrets(failure.error, secretsOf(config));
       if (err instanceof LockedError) {
         log.info(`skipped: ${reason}`);
