@@ -84,7 +84,8 @@ describe('serve capacity', () => {
 
   it('many lists firing together on a small pool: every fire ends succeeded or skipped with its reason, no pool timeout, /healthz fast throughout', async () => {
     w = await startWorld({
-      emulator: { sample: false, lists: 12, items: 60 },
+      // Each pull takes a few hundred ms: one worker cannot keep up with twelve fires a second.
+      emulator: { sample: false, lists: 12, items: 60, faults: { latencyMs: 80 } },
       lists: listsOf(12, '* * * * * *'),
       database: { poolMax: 5 },
     });
@@ -106,7 +107,7 @@ describe('serve capacity', () => {
     expect(
       skipped.every((r) => /^(coalesced: the previous (fire is still queued|run is still running)|shutdown)$/.test(r.error ?? '')),
     ).toBe(true);
-    expect(runs.filter((r) => r.status === 'succeeded').length).toBeGreaterThan(12);
+    expect(runs.filter((r) => r.status === 'succeeded').length).toBeGreaterThanOrEqual(5);
     // Twelve fires a second, each accounted for (the first and last second may be partial).
     expect(runs.length).toBeGreaterThanOrEqual(12 * (Math.floor(elapsedS) - 2));
     expect(w.logs.join('')).not.toMatch(/Timeout acquiring a connection/);
@@ -181,7 +182,8 @@ describe('serve capacity', () => {
   it('request counts per run are each its own when two lists run together', async () => {
     w = await startWorld({
       emulator: { sample: false, lists: 2, items: 900, faults: { latencyMs: 30 } },
-      lists: listsOf(2),
+      // Pages of 100: each run makes a dozen requests, long enough to overlap the other's.
+      lists: listsOf(2).map((l) => ({ ...l, pageSize: 100 })),
       database: { poolMax: 7 },
     });
     const serve = await startServe({ ...w.deps(), port: 0, host: '127.0.0.1', schedule: false });
@@ -199,8 +201,9 @@ describe('serve capacity', () => {
       expect(run!.requests, list).toBe(own);
     }
     // They did run together: their requests interleave.
-    const order = log.filter((e) => e.path.includes('/bench/')).map((e) => (e.path.includes('/l001') ? 1 : 2));
-    expect(order.slice(0, order.lastIndexOf(1)).includes(2)).toBe(true);
+    const order = log.filter((e) => e.path.includes('/bench/')).map((e): number => (e.path.includes('/l001') ? 1 : 2));
+    const overlap = (a: number, b: number) => order.slice(0, order.lastIndexOf(a)).includes(b);
+    expect(overlap(1, 2) && overlap(2, 1)).toBe(true);
   }, 60_000);
 
   it('SIGTERM during blocked fires: exit 0 within 10 s, no run left running, queued fires recorded as skipped', async () => {

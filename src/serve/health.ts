@@ -45,7 +45,6 @@ export function createHealth(opts: HealthOptions): Health {
   const { db, config } = opts;
   let snapshot: Snapshot | undefined;
   let reading: Promise<void> | undefined;
-  let readAt = 0;
 
   async function read(): Promise<void> {
     try {
@@ -70,19 +69,14 @@ export function createHealth(opts: HealthOptions): Health {
       };
     }
   }
-  const refresh = (): Promise<void> =>
-    (reading ??= read().finally(() => {
-      reading = undefined;
-      readAt = Date.now();
-    }));
-  /** A request asks for a fresh read unless one finished within the last second (many probes, one read). */
-  const fresh = (): Promise<void> => (Date.now() - readAt < 1000 ? Promise.resolve() : refresh());
+  /** One read at a time: probes arriving together share it. */
+  const refresh = (): Promise<void> => (reading ??= read().finally(() => (reading = undefined)));
   const timer = setInterval(() => void refresh(), opts.refreshMs ?? 5000);
   timer.unref();
   void refresh();
 
   const route: RouteHandler = async (_req, res) => {
-    await Promise.race([fresh(), new Promise((r) => setTimeout(r, opts.waitMs ?? 250).unref())]);
+    await Promise.race([refresh(), new Promise((r) => setTimeout(r, opts.waitMs ?? 250).unref())]);
     json(res, ...answer(snapshot, config, opts));
   };
   return {
