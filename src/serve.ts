@@ -59,7 +59,7 @@ export interface RunningServe {
   runNow(job: JobDefinition['name'], list?: string): Promise<unknown>;
   /** Asks for an early pull of a list; coalesced with a pull already running. */
   requestPull(list: string): void;
-  /** Resolves when no job is running. */
+  /** Resolves when no job is queued or running. */
   idle(): Promise<void>;
   /** Workers, queued and running fires. */
   load(): { workers: number; queued: number; running: number };
@@ -109,7 +109,10 @@ export async function startServe(opts: ServeOptions): Promise<RunningServe> {
       const { job, list } = target('pull', listName);
       if (job && list) scheduler.request(job, list);
     },
-    idle: () => runs.idle(),
+    idle: async () => {
+      await scheduler.idle();
+      await runs.idle();
+    },
     load: () => scheduler.load(),
     close: createShutdown({
       logger,

@@ -4,7 +4,8 @@
  * lock never waits for the work pool with it, and waiting never holds the
  * work pool. Same database and credentials as the work pool (a lock is per
  * database); when the database is away an acquire gives up after
- * `acquireTimeoutMs` instead of the work pool's 30 s.
+ * `acquireTimeoutMs` instead of the work pool's 30 s (test/serve-capacity.test.ts,
+ * "many lists on a small pool" and "the database refusing connections").
  */
 import knexFactory from 'knex';
 import type { Knex } from '../db.js';

@@ -53,6 +53,8 @@ export interface Scheduler {
   load(): { workers: number; queued: number; running: number };
   /** The `sync_runs` rows of the runs under way (what shutdown closes when they outlast it). */
   openRunIds(): number[];
+  /** Resolves when nothing is queued or running. */
+  idle(): Promise<void>;
 }
 
 interface Target {
@@ -145,6 +147,7 @@ export function createScheduler(opts: SchedulerOptions): Scheduler {
     },
     load: () => ({ workers: queue.workers, queued: queue.queued, running: queue.running }),
     openRunIds: () => [...open].flatMap((f) => (f.runId === undefined ? [] : [f.runId])),
+    idle: () => queue.idle(),
   };
 }
 
