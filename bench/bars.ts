@@ -50,6 +50,15 @@ export const BARS: readonly Bar[] = [
   { bench: 'freshness', figure: 'requests/s (bar <= 2)', bar: 2, better: 'lower' },
   // Issue 35: the console's overview with 500 lists.
   { bench: 'console', figure: 'overview p95 ms (500 lists)', bar: 300, better: 'lower' },
+  // Issue 31: serve with many lists, every list on "* * * * *", default pool.
+  ...['100x1000', '500x100'].flatMap((shape): Bar[] => [
+    { bench: 'many-lists', figure: `${shape}: succeeded %`, bar: 95, better: 'higher' },
+    { bench: 'many-lists', figure: `${shape}: failed`, bar: 0, better: 'lower' },
+    { bench: 'many-lists', figure: `${shape}: pool timeouts in the log`, bar: 0, better: 'lower' },
+    { bench: 'many-lists', figure: `${shape}: max /healthz ms`, bar: 1000, better: 'lower' },
+    { bench: 'many-lists', figure: `${shape}: max /metrics ms`, bar: 2000, better: 'lower' },
+    { bench: 'many-lists', figure: `${shape}: max s edit to mirror`, bar: 120, better: 'lower' },
+  ]),
 ];
 
 export interface BarResult extends Bar {

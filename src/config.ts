@@ -174,6 +174,17 @@ export function fullReconcileSchedule(list: ListConfig): string | undefined {
   return s.reconcileFull ?? (s.reconcile ? FULL_RECONCILE_SCHEDULE : undefined);
 }
 
+/**
+ * The pull of a real-time list that sets no `schedule.pull`: hourly. Its events keep it current;
+ * the pull only catches what no event told (a delivery the platform gave up on).
+ */
+export const REALTIME_PULL_SCHEDULE = '0 * * * *';
+
+/** A list's pull schedule, or undefined when it is not pulled on a schedule. */
+export function pullSchedule(list: ListConfig): string | undefined {
+  return list.schedule.pull ?? (list.realtime ? REALTIME_PULL_SCHEDULE : undefined);
+}
+
 const listSchema = z
   .object({
     name: identifier,
@@ -287,7 +298,7 @@ const configSchema = z
         maxLagMinutes: positiveInt.default(24 * 60),
         webhookBodyLimitBytes: positiveInt.default(256 * 1024),
         webhookDedupWindowMinutes: positiveInt.default(24 * 60),
-        shutdownTimeoutMs: positiveInt.default(30_000),
+        shutdownTimeoutMs: positiveInt.default(6_000),
         /** An item event of a realtime list still unapplied after this long makes /healthz degraded. */
         realtimeStaleAfterSeconds: positiveInt.default(120),
         /** Where the console listens (`host:port`, never the webhook port), or "off". */
@@ -305,7 +316,7 @@ const configSchema = z
         maxLagMinutes: 24 * 60,
         webhookBodyLimitBytes: 256 * 1024,
         webhookDedupWindowMinutes: 24 * 60,
-        shutdownTimeoutMs: 30_000,
+        shutdownTimeoutMs: 6_000,
         realtimeStaleAfterSeconds: 120,
         console: DEFAULT_CONSOLE_ADDRESS,
       }),

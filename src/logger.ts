@@ -1,7 +1,9 @@
 /**
  * Structured logs (pino). Secrets are redacted twice: by key (apiKey,
  * password, authorization headers) and by value (any configured secret that
- * shows up inside a message or an error).
+ * shows up inside a message or an error). An error logged as `err` shows its
+ * type, message and code; its stack and causes only at debug level (a failing
+ * run every minute writes one short line, not a trace).
  */
 import { pino, type Logger, type LoggerOptions, type DestinationStream } from 'pino';
 import { scrubSecrets } from './secrets.js';
@@ -42,6 +44,7 @@ export function createLogger(settings: LoggerSettings = {}): Logger {
     base: undefined,
     timestamp: pino.stdTimeFunctions.isoTime,
     formatters: { level: (label) => ({ level: label }) },
+    serializers: { err: errorSerializer(settings.level ?? 'info') },
   };
   const raw = settings.destination ?? pino.destination(2);
   const dest = settings.format === 'pretty' ? prettyDestination(raw, Boolean(process.stderr.isTTY) && !settings.destination) : raw;
@@ -52,6 +55,16 @@ export function createLogger(settings: LoggerSettings = {}): Logger {
     },
   };
   return pino(options, scrubbing);
+}
+
+/** The full error (stack, causes) at debug and trace; type, message and code otherwise. */
+function errorSerializer(level: string): (err: unknown) => unknown {
+  if (level === 'debug' || level === 'trace') return pino.stdSerializers.err as (err: unknown) => unknown;
+  return (err) => {
+    if (!(err instanceof Error)) return err;
+    const code = (err as { code?: unknown }).code;
+    return { type: err.constructor.name, message: err.message, ...(typeof code === 'string' || typeof code === 'number' ? { code } : {}) };
+  };
 }
 
 /** Replaces every occurrence of a secret (raw, URL-encoded or JSON-escaped) with [redacted]. */

@@ -15,7 +15,12 @@ export function registerSchemaChangeMetrics(registry: Registry, db: Knex, logger
     registers: [registry],
     async collect() {
       try {
-        const counts = await countSchemaChanges(db);
+        // A busy database keeps the last values rather than holding the scrape (see SCRAPE_WAIT_MS in metrics.ts).
+        const counts = await Promise.race([
+          countSchemaChanges(db),
+          new Promise<undefined>((r) => setTimeout(() => r(undefined), 1000).unref()),
+        ]);
+        if (!counts) return;
         this.reset();
         for (const c of counts) this.inc({ list: c.list, kind: c.kind }, c.count);
       } catch (err) {

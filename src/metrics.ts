@@ -6,7 +6,10 @@
  * - in process: platform requests (the client's `onRequest`: by endpoint and
  *   outcome, retries, 429s, durations) and webhook callbacks (accepted,
  *   duplicate, rejected by reason);
- * - Postgres, read at scrape time (one shared read per scrape): per list the
+ * - Postgres, read at scrape time (one shared read per scrape; a scrape waits
+ *   for it at most SCRAPE_WAIT_MS and otherwise answers the last values while
+ *   the read finishes in the background, so /metrics answers in under 2 s
+ *   however busy the database is): per list the
  *   lag (seconds since the start of the last successful pull), mirror rows,
  *   pending/failed changes, open conflicts, a running run, a last error (from
  *   `listStatuses`); rows written by kind and runs by outcome summed over
@@ -16,6 +19,9 @@
  *   the last successful run's rows changed, pages and requests, the failed
  *   runs since the last success, the last pull that changed rows, and the
  *   rows reconcile healed;
+ * - serve's fires not written to `sync_runs` yet (the database was away):
+ *   counted at once in runs by outcome, failed runs since the last success
+ *   and the last run failed (test/serve-capacity.test.ts);
  * - the config: each list's lag limit and conflict policy, the account's
  *   request budget, so dashboards and alert rules compare against them
  *   without copying them.
@@ -42,6 +48,10 @@ import { readLimiterState, type LimiterState } from './store/rate-budget.js';
 import type { ReceiveOutcome } from './webhooks/receiver.js';
 import type { FlushResult } from './realtime/applier.js';
 import { realtimeStatuses, type RealtimeStatus } from './realtime/stats.js';
+import type { FireOutcome } from './serve/run-outcomes.js';
+
+/** How long a scrape waits for the Postgres read before answering the last values. */
+export const SCRAPE_WAIT_MS = 1000;
 
 export const ROW_KINDS = ['inserted', 'updated', 'unchanged', 'deleted', 'undeleted', 'failed', 'missing_keys', 'unstorable'] as const;
 
@@ -52,6 +62,8 @@ export interface MetricsOptions {
   /** Also export Node process metrics (CPU, memory, event loop). Default true. */
   defaultMetrics?: boolean;
   now?: () => Date;
+  /** serve's fires not recorded in `sync_runs` yet: counted as if they were. */
+  unrecorded?: () => readonly FireOutcome[];
 }
 
 export interface Metrics {
@@ -520,13 +532,19 @@ export function createMetrics(options: MetricsOptions): Metrics {
 
   const counted = registerInProcess(registry);
 
-  /** One read per scrape: a scrape calls every collect() at once, and they share the read in flight. */
+  /** One read per scrape: a scrape calls every collect() at once, and they share the read in flight and its deadline. */
   let pending: Promise<void> | undefined;
+  let waited: Promise<void> | undefined;
   const shared = (): Promise<void> => {
-    pending ??= readPostgres().finally(() => {
-      pending = undefined;
-    });
-    return pending;
+    if (!pending) {
+      pending = readPostgres().finally(() => {
+        pending = undefined;
+      });
+      waited = Promise.race([pending.then(() => true), sleep(SCRAPE_WAIT_MS).then(() => false)]).then((fresh) => {
+        if (!fresh) applyLast();
+      });
+    }
+    return waited!;
   };
   const applySnapshot = readMetrics(registry, FROM_POSTGRES, shared);
   readMetrics(registry, FROM_CONFIG)(config);
@@ -536,12 +554,36 @@ export function createMetrics(options: MetricsOptions): Metrics {
   let runCursor: string = now().toISOString();
   const databaseUp = registry.getSingleMetric('listsync_database_up') as Gauge;
 
+  let last: Snapshot | undefined;
+  const unrecorded = () => options.unrecorded?.() ?? [];
+
+  /** The last snapshot again (runs already observed not twice), with the fires not recorded yet. */
+  function applyLast(): void {
+    const base: Snapshot = last ?? {
+      at: now(),
+      lists: [],
+      sums: [],
+      runs: [],
+      finished: [],
+      lastRuns: [],
+      streaks: [],
+      changedPulls: [],
+      heals: [],
+      hooks: { subs: 0, unprocessed: 0 },
+      realtime: [],
+      limiter: [],
+    };
+    applySnapshot(withUnrecorded({ ...base, finished: [] }, unrecorded()));
+  }
+
   async function readPostgres(): Promise<void> {
     try {
       const snapshot = await readSnapshot(db, config, now(), runCursor);
-      applySnapshot(snapshot);
+      last = snapshot;
+      applySnapshot(withUnrecorded(snapshot, unrecorded()));
       if (snapshot.finished.length) runCursor = snapshot.finished[snapshot.finished.length - 1]!.cursor;
     } catch (err) {
+      applyLast();
       databaseUp.set(0);
       options.logger?.warn({ err }, 'metrics: could not read Postgres; the Postgres-backed values are stale');
     }
@@ -568,6 +610,33 @@ export function createMetrics(options: MetricsOptions): Metrics {
     },
     handler: (req, res) => serveMetrics(registry, req, res),
   };
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());
+
+/**
+ * The snapshot as it will read once the fires kept in memory are written: each counted in runs by
+ * outcome, a failure in the list's streak and as its last error. A fire whose row is open (it could
+ * not close it) counts as failed, not running.
+ */
+function withUnrecorded(s: Snapshot, fires: readonly FireOutcome[]): Snapshot {
+  if (fires.length === 0) return s;
+  const runs = s.runs.map((r) => ({ ...r }));
+  const streaks = s.streaks.map((r) => ({ ...r }));
+  const lists = s.lists.map((l) => ({ ...l }));
+  for (const f of fires) {
+    if (f.status === 'succeeded') continue;
+    const run = runs.find((r) => r.list_name === f.list && r.job === f.job && r.status === f.status);
+    if (run) run.n = Number(run.n) + 1;
+    else runs.push({ list_name: f.list, job: f.job, status: f.status, n: 1 });
+    if (f.status !== 'failed') continue;
+    const streak = streaks.find((r) => r.list_name === f.list && r.job === f.job);
+    if (streak) streak.failed = Number(streak.failed) + 1;
+    else streaks.push({ list_name: f.list, job: f.job, failed: 1 });
+    const list = lists.find((l) => l.list === f.list);
+    if (list) list.lastError = f.reason ?? 'failed';
+  }
+  return { ...s, runs, streaks, lists };
 }
 
 /** Node process metrics (CPU, memory, event loop), less the gauges prom-client names *_total, which promtool rejects. */

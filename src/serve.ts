@@ -1,11 +1,16 @@
 /**
- * The long-running process, composed of three named parts:
+ * The long-running process, composed of named parts:
  * - the scheduler (src/serve/scheduler.ts): every job's schedule from the
- *   config, one fire run once across replicas, runs asked for now or early;
- * - the HTTP routes (src/serve/http.ts): /healthz, and the routes other parts
- *   add (/metrics, /hooks/);
- * - shutdown (src/serve/shutdown.ts): stop the schedules, abort every job's
- *   run context, let the page or change in flight finish, close HTTP.
+ *   config into one queue with a fixed number of workers sized to the pool
+ *   (job-queue.ts), locks on a pool of their own (lock-pool.ts), one fire run
+ *   once across replicas, runs asked for now or early;
+ * - the outcomes (src/serve/run-outcomes.ts): every fire ends in sync_runs,
+ *   kept in memory while the database is away;
+ * - the HTTP routes (src/serve/http.ts): /healthz from what the process knows
+ *   (src/serve/health.ts), and the routes other parts add (/metrics, /hooks/);
+ * - shutdown (src/serve/shutdown.ts): stop the schedules, drop the queue,
+ *   abort every job's run context, let the page or change in flight finish,
+ *   record what is left, close HTTP last.
  */
 import type { Server } from 'node:http';
 import { jobs as allJobs, type JobDefinition } from '../jobs/index.js';
@@ -13,8 +18,14 @@ import type { Config } from './config.js';
 import type { Knex } from './db.js';
 import type { Logger } from './logger.js';
 import type { PlatformClient } from './platform/client.js';
-import { healthRoute, startHttp, type HealthExtra, type RouteHandler } from './serve/http.js';
+import { createHealth } from './serve/health.js';
+import { startHttp, type HealthExtra, type RouteHandler } from './serve/http.js';
+import { workerCount } from './serve/job-queue.js';
+import { createLockPool } from './serve/lock-pool.js';
+import { createRunOutcomes, type RunOutcomes } from './serve/run-outcomes.js';
+import { describeBudget, scheduleBudget } from './serve/schedule-budget.js';
 import { createScheduler } from './serve/scheduler.js';
+import { closeOpenRun } from './store/runs.js';
 import { createRunTracker, createShutdown } from './serve/shutdown.js';
 
 export { json, type RouteHandler } from './serve/http.js';
@@ -35,6 +46,10 @@ export interface ServeOptions {
   schedule?: boolean;
   /** More for /healthz (e.g. realtime subscriptions): merged into its answer; `degraded: true` makes it degraded. */
   health?: HealthExtra;
+  /** The outcomes of fires (created here when not given; /metrics reads the unrecorded ones). */
+  outcomes?: RunOutcomes;
+  /** Runs at shutdown after the runs stopped, before HTTP closes (the webhook listener closes last). */
+  beforeHttpClose?: () => Promise<void>;
 }
 
 export interface RunningServe {
@@ -44,8 +59,10 @@ export interface RunningServe {
   runNow(job: JobDefinition['name'], list?: string): Promise<unknown>;
   /** Asks for an early pull of a list; coalesced with a pull already running. */
   requestPull(list: string): void;
-  /** Resolves when no job is running. */
+  /** Resolves when no job is queued or running. */
   idle(): Promise<void>;
+  /** Workers, queued and running fires. */
+  load(): { workers: number; queued: number; running: number };
   close(): Promise<void>;
 }
 
@@ -53,15 +70,27 @@ export async function startServe(opts: ServeOptions): Promise<RunningServe> {
   const { config, db, logger } = opts;
   const jobs = opts.jobs ?? allJobs;
   const runs = createRunTracker();
-  const scheduler = createScheduler({ config, db, client: opts.client, logger, jobs, runs });
+  const workers = workerCount(config.database.poolMax);
+  const lockDb = createLockPool(db, workers);
+  const outcomes = opts.outcomes ?? createRunOutcomes({ db, logger });
+  const scheduler = createScheduler({ config, db, lockDb, client: opts.client, logger, jobs, runs, outcomes, workers });
+  const health = createHealth({ db, config, extra: opts.health, outcomes, load: () => scheduler.load() });
   // Listen before scheduling anything: a process that cannot serve must end, not sync on in the background.
   const http = await startHttp({
-    routes: { '/healthz': healthRoute(db, config, opts.health), ...(opts.routes ?? {}) },
+    routes: { '/healthz': health.route, ...(opts.routes ?? {}) },
     logger,
     host: opts.host ?? config.serve.host,
     port: opts.port ?? config.serve.port,
+  }).catch(async (err: unknown) => {
+    await health.stop();
+    await lockDb.destroy();
+    throw err;
   });
-  if (opts.schedule !== false) scheduler.start();
+  if (opts.schedule !== false && scheduler.start() > 0) {
+    const budget = describeBudget(scheduleBudget(config));
+    if (budget.warning) logger.warn(budget.message);
+    else logger.info(budget.message);
+  }
   logger.info({ url: http.url }, 'serve listening');
 
   const target = (name: JobDefinition['name'], listName?: string) => ({
@@ -80,12 +109,30 @@ export async function startServe(opts: ServeOptions): Promise<RunningServe> {
       const { job, list } = target('pull', listName);
       if (job && list) scheduler.request(job, list);
     },
-    idle: () => runs.idle(),
+    idle: async () => {
+      await scheduler.idle();
+      await runs.idle();
+    },
+    load: () => scheduler.load(),
     close: createShutdown({
       logger,
       runs,
+      recordLeftovers: async (budgetMs) => {
+        const deadline = Date.now() + budgetMs;
+        for (const runId of scheduler.openRunIds())
+          await closeOpenRun(db, runId, 'interrupted', 'stopped by shutdown before it finished; the next run carries on').catch(
+            (err: unknown) => logger.warn({ err, runId }, 'could not close the run at shutdown'),
+          );
+        await outcomes.flush(Math.max(0, deadline - Date.now()));
+        outcomes.stop();
+      },
       stopSchedules: () => scheduler.stop(),
-      closeHttp: () => http.close(),
+      beforeHttpClose: opts.beforeHttpClose,
+      closeHttp: async () => {
+        await http.close();
+        await health.stop();
+        await lockDb.destroy();
+      },
       timeoutMs: config.serve.shutdownTimeoutMs,
     }),
   };

@@ -12,6 +12,7 @@ import { describeDuplicates, mirrorTableFindings, reservedNameNotes } from './mi
 import { appLogger, createClient, loadAppConfig } from '../context.js';
 import type { CommandKit } from './kit.js';
 import { coerceError, exitCodeFor } from '../errors.js';
+import { describeBudget, scheduleBudget } from '../serve/schedule-budget.js';
 
 export interface Finding {
   check: string;
@@ -21,12 +22,16 @@ export interface Finding {
   severity?: 1 | 2;
   /** The platform refused the API key: asking about further lists is pointless. */
   keyRefused?: boolean;
+  /** Worth reading but not a failure (printed `warn`, exit code unchanged). */
+  warning?: boolean;
 }
 
 export type PlatformCheck = (config: Config) => Promise<Finding[]>;
 
 export async function runCheck(config: Config, platformCheck?: PlatformCheck): Promise<Finding[]> {
   const findings: Finding[] = [{ check: 'config', ok: true, message: `${config.lists.length} list(s) configured` }];
+  const budget = describeBudget(scheduleBudget(config));
+  findings.push({ check: 'schedules', ok: true, warning: budget.warning, message: budget.message });
   const db = createDb({ url: config.database.url, poolMax: 1 });
   try {
     await ping(db, config.database.url);
@@ -161,7 +166,7 @@ export function register({ program, io, setCode, globals }: CommandKit): void {
         config,
         platformCheck(() => createClient({ ...config, platform: { ...config.platform, retries: 1 } }, logger)),
       );
-      for (const f of findings) io.out(`${f.ok ? 'ok  ' : 'FAIL'} ${f.check}: ${f.message}`);
+      for (const f of findings) io.out(`${f.ok ? (f.warning ? 'warn' : 'ok  ') : 'FAIL'} ${f.check}: ${f.message}`);
       setCode(exitCodeOf(findings));
     });
 }

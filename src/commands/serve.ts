@@ -5,13 +5,16 @@ import { startConsole, type RunningConsole } from '../console/server.js';
 import { createClient, type AppContext } from '../context.js';
 import { createMetrics } from '../metrics.js';
 import { startServe, type RunningServe } from '../serve.js';
+import { createRunOutcomes } from '../serve/run-outcomes.js';
 import { startRealtime, type Realtime } from '../realtime/index.js';
 import { createHookReceiver, earlyPullOnItemEvent, HOOKS_PATH, replayUnprocessedEvents, type ItemEvent } from '../webhooks/index.js';
 import { InvalidArgumentError } from 'commander';
 import { wholeNumber, type CommandKit } from './kit.js';
 
 export async function runServe(ctx: AppContext, opts: { port?: number; console?: string }): Promise<number> {
-  const metrics = createMetrics({ db: ctx.db, config: ctx.config, logger: ctx.logger });
+  // Every fire's outcome: /metrics counts those not written to sync_runs yet (the database away).
+  const outcomes = createRunOutcomes({ db: ctx.db, logger: ctx.logger });
+  const metrics = createMetrics({ db: ctx.db, config: ctx.config, logger: ctx.logger, unrecorded: () => outcomes.unrecorded() });
   // serve's own client reports every request to /metrics; its budget is shared through Postgres like any other.
   const client = createClient(ctx.config, ctx.logger, ctx.db, metrics.onRequest);
   // Early pulls go to the serve instance, which exists once the routes are mounted.
@@ -35,7 +38,10 @@ export async function runServe(ctx: AppContext, opts: { port?: number; console?:
     logger: ctx.logger,
     port: opts.port,
     routes: { '/metrics': metrics.handler, [HOOKS_PATH]: hooks },
+    outcomes,
     health: async () => (realtimeRef.rt ? realtimeRef.rt.health() : { degraded: false }),
+    // The applier stops before the listener closes: callbacks are taken (stored) until the last moment.
+    beforeHttpClose: async () => realtimeRef.rt?.close(),
   });
   started.serve = serve;
   realtimeRef.rt = await startRealtime({
@@ -64,10 +70,10 @@ export async function runServe(ctx: AppContext, opts: { port?: number; console?:
       ctx.logger.info({ signal }, 'signal received');
       process.off('SIGTERM', onTerm);
       process.off('SIGINT', onInt);
+      // serve closes the applier before its listener (callbacks are stored until the last moment); the console after.
       void serve
         .close()
         .then(() => consoleServer?.close())
-        .then(() => realtimeRef.rt?.close())
         .then(resolve);
     };
     const onTerm = () => stop('SIGTERM');

@@ -111,6 +111,7 @@ interface RawOptions {
   seed?: string;
   sample?: boolean;
   items?: number;
+  lists?: number;
   spanDays?: number;
   seedNumber?: number;
   timeZone?: string;
@@ -141,6 +142,10 @@ export function emulatorOptionsFromCli(o: RawOptions): EmulatorOptions {
   if (o.seed !== undefined) opts.seedFile = o.seed;
   opts.sample = o.sample === true || o.seed === undefined;
   if (o.items !== undefined) opts.items = o.items;
+  if (o.lists !== undefined) {
+    opts.lists = o.lists;
+    opts.sample = o.sample === true;
+  }
   if (o.spanDays !== undefined) opts.spanDays = o.spanDays;
   if (o.seedNumber !== undefined) opts.seedNumber = o.seedNumber;
   if (o.timeZone !== undefined) opts.timeZone = o.timeZone;
@@ -184,7 +189,12 @@ export function registerEmulatorCommand(program: Command, deps: EmulatorCommandD
     .option('--host <host>', 'interface to listen on', '127.0.0.1')
     .option('--seed <file>', 'JSON seed file with users and lists')
     .option('--sample', 'include the built-in sample list demo/orders (the default without --seed)')
-    .option('--items <n>', 'items in the sample list (default 5000)', wholeNumber(0, 10_000_000))
+    .option('--items <n>', 'items in the sample list (default 5000), or in each of --lists (default 1000)', wholeNumber(0, 10_000_000))
+    .option(
+      '--lists <n>',
+      'generate this many lists bench/l001, bench/l002... of --items items each (the sample list only with --sample)',
+      wholeNumber(1, 10_000),
+    )
     .option(
       '--span-days <n>',
       'days before the reference date that generated Created dates spread over (default 400)',

@@ -8,6 +8,7 @@ import type { FieldFlagStyle, FieldMetaArrangement } from './field-meta.js';
 import type { FaultSettingsPatch } from './faults.js';
 import { DEFAULT_RATE_LIMIT, type RateLimitSettings, type RateModel } from './rate-limiter.js';
 import { type SeedFile, loadSeedFile } from './seed.js';
+import { withManyLists } from './many-lists.js';
 import { createRequestListener } from './server.js';
 
 /**
@@ -21,8 +22,10 @@ export interface EmulatorOptions {
   port?: number;
   /** Include the sample `demo/orders` list (default: when no seed is given). */
   sample?: boolean;
-  /** Sample item count (default 5000). */
+  /** Sample item count (default 5000); with `lists`, the item count of each generated list. */
   items?: number;
+  /** Generated lists `bench/l001`... (many-lists.ts) beside the seed's, `items` items each (default 1000); the sample list only when asked. */
+  lists?: number;
   /** Days before the reference date that generated items' Created dates spread over (default 400). */
   spanDays?: number;
   /** Seed of the generated data (default 1). */
@@ -127,14 +130,15 @@ function rateLimitOf(opts: EmulatorOptions): RateLimitSettings | false {
 }
 
 export async function startEmulator(opts: EmulatorOptions = {}): Promise<RunningEmulator> {
-  const seed = opts.seed ?? (opts.seedFile === undefined ? undefined : await loadSeedFile(opts.seedFile));
+  const seeded = opts.seed ?? (opts.seedFile === undefined ? undefined : await loadSeedFile(opts.seedFile));
+  const seed = opts.lists ? withManyLists(seeded, opts.lists, opts.items ?? 1000) : seeded;
   const now = opts.now ?? (() => new Date());
   const fromSeed = seedSettingsOf(seed);
   const referenceMs = referenceInstant(opts.referenceDate ?? fromSeed.referenceDate, now);
   const state = new EmulatorState({
     store: {
       ...(opts.sample === undefined ? {} : { sample: opts.sample }),
-      ...(opts.items === undefined ? {} : { items: opts.items }),
+      ...(opts.items === undefined || opts.lists ? {} : { items: opts.items }),
       ...(opts.spanDays === undefined ? {} : { spanDays: opts.spanDays }),
       ...(opts.seedNumber === undefined ? {} : { seedNumber: opts.seedNumber }),
       ...(seed === undefined ? {} : { seed }),

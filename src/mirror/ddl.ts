@@ -262,7 +262,7 @@ async function ensureInTransaction(trx: Knex.Transaction, o: EnsureMirrorTableOp
   removed.push(...retired);
 
   // DDL.
-  if (!(await schemaExists(trx, schema))) await trx.raw(`create schema if not exists ${quoteIdent(schema)}`);
+  await ensureSchema(trx, schema);
   const allFields = [...entries, ...removed];
   if (existing.kind === 'none') {
     const columnsSql = [
@@ -384,6 +384,17 @@ async function ensureInTransaction(trx: Knex.Transaction, o: EnsureMirrorTableOp
 }
 
 /**
+ * Creates the schema when missing. Two first runs of lists in one new schema (serve's workers) would
+ * both try: `create schema if not exists` is not safe against a concurrent create, so the creator
+ * holds a schema lock until it commits and the other then finds the schema there.
+ */
+async function ensureSchema(trx: Knex.Transaction, schema: string): Promise<void> {
+  if (await schemaExists(trx, schema)) return;
+  await trx.raw('select pg_advisory_xact_lock(?, hashtext(?))', [DDL_LOCK_CLASS, `schema:${schema}`]);
+  await trx.raw(`create schema if not exists ${quoteIdent(schema)}`);
+}
+
+/**
  * The users directory table (read-only mirror of `POST /users/search`).
  * Created when missing; missing columns are added.
  */
@@ -393,7 +404,7 @@ export async function ensureUsersTable(db: Knex | Knex.Transaction, schema: stri
   const q = qualifiedName(schema, table);
   const run = async (trx: Knex.Transaction): Promise<void> => {
     await trx.raw('select pg_advisory_xact_lock(?, hashtext(?))', [DDL_LOCK_CLASS, `${schema}.${table}`]);
-    if (!(await schemaExists(trx, schema))) await trx.raw(`create schema if not exists ${quoteIdent(schema)}`);
+    await ensureSchema(trx, schema);
     const existing = await describeTable(trx, schema, table);
     if (existing.kind === 'other') throw new Error(`${schema}.${table} exists but is not a table; choose another users.table.`);
     const columns: [string, string][] = USERS_COLUMNS.map((c) => [c, c === 'user_id' ? 'text primary key' : 'text']);

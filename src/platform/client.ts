@@ -59,6 +59,7 @@ import type { SharedBudget } from './shared-budget.js';
 import { normalizeFields } from './field-meta.js';
 import type { FieldMeta, Item, ItemQuery, ListDetails, Page, PlatformApplication, PlatformListRef, PlatformUser } from './types.js';
 import { coerceError } from '../errors.js';
+import { currentTally } from './request-tally.js';
 
 export type RequestOutcome = 'ok' | 'error' | 'retry' | 'rate_limited';
 
@@ -234,9 +235,16 @@ export class PlatformClient {
     });
   }
 
-  /** Cumulative counters; diff before and after a run. */
+  /** Cumulative counters; diff before and after a run. Inside a run's tally (request-tally.ts): that run's own. */
   stats(): ClientStats {
-    return { ...this.counters };
+    return { ...(currentTally() ?? this.counters) };
+  }
+
+  /** Counts an attempt's outcome in the totals and in the tally of the run it belongs to. */
+  private count(key: keyof ClientStats): void {
+    this.counters[key]++;
+    const tally = currentTally();
+    if (tally) tally[key]++;
   }
 
   /** The rate limiter's current fraction of `requestsPerSecond` (below 1 after throttling). */
@@ -509,7 +517,7 @@ export class PlatformClient {
         pageSize,
         window: options.window ?? this.config.maxInFlight,
         signal: options.signal,
-        onEmptyPageRetry: () => this.counters.retries++,
+        onEmptyPageRetry: () => this.count('retries'),
         describe: { method: 'POST', path },
         verify: options.verify,
         isLast: options.isLast,
@@ -533,7 +541,7 @@ export class PlatformClient {
       pageSize,
       window: this.config.maxInFlight,
       signal: options.signal,
-      onEmptyPageRetry: () => this.counters.retries++,
+      onEmptyPageRetry: () => this.count('retries'),
       describe: { method: 'POST', path: '/users/search' },
     });
   }
@@ -597,8 +605,8 @@ export class PlatformClient {
         },
         { priority: attempt > 0 ? 1 : 0, signal },
       );
-      this.counters.requests++;
-      if (attempt > 0) this.counters.retries++;
+      this.count('requests');
+      if (attempt > 0) this.count('retries');
 
       if (result.ok) {
         this.limiter.succeeded();
@@ -610,7 +618,7 @@ export class PlatformClient {
 
       const errorClass = result.kind === 'answer' ? classifyFailure(result.httpStatus, result.status, result.message) : TransportError;
       const rateLimited = errorClass === RateLimitError;
-      if (rateLimited) this.counters.rateLimited++;
+      if (rateLimited) this.count('rateLimited');
       const retryable =
         this.isRetryable(call.repeat, result, rateLimited) ||
         (call.repeat === 'read' && result.kind === 'answer' && errorClass === PlatformError);
@@ -631,7 +639,7 @@ export class PlatformClient {
       const pauseMs = rateLimited ? this.limiter.throttled(retryAfterMs, sentAt) : undefined;
 
       if (final) {
-        this.counters.errors++;
+        this.count('errors');
         const details: PlatformErrorDetails & { code?: string } = {
           method: call.method,
           path,

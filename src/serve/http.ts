@@ -1,13 +1,9 @@
 /**
- * serve's HTTP side: a router over path prefixes, the /healthz route, and
+ * serve's HTTP side: a router over path prefixes (/healthz is health.ts), and
  * listening (a port that cannot be had is an error, not a warning).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { Config } from '../config.js';
-import type { Knex } from '../db.js';
-import { coerceError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { listStatuses } from '../status.js';
 
 export type RouteHandler = (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void> | void;
 
@@ -66,36 +62,6 @@ function routeFor(routes: Record<string, RouteHandler>, pathname: string): Route
 
 /** More for /healthz from another part of serve: merged into the answer; `degraded: true` makes it degraded. */
 export type HealthExtra = () => Promise<{ degraded: boolean; [key: string]: unknown }>;
-
-/** GET /healthz: the database, and per list the last run, watermark and lag; 'degraded' when a list is stale or failed (or `extra` says so). */
-export function healthRoute(db: Knex, config: Config, extra?: HealthExtra): RouteHandler {
-  return async (_req, res) => {
-    try {
-      await db.raw('select 1');
-    } catch (err) {
-      json(res, 503, { status: 'down', database: coerceError(err).message });
-      return;
-    }
-    const lists = await listStatuses(db, config);
-    const stale = lists.filter((l) => l.lagMinutes !== null && l.lagMinutes > config.serve.maxLagMinutes);
-    const { degraded: extraDegraded, ...more } = extra ? await extra() : { degraded: false };
-    const degraded = stale.length > 0 || lists.some((l) => l.lastError) || extraDegraded === true;
-    json(res, 200, {
-      status: degraded ? 'degraded' : 'ok',
-      ...more,
-      database: 'ok',
-      lists: lists.map((l) => ({
-        list: l.list,
-        lastRunAt: l.lastRunAt,
-        lastRunStatus: l.lastRunStatus,
-        lastSuccessAt: l.lastSuccessAt,
-        watermark: l.watermark,
-        lagMinutes: l.lagMinutes,
-        lastError: l.lastError,
-      })),
-    });
-  };
-}
 
 function listenError(err: NodeJS.ErrnoException, host: string, port: number): Error {
   const why =

@@ -1,8 +1,12 @@
 /**
- * serve's shutdown: graceful, then forceful. The schedules stop, every job's
- * run context is aborted (each stops at its next safe point: after the page
- * or change in flight), serve waits for the runs up to
- * serve.shutdownTimeoutMs, then closes HTTP whatever is left.
+ * serve's shutdown: graceful, then forceful, within 10 s whatever is queued
+ * (test/serve-capacity.test.ts, "SIGTERM during blocked fires"). The
+ * schedules stop and the queued fires are dropped (recorded 'skipped',
+ * reason shutdown), every job's run context is aborted (each stops at its
+ * next safe point: after the page or change in flight), serve waits for the
+ * runs up to serve.shutdownTimeoutMs, closes as 'interrupted' the runs still
+ * open, writes the outcomes kept in memory (bounded), and closes HTTP last,
+ * so the webhook listener takes callbacks until the end.
  */
 import type { Logger } from '../logger.js';
 
@@ -44,10 +48,18 @@ export function createRunTracker(): RunTracker {
 export interface ShutdownParts {
   logger: Logger;
   runs: RunTracker;
+  /** Stops the schedules and drops the queued fires. */
   stopSchedules(): Promise<void>;
+  /** Closes the runs still open as 'interrupted' and writes the outcomes kept in memory, within `budgetMs`. */
+  recordLeftovers(budgetMs: number): Promise<void>;
+  /** Other parts' shutdown (the realtime applier), before HTTP closes. */
+  beforeHttpClose?: () => Promise<void>;
   closeHttp(): Promise<void>;
   timeoutMs: number;
 }
+
+/** What recording the leftovers and closing the other parts may take at most, each. */
+const LEFTOVERS_MS = 2000;
 
 /** The shutdown sequence; calling it again returns the same promise. */
 export function createShutdown(parts: ShutdownParts): () => Promise<void> {
@@ -55,12 +67,17 @@ export function createShutdown(parts: ShutdownParts): () => Promise<void> {
   return () => (closing ??= shutdown(parts));
 }
 
-async function shutdown({ logger, runs, stopSchedules, closeHttp, timeoutMs }: ShutdownParts): Promise<void> {
-  logger.info({ running: runs.running }, 'shutting down: stopping schedules, finishing pages in flight');
-  await stopSchedules();
+async function shutdown(parts: ShutdownParts): Promise<void> {
+  const { logger, runs, timeoutMs } = parts;
+  logger.info({ running: runs.running }, 'shutting down: stopping schedules, dropping queued runs, finishing pages in flight');
+  await parts.stopSchedules();
   runs.abort();
   if ((await waitFor(runs.idle(), timeoutMs)) === 'timeout') logger.warn('shutdown timeout: runs still in flight keep their checkpoints');
-  await closeHttp();
+  if ((await waitFor(parts.recordLeftovers(LEFTOVERS_MS), LEFTOVERS_MS + 500)) === 'timeout')
+    logger.warn('shutdown: could not record every run in time');
+  if (parts.beforeHttpClose && (await waitFor(parts.beforeHttpClose(), LEFTOVERS_MS)) === 'timeout')
+    logger.warn('shutdown: the other parts did not stop in time');
+  await parts.closeHttp();
 }
 
 async function waitFor(done: Promise<void>, timeoutMs: number): Promise<'done' | 'timeout'> {

@@ -135,6 +135,42 @@ export async function markInterrupted(db: Knex, runId: number, signal: string): 
     });
 }
 
+/**
+ * A run serve's queue accounts for after the fact: a fire skipped before it ran (coalesced, dropped at
+ * shutdown) or one that failed before it could open its row (the database was unreachable). Written
+ * as one closed row, with the time it was fired.
+ */
+export async function recordClosedRun(
+  db: Knex,
+  run: { list: string; job: Job; status: 'failed' | 'skipped'; error: string; firedAt: Date },
+): Promise<number> {
+  const [row] = (await db(RUNS_TABLE)
+    .insert({
+      list_name: run.list,
+      job: run.job,
+      status: run.status,
+      holder: HOLDER,
+      started_at: run.firedAt,
+      finished_at: db.fn.now(),
+      error: closestText(run.error),
+    })
+    .returning('id')) as { id: number }[];
+  return row!.id;
+}
+
+/** Closes a run still 'running' with this outcome (a run that could not record its own); false when it had one. */
+export async function closeOpenRun(db: Knex, runId: number, status: 'failed' | 'interrupted', error: string): Promise<boolean> {
+  const n = await db(RUNS_TABLE)
+    .where({ id: runId, status: 'running' })
+    .update({ status, finished_at: db.fn.now(), error: closestText(error) });
+  return n > 0;
+}
+
+/** At the end of serve's shutdown: whatever this process still has 'running' is 'interrupted' (its checkpoint is kept). */
+export async function interruptHolderRuns(db: Knex, holder: string, reason: string): Promise<number> {
+  return db(RUNS_TABLE).where({ holder, status: 'running' }).update({ status: 'interrupted', finished_at: db.fn.now(), error: reason });
+}
+
 /** Runs left 'running' by a process that died are closed as failed (called at start by the next run). */
 export async function closeAbandonedRuns(db: Knex, listName: string, jobs: readonly Job[]): Promise<number> {
   return db(RUNS_TABLE)

@@ -5,7 +5,8 @@
  * 1. takes the lock (a run that has to give way is recorded as 'skipped'),
  * 2. closes runs a dead process left 'running',
  * 3. opens the `sync_runs` row before any platform request or table set-up,
- * 4. counts the platform requests the run makes,
+ * 4. counts the platform requests the run makes (its own, in a request tally,
+ *    even when other runs share the client),
  * 5. records a failure, whatever step it happens at, with a secret-free
  *    message (a lost database connection is named as such), and
  * 6. records a run stopped by the shutdown signal as 'interrupted', and
@@ -23,6 +24,8 @@ import type { ClientStats, PlatformClient } from '../platform/client.js';
 import { scrubSecrets } from '../secrets.js';
 import { secretsOf } from '../config.js';
 import { acquireLock } from './lock.js';
+import { currentFire } from './fire-scope.js';
+import { withRequestTally } from '../platform/request-tally.js';
 import {
   closeAbandonedRuns,
   describeRunning,
@@ -89,7 +92,7 @@ export async function runJob<T>(deps: JobDeps, spec: RunJobSpec, body: (run: Act
   const lock = await takeLock(deps, spec);
   let outcome: { ok: true; value: T } | { ok: false; error: unknown };
   try {
-    outcome = { ok: true, value: await runRecorded(deps, spec, body) };
+    outcome = { ok: true, value: await withRequestTally(() => runRecorded(deps, spec, body)) };
   } catch (err) {
     outcome = { ok: false, error: explainDatabaseError(err, deps.config.database.url) };
   }
@@ -103,13 +106,15 @@ export async function runJob<T>(deps: JobDeps, spec: RunJobSpec, body: (run: Act
 
 async function takeLock(deps: RunJobDeps, spec: RunJobSpec) {
   try {
-    return await acquireLock(deps.db, spec.lockName, {
+    // Under serve, on the lock pool: a run waiting for its lock never holds a connection of the work pool.
+    return await acquireLock(currentFire()?.lockDb ?? deps.db, spec.lockName, {
       waitMs: spec.waitMs,
       describeHolder: () => describeRunning(deps.db, spec.list, spec.holderJobs),
     });
   } catch (err) {
     if (err instanceof LockedError && spec.recordSkipped) {
       const runId = await startRun(deps.db, spec.list, spec.job);
+      noteRun(runId);
       await finishRun(deps.db, runId, 'skipped', { error: err.message });
     }
     throw err;
@@ -120,6 +125,7 @@ async function runRecorded<T>(deps: JobDeps, spec: RunJobSpec, body: (run: Activ
   const { db, client } = deps;
   await closeAbandonedRuns(db, spec.list, [spec.job]);
   const runId = await startRun(db, spec.list, spec.job);
+  noteRun(runId);
   const log = deps.logger.child({ ...unbound(deps.logger, { list: spec.list, job: spec.job }), runId });
   const mark = client.stats();
   const requests = () => {
@@ -135,6 +141,12 @@ async function runRecorded<T>(deps: JobDeps, spec: RunJobSpec, body: (run: Activ
       await recordFailure(deps, runId, explainDatabaseError(err, deps.config.database.url), requests(), log);
     throw err;
   }
+}
+
+/** Tells serve's queue which row the run opened: what the run cannot record, the queue does. */
+function noteRun(runId: number): void {
+  const fire = currentFire();
+  if (fire) fire.runId = runId;
 }
 
 /** The bindings a logger does not carry yet (a command may hand in one bound to the list and job): no key twice on a line. */
@@ -165,14 +177,21 @@ async function recordFailure(
   log: Logger,
 ): Promise<void> {
   const message = scrubSecrets(coerceError(err).message, secretsOf(deps.config));
+  const fire = currentFire();
   try {
     if (await isRunOpen(deps.db, runId)) {
       // The body did not get to record (nor log) it: a failure before the first page still makes a log line.
       log.error({ err }, 'failed');
+      if (fire) fire.logged = true;
       await finishRun(deps.db, runId, 'failed', { error: message, counters });
     }
   } catch (recordErr) {
-    log.error({ err }, 'failed');
-    log.warn({ err: recordErr }, 'could not record the failed run (the next run closes it as abandoned)');
+    if (fire?.logged !== true) log.error({ err }, 'failed');
+    if (fire) fire.logged = true;
+    // Under serve the queue records it once the database is back; elsewhere the next run closes it as abandoned.
+    log.warn(
+      { err: recordErr },
+      fire ? 'could not record the failed run yet' : 'could not record the failed run (the next run closes it as abandoned)',
+    );
   }
 }

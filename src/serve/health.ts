@@ -1,0 +1,119 @@
+/**
+ * GET /healthz from what the process already knows, so it answers in well
+ * under a second however busy the database is: the PostgreSQL-backed part
+ * (the database's reachability, per list the last run, watermark and lag,
+ * and what other parts add) is a snapshot refreshed in the background; a
+ * request waits for a refresh at most `waitMs`. The runs serve fired are
+ * known in memory (run-outcomes.ts), the queue's load too.
+ *
+ * 'degraded' (HTTP 503) when the database is unreachable, a list is stale or
+ * its last run failed, a fire was skipped for lack of capacity, or another
+ * part says so; never a 500 (test/serve-capacity.test.ts).
+ */
+import type { Config } from '../config.js';
+import type { Knex } from '../db.js';
+import { coerceError } from '../errors.js';
+import { listStatuses, type ListStatus } from '../status.js';
+import { json, type HealthExtra, type RouteHandler } from './http.js';
+import type { RunOutcomes } from './run-outcomes.js';
+
+export interface HealthOptions {
+  db: Knex;
+  config: Config;
+  extra?: HealthExtra;
+  outcomes?: RunOutcomes;
+  load?: () => { workers: number; queued: number; running: number };
+  /** Background refresh period. Default 5 s. */
+  refreshMs?: number;
+  /** How long a request waits for a fresh snapshot before answering from the last one. Default 250 ms. */
+  waitMs?: number;
+}
+
+interface Snapshot {
+  database: 'ok' | { error: string };
+  lists: ListStatus[];
+  extra: { degraded: boolean; [key: string]: unknown };
+}
+
+export interface Health {
+  route: RouteHandler;
+  /** Stops the refreshes; resolves once the read in flight settled (at most 2 s), so the pool can close. */
+  stop(): Promise<void>;
+}
+
+export function createHealth(opts: HealthOptions): Health {
+  const { db, config } = opts;
+  let snapshot: Snapshot | undefined;
+  let reading: Promise<void> | undefined;
+
+  async function read(): Promise<void> {
+    try {
+      await db.raw('select 1');
+    } catch (err) {
+      snapshot = {
+        lists: snapshot?.lists ?? [],
+        extra: snapshot?.extra ?? { degraded: false },
+        database: { error: coerceError(err).message },
+      };
+      return;
+    }
+    try {
+      const lists = await listStatuses(db, config);
+      const extra = opts.extra ? await opts.extra() : { degraded: false };
+      snapshot = { database: 'ok', lists, extra };
+    } catch (err) {
+      snapshot = {
+        lists: snapshot?.lists ?? [],
+        extra: snapshot?.extra ?? { degraded: false },
+        database: { error: coerceError(err).message },
+      };
+    }
+  }
+  /** One read at a time: probes arriving together share it. */
+  const refresh = (): Promise<void> => (reading ??= read().finally(() => (reading = undefined)));
+  const timer = setInterval(() => void refresh(), opts.refreshMs ?? 5000);
+  timer.unref();
+  void refresh();
+
+  const route: RouteHandler = async (_req, res) => {
+    await Promise.race([refresh(), new Promise((r) => setTimeout(r, opts.waitMs ?? 250).unref())]);
+    json(res, ...answer(snapshot, config, opts));
+  };
+  return {
+    route,
+    async stop() {
+      clearInterval(timer);
+      if (reading) await Promise.race([reading, new Promise((r) => setTimeout(r, 2000).unref())]);
+    },
+  };
+}
+
+function answer(snapshot: Snapshot | undefined, config: Config, opts: HealthOptions): [number, unknown] {
+  const database = !snapshot ? 'unknown' : snapshot.database === 'ok' ? 'ok' : `unreachable: ${snapshot.database.error}`;
+  const lists = snapshot?.lists ?? [];
+  const { degraded: extraDegraded, ...more } = snapshot?.extra ?? { degraded: false };
+  const stale = lists.filter((l) => l.lagMinutes !== null && l.lagMinutes > config.serve.maxLagMinutes);
+  const troubled = [...(opts.outcomes?.latest().values() ?? [])].filter(
+    (o) => o.status === 'failed' || (o.status === 'skipped' && o.capacity),
+  );
+  const degraded = database !== 'ok' || stale.length > 0 || lists.some((l) => l.lastError) || extraDegraded === true || troubled.length > 0;
+  const body = {
+    status: degraded ? 'degraded' : 'ok',
+    ...more,
+    database,
+    ...(opts.load ? { runs: { ...opts.load(), unrecorded: opts.outcomes?.unrecorded().length ?? 0 } } : {}),
+    ...(troubled.length
+      ? { troubled: troubled.map((o) => ({ target: o.target, status: o.status, reason: o.reason ?? null, at: o.firedAt })) }
+      : {}),
+    lists: lists.map((l) => ({
+      list: l.list,
+      lastRunAt: l.lastRunAt,
+      lastRunStatus: l.lastRunStatus,
+      lastSuccessAt: l.lastSuccessAt,
+      watermark: l.watermark,
+      lagMinutes: l.lagMinutes,
+      lastError: l.lastError,
+    })),
+  };
+  return [degraded ? 503 : 200, body];
+}
