@@ -1,14 +1,12 @@
 /**
  * The console's budget page: the account's requests over the last hour by
- * job (from `listsync.sync_runs.requests`), and the shared limiter's row of
- * `listsync.rate_budget` as it is (`select *`: columns added by later
- * migrations show up without a change here, and their absence is no error).
+ * job (from `listsync.sync_runs.requests`); what the limiter learned is read
+ * by `readLimiterState` in rate-budget.ts.
  *
  * Invariant: a run counts in the hour when it was still running during it;
  * its requests are not split by time (the runs table keeps totals only).
  */
 import type { Knex } from '../db.js';
-import { RATE_BUDGET_TABLE } from './rate-budget.js';
 import { RUNS_TABLE } from './runs.js';
 
 export interface JobRequests {
@@ -28,10 +26,4 @@ export async function requestsByJob(db: Knex, minutes: number): Promise<JobReque
     [minutes],
   );
   return r.rows.map((x) => ({ job: x.job, runs: Number(x.runs), requests: Number(x.requests), retries: Number(x.retries) }));
-}
-
-/** The account's limiter row, every column as stored (undefined: no process has used the account yet). */
-export async function rateBudgetRow(db: Knex, account: string): Promise<Record<string, unknown> | undefined> {
-  const r = await db.raw<{ rows: Record<string, unknown>[] }>(`select * from ${RATE_BUDGET_TABLE} where account = ?`, [account]);
-  return r.rows[0];
 }

@@ -99,14 +99,26 @@ describe('console over HTTP', () => {
     expect(page).toContain('<td>derived</td>');
   });
 
-  it('the budget page shows the limiter row as stored, with columns added later', async () => {
+  it('the budget page shows what the limiter learned', async () => {
     const before = await fetch(`${consoleUrl}/budget`, { headers: auth });
     expect(before.status).toBe(200);
-    expect(await before.text()).toMatch(/requests in the last hour/);
-    await w.t.db.raw('alter table listsync.rate_budget add column if not exists throttled_total integer default 7');
+    const calm = await before.text();
+    expect(calm).toMatch(/requests in the last hour/);
+    expect(calm).toMatch(/<td>Bursts<\/td><td>on /);
+    expect(calm).toMatch(/<td>429 answers seen<\/td><td>0<\/td>/);
+    // What a process records when 429s kept coming: bursts off, a wider margin, the limit said to be too high.
+    await w.t.db.raw(
+      `update listsync.rate_budget set bursts_allowed = false, margin_ms = 40, throttled_total = 7,
+              last_throttled_at = clock_timestamp(), limit_too_high_at = clock_timestamp()`,
+    );
     const after = await (await fetch(`${consoleUrl}/budget`, { headers: auth })).text();
-    expect(after).toMatch(/<td>throttled total<\/td><td>7<\/td>/);
-    await w.t.db.raw('alter table listsync.rate_budget drop column throttled_total');
+    expect(after).toMatch(/<td>Bursts<\/td><td>off /);
+    expect(after).toMatch(/<td>Learned margin per window<\/td><td>40 ms<\/td>/);
+    expect(after).toMatch(/<td>429 answers seen<\/td><td>7<\/td>/);
+    expect(after).toMatch(/looks higher than the platform allows/);
+    await w.t.db.raw(
+      `update listsync.rate_budget set bursts_allowed = true, margin_ms = 0, throttled_total = 0, last_throttled_at = null, limit_too_high_at = null`,
+    );
   });
 
   it('a POST with a wrong CSRF token is 403 and changes nothing', async () => {

@@ -1,27 +1,25 @@
 /**
  * The account's request budget: requests over the last hour against the
- * limit, by job, and what the shared limiter holds (`listsync.rate_budget`,
- * every column shown as stored, so columns a later migration adds appear
- * without a change here and their absence is no error).
+ * limit, by job, and what the shared limiter learned from 429 answers
+ * (`readLimiterState`, the reader `status` and `/metrics` use: bursts on or
+ * off, the learned margin, 429s seen, whether the configured limit looks too
+ * high), as a process starting now would take it.
  */
 import { budgetAccount } from '../../platform/shared-budget.js';
-import { requestsByJob, rateBudgetRow } from '../../store/console-budget.js';
-import { RATE_BUDGET_TABLE } from '../../store/rate-budget.js';
+import { requestsByJob } from '../../store/console-budget.js';
+import { readLimiterState, type LimiterState } from '../../store/rate-budget.js';
 import { ago, duration } from '../format.js';
 import { dataTable, html, type SafeHtml } from '../html.js';
 import type { PageContext } from './page-context.js';
 
-/** Columns of the limiter's row shown elsewhere or not for people (the slot log is a list of instants). */
-const NOT_SHOWN = new Set(['account', 'recent_slots_ms']);
-
 export async function budgetPage(ctx: PageContext): Promise<{ title: string; body: SafeHtml }> {
   const p = ctx.config.platform;
   const account = budgetAccount(p);
-  const [byJob, limiter] = await Promise.all([requestsByJob(ctx.db, 60), rateBudgetRow(ctx.db, account)]);
+  const [byJob, limiters] = await Promise.all([requestsByJob(ctx.db, 60), readLimiterState(ctx.db)]);
+  const limiter = limiters.find((l) => l.account === account);
   const used = byJob.reduce((s, j) => s + j.requests, 0);
   const limit = Math.floor(p.requestsPerSecond * 3600);
   const share = limit ? Math.round((used / limit) * 1000) / 10 : 0;
-  const slots = Array.isArray(limiter?.recent_slots_ms) ? (limiter.recent_slots_ms as unknown[]).length : undefined;
   const body = html`<h1>Request budget</h1>
     <p>
       Account <code>${account.length > 24 ? `${account.slice(0, 20)}…` : account}</code>: ${p.requestsPerSecond} requests per second at most
@@ -43,19 +41,10 @@ export async function budgetPage(ctx: PageContext): Promise<{ title: string; bod
       byJob.map((j) => [j.job, j.runs, j.requests, `${limit ? Math.round((j.requests / limit) * 1000) / 10 : 0}%`, j.retries]),
       'no runs in the last hour',
     )}
-    <h2>What the limiter holds</h2>
+    <h2>What the limiter learned</h2>
     ${
       limiter
-        ? dataTable(
-            `The shared limiter’s row (${RATE_BUDGET_TABLE})`,
-            ['Setting', 'Value'],
-            [
-              ...Object.entries(limiter)
-                .filter(([k]) => !NOT_SHOWN.has(k))
-                .map(([k, v]) => [k.replace(/_/g, ' '), limiterValue(k, v, ctx.now)]),
-              ...(slots === undefined ? [] : [['slots in the sliding log', slots]]),
-            ],
-          )
+        ? dataTable(`What every process of this account starts from`, ['Setting', 'Value'], learnedRows(limiter, ctx.now))
         : html`<p class="empty">No process has sent a request on this account yet.</p>`
     }`;
   return { title: 'Budget', body };
@@ -63,10 +52,26 @@ export async function budgetPage(ctx: PageContext): Promise<{ title: string; bod
 
 const n = (v: number): string => v.toLocaleString('en-US');
 
-function limiterValue(key: string, v: unknown, now: Date): SafeHtml | string {
-  if (v === null || v === undefined) return '—';
-  if (v instanceof Date)
-    return v.getTime() > now.getTime() ? html`${v.toISOString()} (in ${duration((v.getTime() - now.getTime()) / 1000)})` : ago(v, now);
-  if (key.endsWith('_ms') && typeof v === 'number') return `${v} ms`;
-  return typeof v === 'object' ? JSON.stringify(v) : String(v);
+/** The limiter's lessons in words (test/console/console-http.test.ts › "the budget page shows what the limiter learned"). */
+function learnedRows(l: LimiterState, now: Date): (string | SafeHtml)[][] {
+  const at = (d: Date | null): string | SafeHtml => (d ? ago(d, now) : 'never');
+  return [
+    ['Bursts', l.burstsAllowed ? 'on (no 429 has said otherwise)' : 'off (a 429 turned them off; they return slowly)'],
+    ['Learned margin per window', `${l.marginMs} ms`],
+    ['429 answers seen', String(l.throttledTotal)],
+    ['Last 429', at(l.lastThrottledAt)],
+    [
+      'Paused until',
+      l.pausedUntil
+        ? html`${l.pausedUntil.toISOString()} (in ${duration((l.pausedUntil.getTime() - now.getTime()) / 1000)})`
+        : 'not paused',
+    ],
+    [
+      'Configured limit',
+      l.limitTooHighAt
+        ? html`looks higher than the platform allows (429s kept coming at the widened margin, ${ago(l.limitTooHighAt, now)}): lower
+            <code>platform.requestsPerSecond</code>`
+        : 'holds',
+    ],
+  ];
 }
