@@ -68,6 +68,7 @@ import { DEFAULT_REREAD_DELAYS_MS, settleMirror } from './settle-mirror.js';
 import { LIST_JOBS, listLockName } from './exclusive.js';
 import { runJob, type ActiveRun, type JobDeps, type PageDone } from './run-job.js';
 import { recordConflict } from './conflicts.js';
+import { noteFieldRefusal } from './list-fields.js';
 import { carries, findCreated, type LostCreateSearch } from './lost-creates.js';
 import { finishRun, zeroCounters, type RunCounters } from '../store/runs.js';
 import * as outbox from '../store/outbox.js';
@@ -352,8 +353,10 @@ async function pushOne(deps: PushDeps, list: ListConfig, mapping: TableMapping, 
     if (row.op === 'delete') return await pushDelete(deps, list, mapping, row);
     return await pushUpdate(deps, list, mapping, row);
   } catch (err) {
-    if (err instanceof PlatformError && !(err instanceof AuthError))
+    if (err instanceof PlatformError && !(err instanceof AuthError)) {
+      await noteFieldRefusal(deps.db, list, mapping, err);
       return fail(deps.db, row, `${describeOp(row)} failed: ${err.message}`, false, list.maxPushAttempts);
+    }
     await interrupted(deps.db, row, err).catch(() => undefined);
     throw err;
   }
@@ -393,7 +396,10 @@ async function pushUpdate(deps: PushDeps, list: ListConfig, mapping: TableMappin
       return fail(db, row, `${coerceError(err).message}; and the item could not be re-read: ${remote.error}`, false, list.maxPushAttempts);
     if (remote.kind === 'gone') return fail(db, row, goneMessage(itemId), true, list.maxPushAttempts);
     const remoteVersion = Number(remote.item[list.versionField]);
-    if (base === 0 || remoteVersion === base) return fail(db, row, coerceError(err).message, false, list.maxPushAttempts);
+    if (base === 0 || remoteVersion === base) {
+      await noteFieldRefusal(db, list, mapping, err);
+      return fail(db, row, coerceError(err).message, false, list.maxPushAttempts);
+    }
     if (
       (recovering || (err instanceof PlatformError && err.maybeApplied)) &&
       remoteVersion === base + 1 &&
