@@ -2,7 +2,8 @@
  * The realtime applier inside `serve`: list item events, already stored in
  * `listsync.webhook_inbox`, brought into the mirror within about a second.
  *
- * Per list, queued events are coalesced: a flush starts `windowMs` after the
+ * Per list, queued events are coalesced (at most FLUSH_EVENTS a flush; a
+ * backlog is drained flush after flush, at the pace the budget allows): a flush starts `windowMs` after the
  * first event, and no sooner than `minIntervalMs` after the previous flush of
  * the list (longer while the shared request budget is busy), so a steady
  * stream of edits costs about one request a second. A flush:
@@ -70,6 +71,9 @@ import { ITEM_EVENT } from './subscriptions.js';
 
 /** IDs per `In` query (the platform's largest page). */
 export const REREAD_BATCH = 1000;
+
+/** Queued events one flush takes at most: two `In` queries' worth; the rest follow in the next flushes. */
+export const FLUSH_EVENTS = 2 * REREAD_BATCH;
 
 /** Failed chunks in a row after which a flush stops trying the rest (the platform is failing, not one item). */
 const FAILED_CHUNKS_TO_STOP = 2;
@@ -197,6 +201,12 @@ export class RealtimeApplier {
       q.backoffUntil = 0;
       for (const c of q.retry.values()) c.retryAt = 0;
       if (q.inbox.size || q.rechecks.size || q.retry.size) await this.run(q);
+      // A backlog takes a flush per FLUSH_EVENTS (a flush that fails leaves its events queued: not tried again here).
+      let rounds = Math.ceil(q.inbox.size / FLUSH_EVENTS);
+      while (q.inbox.size > 0 && rounds-- > 0) {
+        this.disarm(q);
+        await this.run(q);
+      }
     }
   }
 
@@ -326,7 +336,8 @@ export class RealtimeApplier {
   private async flush(q: ListQueue): Promise<void> {
     const { db, config } = this.opts;
     const list = q.list;
-    const inboxIds = [...q.inbox];
+    // A backlog is taken in steps of a few `In` queries: each flush's work (and each of its event-loop turns) stays short.
+    const inboxIds = [...q.inbox].slice(0, FLUSH_EVENTS);
     const rows = inboxIds.length ? await unprocessedEvents(db, inboxIds) : [];
     const mapping = await loadTableMapping(db, config.database.schema, list.name);
     if (!mapping) {
