@@ -22,6 +22,11 @@
  *    conflict rules), `_deleted_at` for confirmed deletes, the events marked
  *    processed, the list's counters in `listsync.realtime_stats`.
  *
+ * A backlog of BACKLOG_PULL_EVENTS or more events of one list asks one
+ * incremental pull first (`pullBacklog`); the flushes after it settle from
+ * the stored rows every claim the pull brought to its announced version.
+ * (burst: a backlog past the threshold.)
+ *
  * Versions only move forward: a re-read older than the version an event
  * announced (the platform's queries can lag behind a write) is re-read again
  * later by ID, up to `maxRechecks` times; a row marked deleted is never
@@ -75,6 +80,9 @@ export const REREAD_BATCH = 1000;
 /** Queued events one flush takes at most: two `In` queries' worth; the rest follow in the next flushes. */
 export const FLUSH_EVENTS = 2 * REREAD_BATCH;
 
+/** Queued events of one list from which one incremental pull is asked instead of re-reading each item. */
+export const BACKLOG_PULL_EVENTS = 5 * REREAD_BATCH;
+
 /** Failed chunks in a row after which a flush stops trying the rest (the platform is failing, not one item). */
 const FAILED_CHUNKS_TO_STOP = 2;
 
@@ -97,6 +105,14 @@ export interface ApplierOptions {
   maxRetryDelayMs?: number;
   /** A list that has no mirror table yet: asks for a pull (which reads everything). */
   requestPull?: (list: string) => void;
+  /**
+   * A list whose queued events reach `backlogPullEvents`: runs one incremental pull of it now and
+   * resolves once it ended (true: succeeded). The flushes after it find most items at the version
+   * their events announced and need no re-read.
+   */
+  pullBacklog?: (list: string) => Promise<boolean>;
+  /** Queued events of one list from which a pull replaces the re-reads. Default BACKLOG_PULL_EVENTS. */
+  backlogPullEvents?: number;
   /** Called after each flush with what it did (metrics, tests). */
   onFlush?: (r: FlushResult) => void;
 }
@@ -146,6 +162,8 @@ interface ListQueue {
   /** Flushes in a row that failed as a whole (the platform or the database failing): the list backs off. */
   failedFlushes: number;
   backoffUntil: number;
+  /** A pull was asked for the current backlog (asked again only once the backlog was drained below the threshold). */
+  backlogPulled: boolean;
 }
 
 export class RealtimeApplier {
@@ -245,6 +263,7 @@ export class RealtimeApplier {
       lastFlushAt: 0,
       failedFlushes: 0,
       backoffUntil: 0,
+      backlogPulled: false,
     };
     this.queues.set(listName, q);
     return q;
@@ -336,6 +355,7 @@ export class RealtimeApplier {
   private async flush(q: ListQueue): Promise<void> {
     const { db, config } = this.opts;
     const list = q.list;
+    await this.pullIfBacklog(q);
     // A backlog is taken in steps of a few `In` queries: each flush's work (and each of its event-loop turns) stays short.
     const inboxIds = [...q.inbox].slice(0, FLUSH_EVENTS);
     const rows = inboxIds.length ? await unprocessedEvents(db, inboxIds) : [];
@@ -386,6 +406,28 @@ export class RealtimeApplier {
       }
     }
     this.settleBackoff(q, { stopped: failedInRow >= FAILED_CHUNKS_TO_STOP || freshFailed, succeeded });
+  }
+
+  /**
+   * A backlog past the threshold: one incremental pull reads what changed, at the cost of the list's
+   * changed pages, instead of re-reading item by item; the events stay queued and the flushes after it
+   * mark those the mirror now holds at their announced version as applied, without a request (deletes
+   * and items the pull did not bring are re-read as always). Asked once per backlog.
+   */
+  private async pullIfBacklog(q: ListQueue): Promise<void> {
+    const threshold = this.opts.backlogPullEvents ?? BACKLOG_PULL_EVENTS;
+    if (q.inbox.size < threshold) {
+      q.backlogPulled = false;
+      return;
+    }
+    if (q.backlogPulled || !this.opts.pullBacklog) return;
+    q.backlogPulled = true;
+    this.log.info(
+      { list: q.list.name, events: q.inbox.size },
+      'a backlog of item events: one incremental pull instead of re-reading each item',
+    );
+    const ok = await this.opts.pullBacklog(q.list.name).catch(() => false);
+    if (!ok) this.log.info({ list: q.list.name }, 'the backlog pull did not run; the items are re-read');
   }
 
   /**

@@ -68,6 +68,23 @@ export class CatchUp {
     this.start(listName, 0);
   }
 
+  /** One incremental pull of the list now (a backlog of item events); true when it succeeded. Not retried. */
+  async pullOnce(listName: string): Promise<boolean> {
+    const list = this.o.config.lists.find((l) => l.name === listName);
+    if (!list || this.abort.signal.aborted) return false;
+    const { db, client, config } = this.o;
+    try {
+      const r = await pullList(
+        { db, client, config, logger: this.o.logger.child({ list: listName, job: 'pull' }), signal: this.abort.signal },
+        list,
+      );
+      return r.status === 'succeeded';
+    } catch (err) {
+      this.log.info({ list: listName, err: coerceError(err).message }, 'the pull for a backlog of item events could not run');
+      return false;
+    }
+  }
+
   /** Lists with a gap not caught up yet. */
   pending(): string[] {
     return [...this.gaps.keys()];

@@ -18,7 +18,7 @@ import { RealtimeApplier, type ApplierOptions } from './applier.js';
 import { CatchUp } from './catch-up.js';
 import { ensureItemSubscriptions, listsMissingSubscriptions, removeRetiredSubscriptions } from './subscriptions.js';
 
-export { RealtimeApplier, REREAD_BATCH, type ApplierOptions, type FlushResult } from './applier.js';
+export { BACKLOG_PULL_EVENTS, RealtimeApplier, REREAD_BATCH, type ApplierOptions, type FlushResult } from './applier.js';
 export {
   ensureItemSubscriptions,
   listsMissingSubscriptions,
@@ -89,7 +89,8 @@ async function removeRetired(deps: Parameters<typeof removeRetiredSubscriptions>
 export async function startRealtime(opts: RealtimeOptions): Promise<Realtime> {
   const { db, client, config, logger } = opts;
   const log = logger.child({ component: 'realtime' });
-  const applier = new RealtimeApplier(opts);
+  const catchUp = new CatchUp({ db, client, config, logger, retryDelayMs: opts.catchUpRetryDelayMs });
+  const applier = new RealtimeApplier({ pullBacklog: (name) => catchUp.pullOnce(name), ...opts });
   await removeRetired({ db, client, config }, log);
   for (const list of config.lists.filter((l) => l.realtime)) {
     try {
@@ -112,7 +113,6 @@ export async function startRealtime(opts: RealtimeOptions): Promise<Realtime> {
   }
   const replayed = await applier.replay();
   if (replayed) log.info({ events: replayed }, 'item events stored but not applied by a previous run: applying them now');
-  const catchUp = new CatchUp({ db, client, config, logger, retryDelayMs: opts.catchUpRetryDelayMs });
   if (opts.catchUpAtStart) for (const list of config.lists.filter((l) => l.realtime)) catchUp.request(list.name, 'start');
   return {
     applier,

@@ -44,4 +44,24 @@ describe('a bulk edit on a real-time list', () => {
     await expectMirrorEqualsPlatform(r.w, LIST, APP, LIST);
     expect(seconds).toBeLessThan(60);
   });
+
+  it('a backlog past the threshold: one incremental pull instead of re-reading each item, and the events it covers consumed', async () => {
+    const items = 1000;
+    const r = await start({ items, applier: { backlogPullEvents: 100 } });
+    // Deliveries held back a little, so the backlog builds before the first flush.
+    await r.w.emu.admin.setItemDelivery({ delayMs: 300 });
+    const before = Number(((await r.w.t.db('listsync.sync_runs').where({ job: 'pull' }).max('id as id').first()) as { id: number }).id);
+    await r.w.emu.admin.bulkEdit(APP, LIST, { Data: { Text4: 'bulk edit' } });
+    await settled(r, 60_000);
+    await expectMirrorEqualsPlatform(r.w, LIST, APP, LIST);
+    const pulls = (await r.w.t.db('listsync.sync_runs').where({ job: 'pull', status: 'succeeded' }).where('id', '>', before)) as unknown[];
+    expect(pulls).toHaveLength(1);
+    const stats = (await r.w.t.db('listsync.realtime_stats').where({ list_name: LIST }).first()) as {
+      events_applied: string;
+      items_reread: string;
+    };
+    expect(Number(stats.events_applied)).toBe(items);
+    // Only what reached the queue before the pull was asked (and what it did not bring) was re-read item by item.
+    expect(Number(stats.items_reread)).toBeLessThan(items / 2);
+  });
 });
