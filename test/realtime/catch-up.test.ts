@@ -8,7 +8,7 @@
  * when it was caught up. The server is a private one.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -114,6 +114,50 @@ describe('catch-up after a gap', () => {
 
     child.kill('SIGTERM');
     expect(await exited, output.slice(-2000)).toBe(0);
+    serve = undefined;
+  }, 180_000);
+
+  /** `listsync serve` in a child process, once it listens. */
+  async function startServeChild(): Promise<{ child: ChildProcess; output: () => string; exited: Promise<number | null> }> {
+    const child = spawn(process.execPath, [BIN, '--config', configFile, 'serve'], {
+      cwd: dir,
+      env: childEnv({ PLATFORM_API_KEY: emu.apiKey, LISTSYNC_LOG_LEVEL: 'info' }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    serve = child;
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+    const exited = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
+    await until('serve to listen', async () => out.includes('listsync serve on'), 60_000);
+    return { child, output: () => out, exited };
+  }
+
+  it('SIGTERM during a bulk edit with a pull running: exit 0 within 10 s; after a restart everything is applied', async () => {
+    // Small pages and slow answers: the start's catch-up pull of a bulk edit takes several seconds.
+    const config = JSON.parse(readFileSync(configFile, 'utf8')) as { lists: Record<string, unknown>[] };
+    config.lists[0]!.pageSize = 10;
+    writeFileSync(configFile, JSON.stringify(config));
+    await emu.admin.setFaults({ latencyMs: 200 });
+    await emu.admin.bulkEdit('demo', 'orders', { Data: { Text4: 'before the start' } });
+    const first = await startServeChild();
+    await emu.admin.bulkEdit('demo', 'orders', { Data: { Text4: 'bulk edit' } });
+    await until(
+      'a pull running',
+      async () => Boolean(await db('listsync.sync_runs').where({ job: 'pull', status: 'running' }).first('id')),
+      30_000,
+    );
+    const t = Date.now();
+    first.child.kill('SIGTERM');
+    expect(await first.exited, first.output().slice(-2000)).toBe(0);
+    expect(Date.now() - t).toBeLessThan(10_000);
+    expect(await db('listsync.sync_runs').where({ status: 'running' }).first('id')).toBeUndefined();
+
+    await emu.admin.clearFaults();
+    const again = await startServeChild();
+    await until('the mirror to equal the platform', async () => (await behind()) === 0, 60_000);
+    again.child.kill('SIGTERM');
+    expect(await again.exited, again.output().slice(-2000)).toBe(0);
     serve = undefined;
   }, 180_000);
 });
