@@ -93,4 +93,20 @@ describe('a pull of many small lists', () => {
     const aged = await pull();
     expect(fieldsAsked(aged.log).map((e) => e.path)).toEqual([`/v1/lists/${FLEET_APP}/${fleetListId(3)}/fields`]);
   });
+
+  it('a write the platform refuses naming a field: the next pull asks the field metadata again', async () => {
+    const listID = fleetListId(4);
+    const name = `fleet_${listID}`;
+    // Removed on the platform; the kept metadata still has it.
+    await w.emu.admin.deleteField(FLEET_APP, listID, 'Text2');
+    const row = (await w.t.db(`mirror.${name}`).first('id')) as { id: string };
+    await w.t.db(`mirror.${name}`).where({ id: row.id }).update({ notes: 'edited in SQL' });
+    await runCli(['--config', w.configFile, 'push', '--list', name], { env, cwd: w.cwd });
+    const kept = (await w.t.db('listsync.lists').where({ name }).first('field_meta_at')) as { field_meta_at: Date | null };
+    expect(kept.field_meta_at).toBeNull();
+    const { log } = await pull('--list', name);
+    expect(fieldsAsked(log).map((e) => e.path)).toEqual([`/v1/lists/${FLEET_APP}/${listID}/fields`]);
+    const registry = (await w.t.db('listsync.lists').where({ name }).first('fields')) as { fields: { field: string; removed: boolean }[] };
+    expect(registry.fields.find((f) => f.field === 'Text2')?.removed).toBe(true);
+  });
 });
