@@ -24,6 +24,18 @@ const ITEMS = 20_000;
 export default async function realtimeBurstBench(): Promise<Record<string, string | number>> {
   const b = await benchDatabase('rtburst');
   const emu = await emulatorProcess(['--items', String(ITEMS)]);
+  try {
+    return await measure(b, emu);
+  } finally {
+    await emu.stop();
+    await b.drop();
+  }
+}
+
+async function measure(
+  b: Awaited<ReturnType<typeof benchDatabase>>,
+  emu: Awaited<ReturnType<typeof emulatorProcess>>,
+): Promise<Record<string, string | number>> {
   const admin = new EmulatorAdminClient(emu.adminUrl.replace(/\/_admin$/, ''));
   const logger = createLogger({ level: 'warn' });
   const withServe = parseConfig({
@@ -103,8 +115,6 @@ export default async function realtimeBurstBench(): Promise<Record<string, strin
     await ref.rt.close();
     await serve.close();
     await client.close();
-    await emu.stop();
-    await b.drop();
   }
 
   async function mirrorEqual(): Promise<boolean> {
