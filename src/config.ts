@@ -202,6 +202,11 @@ const listSchema = z
     /** Hard ceiling on pages one read may ask for (besides the one TotalCount implies). */
     maxPages: positiveInt.max(1_000_000).default(20_000),
     pageSize: positiveInt.max(1000).default(1000),
+    /**
+     * Hours a pull uses the field metadata it kept before asking `/fields` again (sooner when an item carries
+     * a key the mirror does not know, a write is refused for a field, or on `pull --refresh-schema`); 0 asks on every run.
+     */
+    fieldsMaxAgeHours: z.number().min(0).max(8760).default(24),
     // A plain string is the pull schedule.
     schedule: z.preprocess((v) => (typeof v === 'string' ? { pull: v } : v), scheduleSchema).default({}),
     conflictPolicy: z.enum(['remote-wins', 'local-wins', 'manual']).default('remote-wins'),

@@ -5,6 +5,7 @@ import type { AppContext } from '../context.js';
 import { UsageError } from '../errors.js';
 import { humanNumber, plural } from '../format.js';
 import { pullList, type PullMode, type PullResult } from '../sync/pull.js';
+import { ListTitles } from '../sync/list-title.js';
 import { progressReporter } from './progress.js';
 import { jobDeps, listJobOptions, reportJobFailure, type CommandKit } from './kit.js';
 
@@ -43,33 +44,75 @@ export function summary(r: PullResult): string {
   );
 }
 
-export async function runPulls(ctx: AppContext, lists: readonly ListConfig[], mode: PullMode, options: { wait: boolean }): Promise<number> {
-  let code = 0;
-  for (const list of lists) {
-    const job = mode.kind === 'incremental' ? 'pull' : 'backfill';
-    const reporter = progressReporter(ctx, job);
+/**
+ * Lists pulled at once: each holds its lock's connection and up to `database.pageWriters` while it
+ * writes, so as many as the pool holds (at most 4): the next list's requests go out while the last
+ * one writes, and the account's budget, not the number of lists, sets the pace.
+ */
+export function pullConcurrency(config: Pick<AppContext['config'], 'database'>): number {
+  return Math.max(1, Math.min(4, Math.floor(config.database.poolMax / (config.database.pageWriters + 1))));
+}
+
+export async function runPulls(
+  ctx: AppContext,
+  lists: readonly ListConfig[],
+  mode: PullMode,
+  options: { wait: boolean; refreshSchema?: boolean },
+): Promise<number> {
+  const job = mode.kind === 'incremental' ? 'pull' : 'backfill';
+  const concurrent = Math.min(lists.length, pullConcurrency(ctx.config));
+  // The lists of one pull ask their missing titles once per application.
+  const titles = new ListTitles(ctx.client, ctx.logger);
+  // Several bars at once would overwrite each other on a terminal: lists pulled together show their summaries only.
+  const quiet = concurrent > 1 && ctx.io.isTTY;
+  const pullOne = async (list: ListConfig): Promise<{ out?: string; err?: unknown }> => {
+    const reporter = quiet ? undefined : progressReporter(ctx, job);
     try {
       const r = await pullList(
         // Every line of the run names the list and job, those of the table's set-up too.
-        jobDeps(ctx, list, job, options, (p) => reporter.onPage(p)),
+        { ...jobDeps(ctx, list, job, options, (p) => reporter?.onPage(p)), titles, refreshSchema: options.refreshSchema === true },
         list,
         mode,
       );
-      reporter.stop(r.status === 'succeeded');
-      ctx.io.out(summary(r));
+      reporter?.stop(r.status === 'succeeded');
+      return { out: summary(r) };
     } catch (err) {
-      reporter.stop(false);
-      code = Math.max(code, await reportJobFailure(ctx, list, job, err));
+      reporter?.stop(false);
+      return { err };
     }
+  };
+  // Summaries come out in the config's order, each as soon as the lists before it are done.
+  const outcomes = inOrder(lists, concurrent, pullOne);
+  let code = 0;
+  for (let i = 0; i < lists.length; i++) {
+    const o = await outcomes[i]!;
+    if (o.out !== undefined) ctx.io.out(o.out);
+    else code = Math.max(code, await reportJobFailure(ctx, lists[i]!, job, o.err));
   }
   return code;
 }
 
+/** Runs `fn` over `items` with at most `limit` at once, in order; the promises of the results, in the items' order. */
+function inOrder<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R>[] {
+  const gates: (() => void)[] = [];
+  const results = items.map((item, i) => new Promise<void>((open) => (gates[i] = open)).then(() => fn(item)));
+  let next = 0;
+  const startNext = (): void => {
+    if (next < items.length) gates[next++]!();
+  };
+  for (const r of results) void r.then(startNext, startNext);
+  for (let k = 0; k < limit; k++) startNext();
+  return results;
+}
+
 export function register({ program, withContext }: CommandKit): void {
-  listJobOptions(program.command('pull').description('one incremental pull of every list (or one): platform -> mirror')).action(
-    (opts: { list?: string; wait: boolean }) =>
-      withContext((ctx) => runPulls(ctx, selectLists(ctx, opts.list), { kind: 'incremental' }, { wait: opts.wait })),
-  );
+  listJobOptions(program.command('pull').description('one incremental pull of every list (or one): platform -> mirror'))
+    .option('--refresh-schema', 'ask the field metadata again even when the kept one is recent (lists[].fieldsMaxAgeHours)', false)
+    .action((opts: { list?: string; wait: boolean; refreshSchema: boolean }) =>
+      withContext((ctx) =>
+        runPulls(ctx, selectLists(ctx, opts.list), { kind: 'incremental' }, { wait: opts.wait, refreshSchema: opts.refreshSchema }),
+      ),
+    );
 
   program
     .command('backfill')

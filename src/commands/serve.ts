@@ -30,7 +30,23 @@ export async function runServe(ctx: AppContext, opts: { port?: number; console?:
     arrivedEarly.push(event); // stored; queued once realtime has started
     return 'deferred';
   };
-  const hooks = createHookReceiver({ db: ctx.db, config: ctx.config, logger: ctx.logger, onItemEvent, onOutcome: metrics.onWebhook });
+  // A callback refused (the database away, a shutdown): the list catches up with an incremental pull once it can.
+  const gaps = new Set<string>();
+  const onRefused = (list: string | null): void => {
+    // Not known whose callback it was: any real-time list may have missed it.
+    for (const name of list === null ? ctx.config.lists.filter((l) => l.realtime).map((l) => l.name) : [list]) {
+      if (realtimeRef.rt) realtimeRef.rt.gap(name, 'callbacks refused');
+      else gaps.add(name);
+    }
+  };
+  const hooks = createHookReceiver({
+    db: ctx.db,
+    config: ctx.config,
+    logger: ctx.logger,
+    onItemEvent,
+    onOutcome: metrics.onWebhook,
+    onRefused,
+  });
   const serve = await startServe({
     config: ctx.config,
     db: ctx.db,
@@ -51,7 +67,9 @@ export async function runServe(ctx: AppContext, opts: { port?: number; console?:
     logger: ctx.logger,
     requestPull,
     onFlush: metrics.onRealtimeFlush,
+    catchUpAtStart: true,
   });
+  for (const list of gaps) realtimeRef.rt.gap(list, 'callbacks refused');
   for (const event of arrivedEarly.splice(0)) realtimeRef.rt.onItemEvent(event);
   let consoleServer: RunningConsole | undefined;
   try {

@@ -154,6 +154,10 @@ function statusText(report: StatusReport, now = new Date()): string {
           ]),
         ),
     );
+    for (const r of report.realtime.filter((x) => x.lastGapAt !== null))
+      lines.push(
+        `${r.list}: last gap ${timestamp(r.lastGapAt!)} (${r.lastGapReason ?? 'unknown'}), ${r.caughtUpAt ? `caught up ${timestamp(r.caughtUpAt)} by an incremental pull` : 'not caught up yet'}`,
+      );
     for (const r of report.realtime.filter((x) => x.failing > 0))
       lines.push(
         `${r.list}: ${r.failing} item event(s) failed and are retried with backoff; the oldest unapplied waits ${Math.round(r.oldestUnappliedSeconds)} s; last error: ${truncate(r.lastFailure ?? '', 200)}`,

@@ -151,6 +151,12 @@ export class EmulatorAdminClient {
     return r.RowVersion;
   }
 
+  /** Edits the first `count` items (all by default) at once, as a platform workflow does: one item event each. */
+  async bulkEdit(appID: string, listID: string, body: { Data: Record<string, string>; count?: number; UserID?: string }): Promise<number> {
+    const r = await this.call<{ edited: number }>('POST', `${EmulatorAdminClient.listPath(appID, listID)}/bulk-edit`, body);
+    return r.edited;
+  }
+
   async deleteItem(appID: string, listID: string, id: string): Promise<void> {
     await this.call('DELETE', `${EmulatorAdminClient.listPath(appID, listID)}/items/${encodeURIComponent(id)}`);
   }

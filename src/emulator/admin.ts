@@ -58,6 +58,16 @@ const editSchema = z.strictObject({
   RowVersion: z.number().int().min(0).optional(),
 });
 
+/** Items a bulk edit changes between two turns of the event loop. */
+const BULK_EDIT_STEP = 100;
+
+const bulkEditSchema = z.strictObject({
+  Data: z.unknown().optional(),
+  /** The first `count` items (by ID); all by default. */
+  count: z.number().int().min(0).optional(),
+  UserID: z.string().optional(),
+});
+
 const fireSchema = z.strictObject({
   subscriptionId: z.string().optional(),
   event: z.record(z.string(), z.unknown()).optional(),
@@ -293,6 +303,21 @@ async function route(
         events: state.itemHooks,
       });
       return { ListDataID: id, RowVersion: 1 };
+    }
+    if (is('POST', 'lists', '*', '*', 'bulk-edit')) {
+      // A platform workflow editing many items at once: each gets Data, a new RowVersion and Modified, and its item event.
+      const body = parse(bulkEditSchema, jsonBody(text), 'bulk-edit');
+      const data = validateWriteData(list, body.Data ?? {});
+      const slots = list.order.slice(0, body.count ?? list.order.length);
+      const modifiedNaive = state.now().naive;
+      const userId = userOrDefault(state, body.UserID);
+      // In steps of BULK_EDIT_STEP items, yielding between them: the emulator keeps answering (and delivering) meanwhile.
+      for (let i = 0; i < slots.length; i += BULK_EDIT_STEP) {
+        for (const slot of slots.slice(i, i + BULK_EDIT_STEP))
+          if (list.alive[slot]) updateItem(list, slot, data, { userId, modifiedNaive, lag: state.lag, events: state.itemHooks });
+        await new Promise((next) => setImmediate(next));
+      }
+      return { edited: slots.length };
     }
     if (c === 'items' && d !== undefined && seg.length === 5) {
       const slot = requireItem(list, d);

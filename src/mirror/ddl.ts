@@ -46,6 +46,7 @@ import { createTableMapping, FIXED_COLUMNS, type MappedColumn, type TableMapping
 import { ensureHistoryTable, historyTableName } from './history.js';
 import {
   columnComments,
+  createSchemaIfMissing,
   ensureView,
   historyViewSpec,
   liveViewSpec,
@@ -262,7 +263,7 @@ async function ensureInTransaction(trx: Knex.Transaction, o: EnsureMirrorTableOp
   removed.push(...retired);
 
   // DDL.
-  await ensureSchema(trx, schema);
+  await createSchemaIfMissing(trx, schema);
   const allFields = [...entries, ...removed];
   if (existing.kind === 'none') {
     const columnsSql = [
@@ -384,17 +385,6 @@ async function ensureInTransaction(trx: Knex.Transaction, o: EnsureMirrorTableOp
 }
 
 /**
- * Creates the schema when missing. Two first runs of lists in one new schema (serve's workers) would
- * both try: `create schema if not exists` is not safe against a concurrent create, so the creator
- * holds a schema lock until it commits and the other then finds the schema there.
- */
-async function ensureSchema(trx: Knex.Transaction, schema: string): Promise<void> {
-  if (await schemaExists(trx, schema)) return;
-  await trx.raw('select pg_advisory_xact_lock(?, hashtext(?))', [DDL_LOCK_CLASS, `schema:${schema}`]);
-  await trx.raw(`create schema if not exists ${quoteIdent(schema)}`);
-}
-
-/**
  * The users directory table (read-only mirror of `POST /users/search`).
  * Created when missing; missing columns are added.
  */
@@ -404,7 +394,7 @@ export async function ensureUsersTable(db: Knex | Knex.Transaction, schema: stri
   const q = qualifiedName(schema, table);
   const run = async (trx: Knex.Transaction): Promise<void> => {
     await trx.raw('select pg_advisory_xact_lock(?, hashtext(?))', [DDL_LOCK_CLASS, `${schema}.${table}`]);
-    await ensureSchema(trx, schema);
+    await createSchemaIfMissing(trx, schema);
     const existing = await describeTable(trx, schema, table);
     if (existing.kind === 'other') throw new Error(`${schema}.${table} exists but is not a table; choose another users.table.`);
     const columns: [string, string][] = USERS_COLUMNS.map((c) => [c, c === 'user_id' ? 'text primary key' : 'text']);
@@ -444,11 +434,6 @@ async function describeTable(db: Knex.Transaction, schema: string, table: string
     [r.oid],
   )) as { rows: { name: string; type: string }[] };
   return { kind: 'table', columns: new Map(cols.rows.map((c) => [c.name, c.type])) };
-}
-
-async function schemaExists(db: Knex.Transaction, schema: string): Promise<boolean> {
-  const r = (await db.raw('select 1 from pg_namespace where nspname = ?', [schema])) as { rows: unknown[] };
-  return r.rows.length > 0;
 }
 
 async function ensureIndexes(db: Knex.Transaction, schema: string, table: string): Promise<void> {

@@ -300,9 +300,20 @@ async function createView(trx: Knex.Transaction, spec: ViewSpec, select: readonl
   );
 }
 
+/** Serialises the creation of one schema across transactions (first key of the two-key advisory lock space: 'lssc'). */
+const SCHEMA_LOCK_CLASS = 0x6c73_7363;
+
+/**
+ * Creates a schema that does not exist yet. Two transactions creating the same schema at once (lists
+ * set up together) would both pass `if not exists` and one fail on the catalog's unique index: the
+ * creation is serialised, and the second sees the first's schema once it commits.
+ */
 export async function createSchemaIfMissing(trx: Knex.Transaction, schema: string): Promise<void> {
-  const r = (await trx.raw('select 1 from pg_namespace where nspname = ?', [schema])) as { rows: unknown[] };
-  if (r.rows.length === 0) await trx.raw(`create schema if not exists ${quoteIdent(schema)}`);
+  const exists = async () =>
+    ((await trx.raw('select 1 from pg_namespace where nspname = ?', [schema])) as { rows: unknown[] }).rows.length > 0;
+  if (await exists()) return;
+  await trx.raw('select pg_advisory_xact_lock(?, hashtext(?))', [SCHEMA_LOCK_CLASS, schema]);
+  if (!(await exists())) await trx.raw(`create schema if not exists ${quoteIdent(schema)}`);
 }
 
 /** Whether a view exists (for detaching columns before their type is altered). */

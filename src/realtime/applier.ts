@@ -2,7 +2,8 @@
  * The realtime applier inside `serve`: list item events, already stored in
  * `listsync.webhook_inbox`, brought into the mirror within about a second.
  *
- * Per list, queued events are coalesced: a flush starts `windowMs` after the
+ * Per list, queued events are coalesced (at most FLUSH_EVENTS a flush; a
+ * backlog is drained flush after flush, at the pace the budget allows): a flush starts `windowMs` after the
  * first event, and no sooner than `minIntervalMs` after the previous flush of
  * the list (longer while the shared request budget is busy), so a steady
  * stream of edits costs about one request a second. A flush:
@@ -20,6 +21,11 @@
  *    version guard, open local changes left alone and settled by the pull's
  *    conflict rules), `_deleted_at` for confirmed deletes, the events marked
  *    processed, the list's counters in `listsync.realtime_stats`.
+ *
+ * A backlog of BACKLOG_PULL_EVENTS or more events of one list asks one
+ * incremental pull first (`pullBacklog`); the flushes after it settle from
+ * the stored rows every claim the pull brought to its announced version.
+ * (burst: a backlog past the threshold.)
  *
  * Versions only move forward: a re-read older than the version an event
  * announced (the platform's queries can lag behind a write) is re-read again
@@ -71,6 +77,12 @@ import { ITEM_EVENT } from './subscriptions.js';
 /** IDs per `In` query (the platform's largest page). */
 export const REREAD_BATCH = 1000;
 
+/** Queued events one flush takes at most: two `In` queries' worth; the rest follow in the next flushes. */
+export const FLUSH_EVENTS = 2 * REREAD_BATCH;
+
+/** Queued events of one list from which one incremental pull is asked instead of re-reading each item. */
+export const BACKLOG_PULL_EVENTS = 5 * REREAD_BATCH;
+
 /** Failed chunks in a row after which a flush stops trying the rest (the platform is failing, not one item). */
 const FAILED_CHUNKS_TO_STOP = 2;
 
@@ -93,6 +105,14 @@ export interface ApplierOptions {
   maxRetryDelayMs?: number;
   /** A list that has no mirror table yet: asks for a pull (which reads everything). */
   requestPull?: (list: string) => void;
+  /**
+   * A list whose queued events reach `backlogPullEvents`: runs one incremental pull of it now and
+   * resolves once it ended (true: succeeded). The flushes after it find most items at the version
+   * their events announced and need no re-read.
+   */
+  pullBacklog?: (list: string) => Promise<boolean>;
+  /** Queued events of one list from which a pull replaces the re-reads. Default BACKLOG_PULL_EVENTS. */
+  backlogPullEvents?: number;
   /** Called after each flush with what it did (metrics, tests). */
   onFlush?: (r: FlushResult) => void;
 }
@@ -142,6 +162,8 @@ interface ListQueue {
   /** Flushes in a row that failed as a whole (the platform or the database failing): the list backs off. */
   failedFlushes: number;
   backoffUntil: number;
+  /** A pull was asked for the current backlog (asked again only once the backlog was drained below the threshold). */
+  backlogPulled: boolean;
 }
 
 export class RealtimeApplier {
@@ -197,6 +219,12 @@ export class RealtimeApplier {
       q.backoffUntil = 0;
       for (const c of q.retry.values()) c.retryAt = 0;
       if (q.inbox.size || q.rechecks.size || q.retry.size) await this.run(q);
+      // A backlog takes a flush per FLUSH_EVENTS (a flush that fails leaves its events queued: not tried again here).
+      let rounds = Math.ceil(q.inbox.size / FLUSH_EVENTS);
+      while (q.inbox.size > 0 && rounds-- > 0) {
+        this.disarm(q);
+        await this.run(q);
+      }
     }
   }
 
@@ -235,6 +263,7 @@ export class RealtimeApplier {
       lastFlushAt: 0,
       failedFlushes: 0,
       backoffUntil: 0,
+      backlogPulled: false,
     };
     this.queues.set(listName, q);
     return q;
@@ -326,7 +355,9 @@ export class RealtimeApplier {
   private async flush(q: ListQueue): Promise<void> {
     const { db, config } = this.opts;
     const list = q.list;
-    const inboxIds = [...q.inbox];
+    await this.pullIfBacklog(q);
+    // A backlog is taken in steps of a few `In` queries: each flush's work (and each of its event-loop turns) stays short.
+    const inboxIds = [...q.inbox].slice(0, FLUSH_EVENTS);
     const rows = inboxIds.length ? await unprocessedEvents(db, inboxIds) : [];
     const mapping = await loadTableMapping(db, config.database.schema, list.name);
     if (!mapping) {
@@ -375,6 +406,28 @@ export class RealtimeApplier {
       }
     }
     this.settleBackoff(q, { stopped: failedInRow >= FAILED_CHUNKS_TO_STOP || freshFailed, succeeded });
+  }
+
+  /**
+   * A backlog past the threshold: one incremental pull reads what changed, at the cost of the list's
+   * changed pages, instead of re-reading item by item; the events stay queued and the flushes after it
+   * mark those the mirror now holds at their announced version as applied, without a request (deletes
+   * and items the pull did not bring are re-read as always). Asked once per backlog.
+   */
+  private async pullIfBacklog(q: ListQueue): Promise<void> {
+    const threshold = this.opts.backlogPullEvents ?? BACKLOG_PULL_EVENTS;
+    if (q.inbox.size < threshold) {
+      q.backlogPulled = false;
+      return;
+    }
+    if (q.backlogPulled || !this.opts.pullBacklog) return;
+    q.backlogPulled = true;
+    this.log.info(
+      { list: q.list.name, events: q.inbox.size },
+      'a backlog of item events: one incremental pull instead of re-reading each item',
+    );
+    const ok = await this.opts.pullBacklog(q.list.name).catch(() => false);
+    if (!ok) this.log.info({ list: q.list.name }, 'the backlog pull did not run; the items are re-read');
   }
 
   /**

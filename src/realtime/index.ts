@@ -4,6 +4,8 @@
  * did not apply are replayed; item events from the receiver go to the
  * applier; /healthz is degraded while a realtime list lacks a subscription,
  * or an item event waits unapplied longer than serve.realtimeStaleAfterSeconds.
+ * After a gap (callbacks refused, or at start: the process was down) an
+ * incremental pull catches the list up (catch-up.ts).
  */
 import type { Config } from '../config.js';
 import type { Knex } from '../db.js';
@@ -13,9 +15,10 @@ import type { PlatformClient } from '../platform/client.js';
 import { unappliedItemEventAges } from '../store/webhook-inbox.js';
 import type { ItemEvent } from '../webhooks/receiver.js';
 import { RealtimeApplier, type ApplierOptions } from './applier.js';
+import { CatchUp } from './catch-up.js';
 import { ensureItemSubscriptions, listsMissingSubscriptions, removeRetiredSubscriptions } from './subscriptions.js';
 
-export { RealtimeApplier, REREAD_BATCH, type ApplierOptions, type FlushResult } from './applier.js';
+export { BACKLOG_PULL_EVENTS, RealtimeApplier, REREAD_BATCH, type ApplierOptions, type FlushResult } from './applier.js';
 export {
   ensureItemSubscriptions,
   listsMissingSubscriptions,
@@ -38,6 +41,8 @@ export interface Realtime {
    */
   onItemEvent(event: ItemEvent): 'deferred' | undefined;
   health(): Promise<{ degraded: boolean; realtime: RealtimeHealth }>;
+  /** The list may have missed item events (a callback refused): an incremental pull catches it up. */
+  gap(listName: string, reason: string): void;
   close(): Promise<void>;
 }
 
@@ -54,6 +59,13 @@ export interface RealtimeOptions extends Omit<ApplierOptions, 'db' | 'client' | 
   logger: Logger;
   /** Base URL for the callbacks instead of serve.publicUrl (tests: serve on a random port). */
   callbackBase?: string;
+  /**
+   * Catch every real-time list up with an incremental pull at start (`serve`: the process was down, so
+   * callbacks may have been refused or lost meanwhile). Default false.
+   */
+  catchUpAtStart?: boolean;
+  /** Catch-up pulls' retry timings (tests). */
+  catchUpRetryDelayMs?: number;
 }
 
 /** Removes the subscriptions listsync replaced on the platform; one that fails stays for the next start. */
@@ -77,7 +89,8 @@ async function removeRetired(deps: Parameters<typeof removeRetiredSubscriptions>
 export async function startRealtime(opts: RealtimeOptions): Promise<Realtime> {
   const { db, client, config, logger } = opts;
   const log = logger.child({ component: 'realtime' });
-  const applier = new RealtimeApplier(opts);
+  const catchUp = new CatchUp({ db, client, config, logger, retryDelayMs: opts.catchUpRetryDelayMs });
+  const applier = new RealtimeApplier({ pullBacklog: (name) => catchUp.pullOnce(name), ...opts });
   await removeRetired({ db, client, config }, log);
   for (const list of config.lists.filter((l) => l.realtime)) {
     try {
@@ -100,6 +113,7 @@ export async function startRealtime(opts: RealtimeOptions): Promise<Realtime> {
   }
   const replayed = await applier.replay();
   if (replayed) log.info({ events: replayed }, 'item events stored but not applied by a previous run: applying them now');
+  if (opts.catchUpAtStart) for (const list of config.lists.filter((l) => l.realtime)) catchUp.request(list.name, 'start');
   return {
     applier,
     onItemEvent(event) {
@@ -128,6 +142,12 @@ export async function startRealtime(opts: RealtimeOptions): Promise<Realtime> {
       const degraded = missing.length > 0 || waiting.some((w) => w.stale);
       return { degraded, realtime: { missingSubscriptions: missing, waiting } };
     },
-    close: () => applier.close(),
+    gap(listName, reason) {
+      if (config.lists.some((l) => l.name === listName && l.realtime)) catchUp.request(listName, reason);
+    },
+    close: async () => {
+      await catchUp.close();
+      await applier.close();
+    },
   };
 }

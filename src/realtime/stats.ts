@@ -28,6 +28,10 @@ export interface RealtimeStatus {
   /** Events not applied yet whose apply failed at least once, and the latest error. */
   failing: number;
   lastFailure: string | null;
+  /** The last gap (callbacks refused, or the process down) and when its catch-up pull succeeded (null: not yet). */
+  lastGapAt: Date | null;
+  lastGapReason: string | null;
+  caughtUpAt: Date | null;
 }
 
 export async function realtimeStatuses(db: Knex, config: Config): Promise<RealtimeStatus[]> {
@@ -56,6 +60,9 @@ export async function realtimeStatuses(db: Knex, config: Config): Promise<Realti
       oldestUnappliedSeconds: w?.oldest_seconds ?? 0,
       failing: w?.failing ?? 0,
       lastFailure: w?.last_error ?? null,
+      lastGapAt: s?.last_gap_at ?? null,
+      lastGapReason: s?.last_gap_reason ?? null,
+      caughtUpAt: s?.caught_up_at ?? null,
     };
   });
 }

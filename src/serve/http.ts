@@ -38,7 +38,8 @@ export async function startHttp(opts: {
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) => reject(listenError(err, host, port)));
-    server.listen(port, host, () => resolve());
+    // A burst of callbacks (a bulk edit: one connection per item event) waits in the kernel's queue instead of being refused.
+    server.listen({ port, host, backlog: LISTEN_BACKLOG }, () => resolve());
   });
   const addr = server.address();
   const boundPort = typeof addr === 'object' && addr ? addr.port : port;
@@ -51,6 +52,9 @@ export async function startHttp(opts: {
     },
   };
 }
+
+/** Connections waiting to be accepted (the kernel caps it at net.core.somaxconn; Node's default is 511). */
+const LISTEN_BACKLOG = 4096;
 
 /** The longest route matching the path. */
 function routeFor(routes: Record<string, RouteHandler>, pathname: string): RouteHandler | undefined {

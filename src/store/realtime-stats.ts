@@ -16,6 +16,9 @@ export interface RealtimeStatsRow {
   deletes_marked: string;
   last_applied_at: Date | null;
   last_lag_ms: number | null;
+  last_gap_at: Date | null;
+  last_gap_reason: string | null;
+  caught_up_at: Date | null;
 }
 
 /** One flush's work, added to the list's totals. */
@@ -52,4 +55,18 @@ export async function readRealtimeStats(db: Knex, names: readonly string[]): Pro
   return (await db(REALTIME_STATS_TABLE)
     .whereIn('list_name', [...names])
     .select()) as RealtimeStatsRow[];
+}
+
+/**
+ * A gap of a real-time list and, once its catch-up pull succeeded, when (null: not yet). Written when
+ * the database answers: a gap seen while it was away is recorded with the catch-up that follows it.
+ */
+export async function recordGap(db: Knex, listName: string, gap: { at: Date; reason: string; caughtUpAt: Date | null }): Promise<void> {
+  await db.raw(
+    `insert into ${REALTIME_STATS_TABLE} as s (list_name, last_gap_at, last_gap_reason, caught_up_at, updated_at)
+     values (?, ?, ?, ?, now())
+     on conflict (list_name) do update set
+       last_gap_at = excluded.last_gap_at, last_gap_reason = excluded.last_gap_reason, caught_up_at = excluded.caught_up_at, updated_at = now()`,
+    [listName, gap.at, gap.reason, gap.caughtUpAt],
+  );
 }

@@ -64,6 +64,99 @@ export async function storeEvent(
   });
 }
 
+export interface EventToStore {
+  subscriptionId: number;
+  channel: string;
+  type: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/**
+ * Stores many events in one transaction, as `storeEvent` stores one: each unless the same delivery
+ * is in the window (in the inbox, or earlier in `events`). The keys' advisory locks are taken in key
+ * order, so batches and single stores running at once cannot deadlock. Returns one answer per event,
+ * in order. A data error (22xxx) fails the whole batch: store its events one by one to find it.
+ */
+export async function storeEvents(db: Knex, events: readonly EventToStore[], windowMinutes: number): Promise<StoredEvent[]> {
+  if (events.length === 0) return [];
+  return db.transaction(async (trx) => {
+    const keyed = (await trx.raw(
+      `select n, encode(sha256(convert_to(sub::text || E'\\n' || ch || E'\\n' || ty::text || E'\\n' || (b::jsonb)::text, 'UTF8')), 'hex') as k
+         from unnest(?::bigint[], ?::text[], ?::int[], ?::text[]) with ordinality as t(sub, ch, ty, b, n)`,
+      [events.map((e) => e.subscriptionId), events.map((e) => e.channel), events.map((e) => e.type), events.map((e) => e.body)],
+    )) as { rows: { n: string; k: string }[] };
+    const keys: string[] = [];
+    for (const r of keyed.rows) keys[Number(r.n) - 1] = r.k;
+    await trx.raw(`select pg_advisory_xact_lock(hashtextextended('listsync:webhook:' || k, 0)) from unnest(?::text[]) k order by k`, [
+      [...new Set(keys)].sort(),
+    ]);
+    const existing = (await trx(INBOX_TABLE)
+      .whereIn('dedup_key', [...new Set(keys)])
+      .where('received_at', '>', trx.raw('now() - make_interval(mins => ?)', [windowMinutes]))
+      .orderBy('id')
+      .select(
+        'id',
+        'subscription_id',
+        'dedup_key',
+        trx.raw(`${BODY_ITEM_ID('body')} as list_data_id`),
+        trx.raw("body ->> 'Event' as event"),
+      )) as {
+      id: number;
+      subscription_id: number;
+      dedup_key: string;
+      list_data_id: string | null;
+      event: string | null;
+    }[];
+    const known = new Map<string, StoredEvent>();
+    for (const e of existing) {
+      const at = `${e.subscription_id}:${e.dedup_key}`;
+      if (!known.has(at)) known.set(at, { id: Number(e.id), duplicate: true, listDataId: e.list_data_id, event: e.event });
+    }
+    const fresh: number[] = [];
+    const seen = new Set<string>();
+    events.forEach((e, i) => {
+      const at = `${e.subscriptionId}:${keys[i]}`;
+      if (known.has(at) || seen.has(at)) return;
+      seen.add(at);
+      fresh.push(i);
+    });
+    if (fresh.length) {
+      const inserted = (await trx.raw(
+        `insert into ${INBOX_TABLE} (subscription_id, dedup_key, channel, type, headers, body, processed_at)
+         select sub, k, ch, ty, h::jsonb, b::jsonb, case when ${BODY_ITEM_ID('b::jsonb')} is null then now() end
+           from unnest(?::bigint[], ?::text[], ?::text[], ?::int[], ?::text[], ?::text[]) with ordinality as t(sub, k, ch, ty, h, b, n)
+          order by n
+         returning id, subscription_id, dedup_key, ${BODY_ITEM_ID('body')} as list_data_id, body ->> 'Event' as event`,
+        [
+          fresh.map((i) => events[i]!.subscriptionId),
+          fresh.map((i) => keys[i]!),
+          fresh.map((i) => events[i]!.channel),
+          fresh.map((i) => events[i]!.type),
+          fresh.map((i) => JSON.stringify(events[i]!.headers)),
+          fresh.map((i) => events[i]!.body),
+        ],
+      )) as { rows: { id: number; subscription_id: number; dedup_key: string; list_data_id: string | null; event: string | null }[] };
+      for (const r of inserted.rows)
+        known.set(`${r.subscription_id}:${r.dedup_key}`, {
+          id: Number(r.id),
+          duplicate: false,
+          listDataId: r.list_data_id === '' ? null : r.list_data_id,
+          event: r.event,
+        });
+    }
+    // The first of a delivery sent twice in one batch is new; the copies are duplicates of it.
+    const answered = new Set<string>();
+    return events.map((e, i) => {
+      const at = `${e.subscriptionId}:${keys[i]}`;
+      const stored = known.get(at)!;
+      const first = !stored.duplicate && !answered.has(at);
+      answered.add(at);
+      return first ? stored : { ...stored, duplicate: true };
+    });
+  });
+}
+
 export async function markProcessed(db: Knex, ids: readonly number[]): Promise<void> {
   await db(INBOX_TABLE)
     .whereIn('id', [...ids])

@@ -53,11 +53,18 @@
  *    without moving the checkpoint, so a run killed there reads them again;
  *    the marks move only in the transaction that finishes the run.
  *    (pull: SIGKILL; pull-kills; pull-complete: killed full loads.)
- * I6 A first full load asks its fields, the list's details, the start probes
- *    and its first page at once, and the follow-up's first page as its own
- *    last page is asked, so the account's budget is busy from the first
- *    request; the first page is believed only after the probes' answers are
- *    recorded. (pull-complete: what a first full load costs in requests.)
+ * I6 A first full load asks its fields (and its title while the mirror has
+ *    none) and its first page at once; a first page that holds the whole
+ *    list gives the start answers itself, a bigger list asks the start probes
+ *    then and its first page again; the follow-up's first page is asked as
+ *    the read's own last page is, so the account's budget is busy from the
+ *    first request; no page is believed before the start answers are
+ *    recorded. (pull-complete: what a first full load costs in requests;
+ *    many-lists: what a first pull of many small lists costs.)
+ * I7 A run asks the field metadata only for a reason (src/sync/list-fields.ts);
+ *    one that used the kept metadata and finds a key it does not name on its
+ *    first page starts again, asking it, before anything is written; a key
+ *    found later is noted and the next run asks. (many-lists.)
  *
  * Failure modes outside these, and what covers them: the platform's clock
  * behind, or a query index lagging a write (items stamped up to
@@ -81,7 +88,9 @@ import { coerceError } from '../errors.js';
 import { platformDate } from '../platform/dates.js';
 import { ensureMirrorTable, markListsyncWriter, readRegistry, type TableMapping, type UpsertResult } from '../mirror/index.js';
 import { FIELD_APPEARED_KINDS } from '../mirror/schema-change.js';
-import { listTitle } from './list-title.js';
+import { listTitle, type ListTitles } from './list-title.js';
+import { collectUnknownKeys, fieldsAskReason, knownItemKeys } from './list-fields.js';
+import { noteItemKeys, readFieldMeta, recordFieldMeta } from '../store/registry.js';
 import { LIST_JOBS, listLockName } from './exclusive.js';
 import { runJob, type ActiveRun, type JobDeps, type PageDone } from './run-job.js';
 import { pendingConflictHandler } from './conflicts.js';
@@ -118,6 +127,10 @@ export interface PullDeps extends JobDeps {
   clock?: () => Date;
   onPage?: (p: PageProgress) => void;
   onPending?: PendingHandler;
+  /** Ask the field metadata even when the kept one is fresh (`pull --refresh-schema`). */
+  refreshSchema?: boolean;
+  /** Where a list without a title gets one: shared by the lists of one pull (one listing per application). */
+  titles?: ListTitles;
 }
 
 export interface PullResult {
@@ -158,12 +171,21 @@ interface PullCheckpoint {
 /** Asked of a newest-first read that cannot go on; the run reads by-created instead. */
 class FallbackNeeded extends Error {}
 
+/** The run's first page carries keys the kept field metadata does not name: the run starts again with the platform's. */
+class FieldsChanged extends Error {}
+
 export async function pullList(deps: PullDeps, list: ListConfig, mode: PullMode = { kind: 'incremental' }): Promise<PullResult> {
   const job = mode.kind === 'incremental' ? 'pull' : 'backfill';
   return runJob(
     deps,
     { list: list.name, job, lockName: listLockName(list.name), waitMs: deps.waitMs ?? 0, holderJobs: LIST_JOBS, recordSkipped: true },
-    (run) => pullLocked(deps, list, mode, job, run),
+    (run) =>
+      pullLocked(deps, list, mode, job, run).catch((err: unknown) => {
+        if (!(err instanceof FieldsChanged)) throw err;
+        // Nothing of this attempt was written: the same run starts again, asking the field metadata.
+        run.log.info({ keys: err.message }, 'items carry keys the kept field metadata does not name: asking it again');
+        return pullLocked({ ...deps, refreshSchema: true }, list, mode, job, run);
+      }),
   );
 }
 
@@ -177,6 +199,10 @@ interface RunContext {
   takeRequests: () => Partial<RunCounters>;
   counters: RunCounters;
   itemsSoFar: number;
+  fieldsAsked: boolean;
+  knownKeys: ReadonlySet<string>;
+  /** Keys items carried that are not in `knownKeys`. */
+  unknownKeys: Set<string>;
 }
 
 async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job: 'pull' | 'backfill', run: ActiveRun): Promise<PullResult> {
@@ -186,7 +212,7 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
 
   const state = await readState<PullCheckpoint>(db, list.name, job);
   const early = firstLoad(mode, state) ? startEarly(deps.client, list, zone, buildQuery(list, FULL_READ)) : null;
-  const { mapping, fields } = await prepareTable(deps, list, run);
+  const { mapping, fields, fieldsAsked, knownKeys } = await prepareTable(deps, list, run);
   const schemaChanges = mapping.changes ?? [];
   const refill = await markRefill(deps, mapping, mode, state);
   const planInput: PlanInput = {
@@ -212,6 +238,9 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
     takeRequests: requestDelta(deps.client, run),
     counters: zeroCounters(),
     itemsSoFar: 0,
+    fieldsAsked,
+    knownKeys,
+    unknownKeys: new Set(),
   };
   await describeRun(db, run.runId, {
     windowFrom: cp.plan.windowFrom,
@@ -254,6 +283,7 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
       return readWindow(ctx, cp, null);
     });
   } catch (err) {
+    if (err instanceof FieldsChanged) throw err;
     return failed(ctx, err);
   }
 
@@ -300,13 +330,26 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
 
 // ---- steps -------------------------------------------------------------
 
-async function prepareTable(deps: PullDeps, list: ListConfig, run: ActiveRun): Promise<{ mapping: TableMapping; fields: FieldMeta[] }> {
+interface PreparedTable {
+  mapping: TableMapping;
+  fields: FieldMeta[];
+  /** The run asked `/fields` (else it used the kept answer). */
+  fieldsAsked: boolean;
+  /** Keys an item may carry; another is a field the mirror does not know yet. */
+  knownKeys: ReadonlySet<string>;
+}
+
+async function prepareTable(deps: PullDeps, list: ListConfig, run: ActiveRun): Promise<PreparedTable> {
   const known = await readRegistry(deps.db, list.name);
+  const kept = known ? await readFieldMeta(deps.db, list.name) : undefined;
+  const askedAt = new Date();
+  const why = fieldsAskReason(known, kept, list, askedAt.getTime(), deps.refreshSchema === true);
+  if (why) run.log.debug({ because: why }, 'asking the field metadata');
   // The list's title is for the table's comment: asked for while the mirror has none, not on every
   // pull (each request is the account's budget).
   const [fields, title] = await Promise.all([
-    deps.client.getFields(list.appID, list.listID),
-    known?.title ? undefined : listTitle(deps.client, list, deps.logger),
+    why || !kept ? deps.client.getFields(list.appID, list.listID) : kept.fields,
+    known?.title ? undefined : (deps.titles?.titleOf(list) ?? listTitle(deps.client, list, deps.logger)),
   ]);
   const mapping = await ensureMirrorTable(deps.db, {
     schema: deps.config.database.schema,
@@ -326,7 +369,9 @@ async function prepareTable(deps: PullDeps, list: ListConfig, run: ActiveRun): P
     runId: run.runId,
     logger: deps.logger,
   });
-  return { mapping, fields };
+  // Kept only once the table reflects it: a run that dies before asks again.
+  if (why) await recordFieldMeta(deps.db, list.name, fields, askedAt);
+  return { mapping, fields, fieldsAsked: why !== null, knownKeys: knownItemKeys(list, fields, kept?.itemKeys ?? []) };
 }
 
 /**
@@ -409,7 +454,10 @@ async function readWindow(ctx: RunContext, cp: PullCheckpoint, early: EarlyStart
   const query = buildQuery(list, cp.plan);
   // What was asked early is used only for the query it was asked for.
   const asked = early && !cp.plan.fallback && JSON.stringify(early.query) === JSON.stringify(query) ? early : null;
-  const expectedTotal = await recordStartIfNeeded(ctx, cp, query, asked);
+  const start = await recordStartIfNeeded(ctx, cp, query, asked);
+  const expectedTotal = start?.expectedTotal;
+  // The early first page is the read's page 1 only when the start answers were read off it.
+  const firstPage = start?.fromFirstPage ? asked?.firstPage : undefined;
   const writer = newWriter(ctx, cp);
   const checks = new PageChecks(list.idField, list.pageSize, cp.plan.order, repeatExplained(ctx, cp));
   const pagesBefore = cp.nextPage - 1;
@@ -425,11 +473,14 @@ async function readWindow(ctx: RunContext, cp: PullCheckpoint, early: EarlyStart
       deps.client,
       list,
       query,
-      { ...readOptions(ctx, cp, expectedTotal, asked), onLastPageAsked: askFollowUp },
+      { ...readOptions(ctx, cp, expectedTotal, firstPage), onLastPageAsked: askFollowUp },
       checks,
     );
+    let pagesSeen = 0;
     for await (const page of pages) {
       observe(ctx, cp, page, tail);
+      // A key the kept metadata does not name, seen before anything is written: start again with the platform's fields.
+      if (pagesSeen++ === 0 && !ctx.fieldsAsked && ctx.unknownKeys.size) throw new FieldsChanged([...ctx.unknownKeys].join(', '));
       // The shutdown signal is checked between pages, not passed down: the page in flight is finished and written.
       await writer.write(page, { ...cp });
       if (deps.signal?.aborted) {
@@ -465,16 +516,23 @@ async function readWindow(ctx: RunContext, cp: PullCheckpoint, early: EarlyStart
   return { watch: cp.watch, highWaterAtStart: cp.highWaterAtStart, received: cp.received, stopped, ...after };
 }
 
-/** A by-created pull's start answers, recorded before any page; returns the count they give (pages fan out from it). */
+/**
+ * A by-created pull's start answers, recorded before any page; returns the count they give (pages fan
+ * out from it) and whether they were read off the early first page.
+ */
 async function recordStartIfNeeded(
   ctx: RunContext,
   cp: PullCheckpoint,
   query: ItemQuery,
   asked: EarlyStart | null,
-): Promise<number | undefined> {
+): Promise<{ expectedTotal: number | undefined; fromFirstPage: boolean } | undefined> {
   if (cp.plan.order !== 'by-created' || cp.watch.lastKeyAtStart !== undefined || cp.nextPage !== 1 || ctx.job !== 'pull') return undefined;
-  await recordStart(ctx, cp, await (asked?.start ?? askStart(ctx.deps.client, ctx.list, ctx.zone, query)));
-  return cp.watch.firstTotal >= 0 ? cp.watch.firstTotal : undefined;
+  const answers = await (asked?.start ?? askStart(ctx.deps.client, ctx.list, ctx.zone, query));
+  await recordStart(ctx, cp, answers);
+  return {
+    expectedTotal: cp.watch.firstTotal >= 0 ? cp.watch.firstTotal : undefined,
+    fromFirstPage: 'fromFirstPage' in answers && answers.fromFirstPage === true,
+  };
 }
 
 function newWriter(ctx: RunContext, cp: PullCheckpoint): PageWriter {
@@ -497,7 +555,12 @@ function newWriter(ctx: RunContext, cp: PullCheckpoint): PageWriter {
   );
 }
 
-function readOptions(ctx: RunContext, cp: PullCheckpoint, expectedTotal: number | undefined, asked: EarlyStart | null): ReadOptions {
+function readOptions(
+  ctx: RunContext,
+  cp: PullCheckpoint,
+  expectedTotal: number | undefined,
+  firstPage: Promise<PageResult<Item>> | undefined,
+): ReadOptions {
   return {
     order: cp.plan.order,
     startPage: cp.nextPage,
@@ -505,7 +568,7 @@ function readOptions(ctx: RunContext, cp: PullCheckpoint, expectedTotal: number 
     stopBeforeMs: cp.plan.stopBefore === null ? null : (cursorMillis(cp.plan.stopBefore, ctx.zone) ?? null),
     expectedTotal,
     lastKeyAtStart: cp.watch.lastKeyAtStart,
-    firstPage: cp.nextPage === 1 ? asked?.firstPage : undefined,
+    firstPage: cp.nextPage === 1 ? firstPage : undefined,
   };
 }
 
@@ -519,6 +582,7 @@ interface ReadTail {
 /** One page into the run's accounting: the newest-first order check and start mark, the delete watch, the received count. */
 function observe(ctx: RunContext, cp: PullCheckpoint, page: CheckedPage, tail: ReadTail): void {
   const { list, zone } = ctx;
+  collectUnknownKeys(page.items, ctx.knownKeys, ctx.unknownKeys);
   if (cp.plan.order === 'newest-first') {
     tail.previousCursor = checkNewestFirst(page, list.cursorField, zone, tail.previousCursor, markMillis(ctx, cp));
     if (page.index === 1 && cp.highWaterAtStart === null && page.items[0])
@@ -796,7 +860,11 @@ async function recordSuccess(
         ...(schemaChanges.length ? { schemaChanges } : {}),
       },
     });
+    // Keys items carry that the metadata the run used does not name: kept metadata is asked again on the next run.
+    if (ctx.unknownKeys.size) await noteItemKeys(trx, list.name, [...ctx.unknownKeys], !ctx.fieldsAsked);
   });
+  if (ctx.unknownKeys.size && !ctx.fieldsAsked)
+    run.log.info({ keys: [...ctx.unknownKeys] }, 'items carry keys the mirror does not know: the next run asks the field metadata again');
   if (marks.held) run.log.warn({ heldBecause: marks.held }, 'the watermark stays so the next run re-reads this window');
   run.log.info({ ...ctx.counters, watermark: marks.watermark, highWater: marks.highWater }, `${job} finished`);
 }

@@ -71,6 +71,7 @@ import { LIST_JOBS, listLockName } from './exclusive.js';
 import { runJob, type ActiveRun, type JobDeps, type PageDone } from './run-job.js';
 import { recordConflict } from './conflicts.js';
 import { findCreated, isOurWrite, type LostCreateSearch } from './lost-creates.js';
+import { noteFieldRefusal } from './list-fields.js';
 import { finishRun, zeroCounters, type RunCounters } from '../store/runs.js';
 import * as outbox from '../store/outbox.js';
 import type { OutboxRow } from '../store/outbox.js';
@@ -370,8 +371,10 @@ async function pushOne(deps: PushDeps, list: ListConfig, mapping: TableMapping, 
     if (row.op === 'delete') return await pushDelete(deps, list, mapping, row);
     return await pushUpdate(deps, list, mapping, row);
   } catch (err) {
-    if (err instanceof PlatformError && !(err instanceof AuthError))
+    if (err instanceof PlatformError && !(err instanceof AuthError)) {
+      await noteFieldRefusal(deps.db, list, mapping, err);
       return fail(deps.db, row, `${describeOp(row)} failed: ${err.message}`, false, list.maxPushAttempts);
+    }
     await interrupted(deps.db, row, err).catch(() => undefined);
     throw err;
   }
@@ -432,6 +435,7 @@ async function pushUpdate(deps: PushDeps, list: ListConfig, mapping: TableMappin
       }
       if (base === 0 || remoteVersion === base) {
         if (err.maybeApplied && sends < 2) continue; // not applied: sent once more
+        await noteFieldRefusal(db, list, mapping, err);
         return fail(db, row, coerceError(err).message, false, list.maxPushAttempts);
       }
       return conflict(deps, list, mapping, row, remote.item, remoteVersion, held);

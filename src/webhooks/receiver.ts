@@ -25,7 +25,9 @@
  * subscription expects); a missing, non-integer or different Type as 400 (a
  * malformed callback for this subscription).
  *
- * An accepted event is stored durably in `listsync.webhook_inbox` with a
+ * An accepted event is stored durably in `listsync.webhook_inbox` (with the
+ * callbacks that arrive with it, in one transaction: src/webhooks/inbox-batcher.ts)
+ * with a
  * dedup key = sha256(subscription id, Channel, Type, canonical body), where
  * the canonical body is Postgres' `jsonb` text (key order and whitespace do
  * not matter; numbers keep every digit). The same delivery within
@@ -45,7 +47,8 @@ import type { Config } from '../config.js';
 import type { Knex } from '../db.js';
 import { pgCode } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { markProcessed, storeEvent } from '../store/webhook-inbox.js';
+import { markProcessed } from '../store/webhook-inbox.js';
+import { InboxBatcher } from './inbox-batcher.js';
 import { subscriptionByToken, type SubscriptionRow } from '../store/webhook-subscriptions.js';
 import { HOOKS_PATH } from './subscribe.js';
 
@@ -79,6 +82,11 @@ export interface ReceiverOptions {
   onItemEvent?: (event: ItemEvent) => void | 'deferred' | Promise<void | 'deferred'>;
   /** Called for every request with its outcome (metrics). */
   onOutcome?: (outcome: ReceiveOutcome) => void;
+  /**
+   * A callback could not be stored (answered 503): the list of its item subscription may miss its event
+   * (null: the subscription could not be looked up either, any list may).
+   */
+  onRefused?: (listName: string | null) => void;
 }
 
 export type HookHandler = (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>;
@@ -122,7 +130,8 @@ export function createHookReceiver(options: ReceiverOptions): HookHandler {
   const { db, config } = options;
   const log = options.logger.child({ component: 'webhooks' });
   const limit = config.serve.webhookBodyLimitBytes;
-  const windowMinutes = config.serve.webhookDedupWindowMinutes;
+  const batcher = new InboxBatcher({ db, windowMinutes: config.serve.webhookDedupWindowMinutes });
+  const subscriptions = new TokenCache(db);
 
   const outcome = (o: ReceiveOutcome): void => {
     try {
@@ -149,14 +158,18 @@ export function createHookReceiver(options: ReceiverOptions): HookHandler {
 
   return async (req, res, url) => {
     const started = performance.now();
+    // The list whose callback this is: undefined before the token is looked up, null for a workflow subscription.
+    let refusedList: string | null | undefined = null;
     try {
       if (req.method !== 'POST') return reject(req, res, 405, 'method', 'only POST is accepted here', undefined, { allow: 'POST' });
 
       const token = url.pathname.startsWith(HOOKS_PATH) ? url.pathname.slice(HOOKS_PATH.length) : '';
-      const sub = /^[A-Za-z0-9_-]{8,128}$/.test(token) ? await subscriptionByToken(db, token) : undefined;
+      refusedList = undefined; // a lookup that fails (the database away) leaves the list unknown
+      const sub = /^[A-Za-z0-9_-]{8,128}$/.test(token) ? await subscriptions.get(token) : undefined;
       if (!sub) return reject(req, res, 404, 'unknown_token', 'no subscription has this callback path');
 
       const itemEvents = sub.list_name !== null;
+      refusedList = sub.list_name;
       const channel = header(req, 'channel') ?? (itemEvents ? sub.channel : undefined);
       if (channel === undefined) return reject(req, res, 403, 'channel', 'the Channel header is missing', sub);
       if (channel !== sub.channel)
@@ -195,7 +208,7 @@ export function createHookReceiver(options: ReceiverOptions): HookHandler {
 
       let stored: { id: number; duplicate: boolean; listDataId: string | null; event: string | null };
       try {
-        stored = await storeEvent(db, sub.id, { channel, type: Number(typeText), headers: keptHeaders(req), body: text }, windowMinutes);
+        stored = await batcher.store({ subscriptionId: sub.id, channel, type: Number(typeText), headers: keptHeaders(req), body: text });
       } catch (err) {
         // 22xxx: data exceptions, e.g. a \u0000 escape that jsonb cannot hold.
         if (pgCode(err)?.startsWith('22'))
@@ -233,6 +246,13 @@ export function createHookReceiver(options: ReceiverOptions): HookHandler {
       else res.end();
       discardRest(req);
       outcome({ result: 'error', status: 503 });
+      if (refusedList !== null) {
+        try {
+          options.onRefused?.(refusedList ?? null);
+        } catch {
+          /* a catch-up request must never break the receiver */
+        }
+      }
     }
   };
 
@@ -243,6 +263,30 @@ export function createHookReceiver(options: ReceiverOptions): HookHandler {
     } catch (err) {
       log.error({ inboxId: event.inboxId, error: errorSummary(err) }, 'handling a webhook item event failed; it stays unprocessed');
     }
+  }
+}
+
+/** How long a subscription found by its token is used without asking the database again. */
+const TOKEN_CACHE_MS = 5000;
+
+/**
+ * Subscriptions by callback token, each kept `TOKEN_CACHE_MS` once found: a burst of callbacks asks
+ * the database once per subscription, not once per callback. An unknown token is asked every time
+ * (a subscription made since is found at once); a removed one is refused within the cache time.
+ */
+class TokenCache {
+  private readonly found = new Map<string, { sub: SubscriptionRow; at: number }>();
+
+  constructor(private readonly db: Knex) {}
+
+  async get(token: string): Promise<SubscriptionRow | undefined> {
+    const now = Date.now();
+    const hit = this.found.get(token);
+    if (hit && now - hit.at < TOKEN_CACHE_MS) return hit.sub;
+    const sub = await subscriptionByToken(this.db, token);
+    if (sub) this.found.set(token, { sub, at: now });
+    else this.found.delete(token);
+    return sub;
   }
 }
 

@@ -46,7 +46,7 @@ export interface StartOptions {
   /** Merged into the config's serve section. */
   serve?: Record<string, unknown>;
   /** Applier timings (e.g. retryDelayMs). */
-  applier?: Partial<Pick<RealtimeOptions, 'retryDelayMs' | 'maxRetryDelayMs'>>;
+  applier?: Partial<Pick<RealtimeOptions, 'retryDelayMs' | 'maxRetryDelayMs' | 'backlogPullEvents'>>;
 }
 
 let running: Running | undefined;

@@ -37,8 +37,9 @@ const seed = {
   ],
 };
 
+/** Every pull asks the field metadata (fieldsMaxAgeHours 0): a slot given to another field changes no item key, only the metadata says so. */
 async function world(): Promise<World> {
-  return startWorld({ emulator: { sample: false, seed }, list: { name: 'tasks', appID: 'app', listID: 'tasks' } });
+  return startWorld({ emulator: { sample: false, seed }, list: { name: 'tasks', appID: 'app', listID: 'tasks', fieldsMaxAgeHours: 0 } });
 }
 
 type Row = { id: string; notes_removed: string | null; priority: string | null; _raw: Record<string, unknown> };

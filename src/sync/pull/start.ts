@@ -4,10 +4,17 @@
  * TotalCount, and the newest modification time (the mark the run can vouch
  * for). Two one-item queries, asked at once.
  *
- * A first full load asks them together with the field metadata, the list's
- * details and its first page (`startEarly`): its plan does not depend on the
- * fields, so nothing needs to wait. The page's answer is only believed once
- * the answers here are recorded in the checkpoint (see pull.ts).
+ * A first full load asks its first page at once, beside the field metadata
+ * (`startEarly`): its plan does not depend on the fields. When that page
+ * holds the whole list (its TotalCount is no more than the items it carries),
+ * the page is the start: its last item is the last that exists, its count
+ * the count, its newest modification time the newest (`answersFromPage`), and
+ * no probe is asked. A list whose first page says it is bigger asks the two
+ * probes then, and its first page again after them: a page served before the
+ * start mark was taken could hold an item edited in between that the mark
+ * vouches for. Either way the page is believed only once the answers are
+ * recorded in the checkpoint (see pull.ts). (many-lists: what a first pull of
+ * many small lists costs; pull-complete: what a first full load costs.)
  */
 import type { ListConfig } from '../../config.js';
 import type { PlatformClient } from '../../platform/client.js';
@@ -29,22 +36,50 @@ export function askStart(client: PlatformClient, list: ListConfig, zone: string,
   }));
 }
 
-/** A first page and the start answers, asked now; both promises are handled (an unused one cannot reject unhandled). */
+/** Start answers, and whether they were read off the first page (which is then the read's page 1). */
+export interface EarlyAnswers extends StartAnswers {
+  fromFirstPage: boolean;
+}
+
+/** A first page asked now, and the start answers it gives or leads to; both promises are handled (an unused one cannot reject unhandled). */
 export interface EarlyStart {
   query: ItemQuery;
-  start: Promise<StartAnswers>;
+  start: Promise<EarlyAnswers>;
   firstPage: Promise<PageResult<Item>>;
 }
 
 export function startEarly(client: PlatformClient, list: ListConfig, zone: string, query: ItemQuery): EarlyStart {
-  const early: EarlyStart = {
-    query,
-    start: askStart(client, list, zone, query),
-    firstPage: client.queryPageResult(list.appID, list.listID, { ...query, PageIndex: 1, PageSize: list.pageSize }),
+  const firstPage = client.queryPageResult(list.appID, list.listID, { ...query, PageIndex: 1, PageSize: list.pageSize });
+  const start = firstPage.then(async (page): Promise<EarlyAnswers> => {
+    const fromPage = answersFromPage(page, list, zone);
+    return fromPage ? { ...fromPage, fromFirstPage: true } : { ...(await askStart(client, list, zone, query)), fromFirstPage: false };
+  });
+  start.catch(() => undefined);
+  firstPage.catch(() => undefined);
+  return { query, start, firstPage };
+}
+
+/**
+ * The start answers of a by-created first page that holds the whole list, or undefined when it may
+ * not: the last item (the page is sorted by the sort field then the ID, ascending), the count, and
+ * the newest cursor value (null when one does not parse, as the probe's would be).
+ */
+export function answersFromPage(page: PageResult<Item>, list: ListConfig, zone: string): StartAnswers | undefined {
+  const whole = page.totalCount === undefined ? page.items.length < list.pageSize : page.items.length >= page.totalCount;
+  if (!whole) return undefined;
+  let newest: { ms: number; text: string } | null = null;
+  let readable = true;
+  for (const item of page.items) {
+    const v = item[list.cursorField];
+    const ms = cursorMillis(v, zone);
+    if (typeof v !== 'string' || ms === undefined) readable = false;
+    else if (newest === null || ms > newest.ms) newest = { ms, text: v };
+  }
+  const last = page.items[page.items.length - 1];
+  return {
+    last: { items: last ? [last] : [], totalCount: page.totalCount ?? page.items.length },
+    newest: readable && newest ? cursorText(newest.text, zone) : null,
   };
-  early.start.catch(() => undefined);
-  early.firstPage.catch(() => undefined);
-  return early;
 }
 
 /** The item with the highest `field` (then ID) within the query's filters, and the filters' TotalCount: one item asked for. */

@@ -1,0 +1,77 @@
+/**
+ * Many small lists: 100 lists of 200 items in one application, a first
+ * `listsync pull` of all of them (the CLI's runPulls: lists overlapped, the
+ * titles one listing per application), then an idle pull. Prints requests
+ * per list and requests/s over each whole run (the emulator's request log).
+ * Bars (issue 31): first pull ≤ 2.5 requests per list and ≥ 8 requests/s;
+ * idle pull ≤ 1.1 requests per list.
+ *
+ * The emulator runs at its default rate limit (10 requests/s), the client at
+ * its defaults. Database: BENCH_DATABASE_URL, else DATABASE_URL, else the
+ * local server; a database of its own is created and dropped.
+ */
+import { performance } from 'node:perf_hooks';
+import { parseConfig } from '../src/config.js';
+import type { AppContext } from '../src/context.js';
+import { createClient } from '../src/context.js';
+import { startEmulator } from '../src/emulator/index.js';
+import { createLogger } from '../src/logger.js';
+import { runPulls } from '../src/commands/pull.js';
+import { fleetConfigLists, fleetSeed } from '../test/helpers/many-lists.js';
+import { benchDatabase } from './support.js';
+
+const LISTS = 100;
+const ITEMS = 200;
+
+export default async function manyListsPullBench(): Promise<Record<string, string | number>> {
+  const b = await benchDatabase('manylists');
+  const logger = createLogger({ level: 'warn' });
+  const emu = await startEmulator({ sample: false, seed: fleetSeed(LISTS, ITEMS) });
+  const config = parseConfig({
+    platform: { baseUrl: emu.baseUrl, apiKey: emu.apiKey },
+    database: { url: b.url },
+    lists: fleetConfigLists(LISTS),
+  });
+  const client = createClient(config, logger, b.db);
+  const failures: string[] = [];
+  const ctx: AppContext = {
+    config,
+    logger,
+    db: b.db,
+    client,
+    io: { out: () => undefined, err: (t) => void failures.push(t), isTTY: false },
+    close: async () => undefined,
+  };
+  const lists = config.lists;
+  const run = async () => {
+    await emu.admin.clearRequests();
+    const t = performance.now();
+    const code = await runPulls(ctx, lists, { kind: 'incremental' }, { wait: false });
+    const seconds = (performance.now() - t) / 1000;
+    if (code !== 0) throw new Error(`pull exited ${code}: ${failures.slice(0, 3).join('; ')}`);
+    const log = await emu.admin.requests();
+    const first = Math.min(...log.map((e) => e.startedAt));
+    const last = Math.max(...log.map((e) => e.finishedAt ?? e.startedAt));
+    return { seconds, requests: log.length, perList: log.length / lists.length, rate: log.length / seconds, span: (last - first) / 1000 };
+  };
+  try {
+    const first = await run();
+    const idle = await run();
+    return {
+      lists: LISTS,
+      'items per list': ITEMS,
+      'first pull: requests': first.requests,
+      'first pull: requests per list': first.perList,
+      'first pull: seconds': first.seconds,
+      'first pull: requests/s over the whole run': first.rate,
+      'idle pull: requests': idle.requests,
+      'idle pull: requests per list': idle.perList,
+      'idle pull: seconds': idle.seconds,
+      'idle pull: requests/s over the whole run': idle.rate,
+    };
+  } finally {
+    await client.close();
+    await emu.close();
+    await b.drop();
+  }
+}
