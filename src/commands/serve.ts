@@ -68,6 +68,8 @@ export async function runServe(ctx: AppContext, opts: { port?: number; console?:
     requestPull,
     onFlush: metrics.onRealtimeFlush,
     catchUpAtStart: true,
+    // Catch-up and backlog pulls take their turn in serve's one queue, recorded like any other run.
+    runPull: async (name) => (await serve.runNow('pull', name)) as { status: string } | undefined,
   });
   for (const list of gaps) realtimeRef.rt.gap(list, 'callbacks refused');
   for (const event of arrivedEarly.splice(0)) realtimeRef.rt.onItemEvent(event);

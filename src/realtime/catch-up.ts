@@ -16,6 +16,9 @@
  *   when it answers again.
  * - `close()` aborts a pull in flight (it stops after its page, keeping its
  *   checkpoint) and waits for it; nothing is left running.
+ * - Under `serve` the pulls go through its one job queue (`runPull`), so a
+ *   start with hundreds of real-time lists never runs more pulls at once than
+ *   the queue has workers, and each is recorded like any other run.
  */
 import type { Config } from '../config.js';
 import type { Knex } from '../db.js';
@@ -30,6 +33,11 @@ export interface CatchUpOptions {
   client: PlatformClient;
   config: Config;
   logger: Logger;
+  /**
+   * Runs one incremental pull of the list; resolves to its result (undefined: it did not run or failed).
+   * serve hands its job queue here; without it the pull runs directly.
+   */
+  runPull?: (listName: string, signal: AbortSignal) => Promise<{ status: string } | undefined>;
   /** First wait before trying a pull that could not run again; doubles, at most `maxRetryDelayMs`. Default 1 s. */
   retryDelayMs?: number;
   maxRetryDelayMs?: number;
@@ -70,15 +78,9 @@ export class CatchUp {
 
   /** One incremental pull of the list now (a backlog of item events); true when it succeeded. Not retried. */
   async pullOnce(listName: string): Promise<boolean> {
-    const list = this.o.config.lists.find((l) => l.name === listName);
-    if (!list || this.abort.signal.aborted) return false;
-    const { db, client, config } = this.o;
+    if (!this.o.config.lists.some((l) => l.name === listName) || this.abort.signal.aborted) return false;
     try {
-      const r = await pullList(
-        { db, client, config, logger: this.o.logger.child({ list: listName, job: 'pull' }), signal: this.abort.signal },
-        list,
-      );
-      return r.status === 'succeeded';
+      return (await this.runPull(listName))?.status === 'succeeded';
     } catch (err) {
       this.log.info({ list: listName, err: coerceError(err).message }, 'the pull for a backlog of item events could not run');
       return false;
@@ -104,16 +106,20 @@ export class CatchUp {
     }, delayMs);
   }
 
-  private async pull(listName: string, g: ListGap): Promise<void> {
+  /** One incremental pull: through serve's queue when given, else directly. */
+  private async runPull(listName: string): Promise<{ status: string } | undefined> {
+    if (this.o.runPull) return this.o.runPull(listName, this.abort.signal);
     const { db, client, config } = this.o;
     const list = config.lists.find((l) => l.name === listName)!;
+    return pullList({ db, client, config, logger: this.o.logger.child({ list: listName, job: 'pull' }), signal: this.abort.signal }, list);
+  }
+
+  private async pull(listName: string, g: ListGap): Promise<void> {
+    const { db } = this.o;
     g.again = false;
     try {
-      const r = await pullList(
-        { db, client, config, logger: this.o.logger.child({ list: listName, job: 'pull' }), signal: this.abort.signal },
-        list,
-      );
-      if (r.status !== 'succeeded') throw new Error(`the catch-up pull ${r.status}`);
+      const r = await this.runPull(listName);
+      if (r?.status !== 'succeeded') throw new Error(`the catch-up pull ${r ? r.status : 'did not run'}`);
       if (g.again) return this.start(listName, 0); // a gap while it ran: one more
       await recordGap(db, listName, { at: g.at, reason: g.reason, caughtUpAt: new Date() }).catch((err: unknown) =>
         this.log.warn({ list: listName, err: coerceError(err) }, 'could not record the catch-up'),

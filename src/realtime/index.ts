@@ -15,7 +15,7 @@ import type { PlatformClient } from '../platform/client.js';
 import { unappliedItemEventAges } from '../store/webhook-inbox.js';
 import type { ItemEvent } from '../webhooks/receiver.js';
 import { RealtimeApplier, type ApplierOptions } from './applier.js';
-import { CatchUp } from './catch-up.js';
+import { CatchUp, type CatchUpOptions } from './catch-up.js';
 import { ensureItemSubscriptions, listsMissingSubscriptions, removeRetiredSubscriptions } from './subscriptions.js';
 
 export { BACKLOG_PULL_EVENTS, RealtimeApplier, REREAD_BATCH, type ApplierOptions, type FlushResult } from './applier.js';
@@ -66,6 +66,8 @@ export interface RealtimeOptions extends Omit<ApplierOptions, 'db' | 'client' | 
   catchUpAtStart?: boolean;
   /** Catch-up pulls' retry timings (tests). */
   catchUpRetryDelayMs?: number;
+  /** How catch-up and backlog pulls run (serve: through its job queue); default directly. */
+  runPull?: CatchUpOptions['runPull'];
 }
 
 /** Removes the subscriptions listsync replaced on the platform; one that fails stays for the next start. */
@@ -89,7 +91,7 @@ async function removeRetired(deps: Parameters<typeof removeRetiredSubscriptions>
 export async function startRealtime(opts: RealtimeOptions): Promise<Realtime> {
   const { db, client, config, logger } = opts;
   const log = logger.child({ component: 'realtime' });
-  const catchUp = new CatchUp({ db, client, config, logger, retryDelayMs: opts.catchUpRetryDelayMs });
+  const catchUp = new CatchUp({ db, client, config, logger, retryDelayMs: opts.catchUpRetryDelayMs, runPull: opts.runPull });
   const applier = new RealtimeApplier({ pullBacklog: (name) => catchUp.pullOnce(name), ...opts });
   await removeRetired({ db, client, config }, log);
   for (const list of config.lists.filter((l) => l.realtime)) {
