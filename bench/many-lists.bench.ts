@@ -52,7 +52,7 @@ async function shape(lists: number, items: number, minutes: number): Promise<Fig
       lists: names.map((id) => ({ name: id, appID: MANY_LISTS_APP_ID, listID: id, schedule: { pull: '* * * * *' } })),
       users: { enabled: false },
       directory: { enabled: false },
-      serve: { host: '127.0.0.1' },
+      serve: { host: '127.0.0.1', console: 'off' },
     }),
   );
   const child = spawn(process.execPath, [BIN, '--config', configFile, 'serve', '--port', '0'], {

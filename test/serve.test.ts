@@ -106,7 +106,7 @@ describe('serve', () => {
       JSON.stringify({
         ...raw,
         platform: { ...raw.platform, requestsPerSecond: 10, maxInFlight: 2 },
-        serve: { shutdownTimeoutMs: 60_000 },
+        serve: { ...raw.serve, shutdownTimeoutMs: 60_000 },
         lists: [{ name: 'orders', appID: 'demo', listID: 'orders', schedule: { push: '* * * * * *' } }],
       }),
     );

@@ -68,6 +68,7 @@ export class CatchUp {
     if (this.abort.signal.aborted || !this.o.config.lists.some((l) => l.name === listName)) return;
     const g = this.gaps.get(listName);
     if (g) {
+      g.reason = reason; // status says why the last gap came; `at` stays the first one not caught up
       if (g.running) g.again = true;
       return;
     }

@@ -41,7 +41,7 @@ describe('catch-up after a gap', () => {
         platform: { baseUrl: emu.baseUrl, requestsPerSecond: 50 },
         database: { url: pg.url },
         lists: [{ name: 'orders', appID: 'demo', listID: 'orders', realtime: true }],
-        serve: { host: '127.0.0.1', port, publicUrl: `http://127.0.0.1:${port}` },
+        serve: { host: '127.0.0.1', port, publicUrl: `http://127.0.0.1:${port}`, console: 'off' },
       }),
     );
   }, 120_000);

@@ -62,7 +62,8 @@ describe('comments', () => {
 
     const field = await fieldOf(w, 'status');
     await w.emu.admin.renameField('demo', 'orders', field, 'Order state');
-    const second = await pullList(w.deps(), w.config.lists[0]!);
+    // A rename changes no item key: `pull --refresh-schema` asks the field metadata at once.
+    const second = await pullList({ ...w.deps(), refreshSchema: true }, w.config.lists[0]!);
     expect(second.schemaChanges).toEqual([expect.stringContaining('is now called "Order state"')]);
     const after = await columnComments(w, 'mirror', 'orders');
     expect(after.get('status')).toContain('"Order state"');
