@@ -48,6 +48,7 @@ import {
   surelyNotSent,
 } from './errors.js';
 import { type PlatformHttp, createPlatformHttp } from './http.js';
+import { itemId } from './item-identity.js';
 import { parseJson } from './json.js';
 import { HEAP_BUDGET_BYTES, HeapBudget } from '../heap-budget.js';
 import { MAX_PAGE_SIZE, type PageResult, type PaginateOptions, assertPageSize, paginate } from './paging.js';
@@ -302,7 +303,7 @@ export class PlatformClient {
       repeat: 'create',
       signal,
     });
-    return idOf(env.Data, 'POST', `/${path}`);
+    return idInAnswer(env.Data, 'POST', `/${path}`);
   }
 
   /**
@@ -445,7 +446,7 @@ export class PlatformClient {
       repeat: 'create',
       signal,
     });
-    return { id: idOf(env.Data, 'POST', '/hooks') };
+    return { id: idInAnswer(env.Data, 'POST', '/hooks') };
   }
 
   /**
@@ -476,7 +477,7 @@ export class PlatformClient {
       if (fromLocation) return { id: decodeURIComponent(fromLocation) };
     }
     try {
-      return { id: idOf(env.Data, 'POST', `/${path.split('?')[0]}`) };
+      return { id: idInAnswer(env.Data, 'POST', `/${path.split('?')[0]}`) };
     } catch (err) {
       if (fromLocation) return { id: decodeURIComponent(fromLocation) };
       throw err;
@@ -801,15 +802,14 @@ function asObject(data: unknown, method: string, path: string): Record<string, u
 }
 
 /** An ID as a string: Data itself, or its Id / ID / ListDataID. */
-function idOf(data: unknown, method: string, path: string): string {
-  if (typeof data === 'string' && data !== '') return data;
-  if (typeof data === 'number' && Number.isFinite(data)) return String(data);
+function idInAnswer(data: unknown, method: string, path: string): string {
+  const direct = itemId(data);
+  if (direct !== null) return direct;
   if (data !== null && typeof data === 'object' && !Array.isArray(data)) {
     const o = data as Record<string, unknown>;
     for (const key of ['Id', 'ID', 'id', 'ListDataID']) {
-      const v = o[key];
-      if (typeof v === 'string' && v !== '') return v;
-      if (typeof v === 'number' && Number.isFinite(v)) return String(v);
+      const v = itemId(o[key]);
+      if (v !== null) return v;
     }
   }
   throw unexpected(method, path, 'Data holds no ID');

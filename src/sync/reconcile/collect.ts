@@ -7,6 +7,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { ListConfig } from '../../config.js';
+import { itemId, itemVersion } from '../../platform/item-identity.js';
 import type { Filter, Item, ItemQuery } from '../../platform/types.js';
 import { pageAnomalies } from './refusal.js';
 import { RECONCILE_PAGE_SIZE, type RunParts } from './types.js';
@@ -86,27 +87,12 @@ function idsOfPage(items: readonly Item[], list: ListConfig): { ids: string[]; v
   const versions: (string | null)[] = [];
   let withoutId = 0;
   for (const item of items) {
-    const id = idOf(item, list.idField);
-    if (id === undefined) withoutId++;
+    const id = itemId(item[list.idField]);
+    if (id === null) withoutId++;
     else {
       ids.push(id);
-      versions.push(versionOf(item, list.versionField));
+      versions.push(itemVersion(item[list.versionField]));
     }
   }
   return { ids, versions, withoutId };
-}
-
-export function versionOf(item: Item, versionField: string): string | null {
-  const v = item[versionField];
-  if (typeof v === 'number' && Number.isSafeInteger(v)) return String(v);
-  if (typeof v === 'string' && /^\d{1,18}$/.test(v)) return v;
-  return null;
-}
-
-export function idOf(item: Item, idField: string): string | undefined {
-  const v = item[idField];
-  if (typeof v === 'string' && v !== '') return v;
-  if (typeof v === 'bigint') return v.toString();
-  if (typeof v === 'number' && Number.isSafeInteger(v)) return String(v);
-  return undefined;
 }

@@ -9,10 +9,10 @@
 import type { ListConfig } from '../../config.js';
 import { upsertItems, type TableMapping } from '../../mirror/index.js';
 import type { SweepTables } from '../../mirror/sweep-tables.js';
+import { itemId } from '../../platform/item-identity.js';
 import { Operator, type Item } from '../../platform/types.js';
 import type { RunCounters } from '../../store/runs.js';
 import { pendingConflictHandler } from '../conflicts.js';
-import { idOf } from './collect.js';
 import { RECONCILE_PAGE_SIZE, type Healed, type ReconcileDeps } from './types.js';
 
 /** Looks up the candidates (1000 IDs a request, operator In); those present are seen after all. Returns how many. */
@@ -25,7 +25,7 @@ export async function confirmCandidates(deps: ReconcileDeps, list: ListConfig, w
     if (ids.length === 0) return found;
     after = ids[ids.length - 1]!;
     const items = await readByIds(deps, list, ids, [list.idField]);
-    const present = items.map((it) => idOf(it, list.idField)).filter((x): x is string => x !== undefined);
+    const present = items.map((it) => itemId(it[list.idField])).filter((x): x is string => x !== null);
     if (present.length) {
       await work.confirmed(present);
       found += present.length;
