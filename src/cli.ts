@@ -4,7 +4,8 @@
  * 2 bad usage, config, or a key the platform refused.
  */
 import { Command, CommanderError, Option } from 'commander';
-import { exitCodeFor, coerceError } from './errors.js';
+import { coerceError } from './errors.js';
+import { exitCodeFor } from './exit-code.js';
 import { type Output, stdio } from './context.js';
 import { registerEmulatorCommand } from './emulator/command.js';
 import { LOG_FORMATS } from './log-format.js';

@@ -1,8 +1,9 @@
 /**
  * The few error classes listsync raises, and the one place that coerces `unknown`.
  * Every error keeps its cause; messages say what was wrong and what to do.
+ * Imports nothing of listsync's: every layer may import it (the exit code an
+ * error means is exit-code.ts, which knows the platform's errors too).
  */
-import { AuthError } from './platform/errors.js';
 
 /** Bad configuration: exit code 2. */
 export class ConfigError extends Error {
@@ -41,18 +42,6 @@ export function coerceError(err: unknown): Error {
   } catch {
     return new Error(String(err));
   }
-}
-
-/**
- * Exit code for an error that ends a command: 2 when what the user gave is
- * wrong (usage, config, an API key the platform refuses), 1 when something
- * failed at run time (database or platform unreachable, a run failed).
- */
-export function exitCodeFor(err: unknown): 1 | 2 {
-  for (let e: unknown = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    if (e instanceof ConfigError || e instanceof UsageError || e instanceof AuthError) return 2;
-  }
-  return 1;
 }
 
 /** Postgres error codes we branch on. */

@@ -62,6 +62,18 @@ describe('mirror tables belong to listsync', () => {
     expect(r.code).toBe(2);
     expect(r.stdout).toMatch(/FAIL mirror copy: mirror\.orders exists but listsync did not create it for list "copy"/);
   });
+
+  it('pull of that list exits 2 as check does (the config must change), names the key, and leaves the table alone', async () => {
+    const file = join(w.cwd, 'shared-table.json');
+    const before = await w.t.db('mirror.orders').count<{ count: string }[]>('* as count');
+    const r = await runCli(['--config', file, 'pull', '--list', 'copy'], { env, cwd: w.cwd });
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(
+      /copy: pull failed: .*mirror\.orders already mirrors list "orders"; give list "copy" a table of its own \(lists\[\]\.table\)/,
+    );
+    expect(await w.t.db('mirror.orders').count<{ count: string }[]>('* as count')).toEqual(before);
+    expect((await w.t.db('listsync.lists').where({ name: 'copy' })).length).toBe(0);
+  });
 });
 
 describe('a field listed twice by the platform', () => {

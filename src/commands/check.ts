@@ -3,28 +3,19 @@
  * available) the platform and every configured filter/sort field. Each finding
  * says what is wrong and what to do.
  */
-import type { Config, ListConfig } from '../config.js';
+import type { Config } from '../config.js';
 import { redactUrl } from '../config.js';
 import { createDb, pendingMigrations, ping } from '../db.js';
 import type { PlatformClient } from '../platform/client.js';
-import { AuthError, NotFoundError } from '../platform/errors.js';
-import { describeDuplicates, mirrorTableFindings, reservedNameNotes } from './mirror-tables.js';
+import { AuthError } from '../platform/errors.js';
+import { mirrorTableFindings } from './mirror-tables.js';
+import type { Finding } from './finding.js';
+import { checkList } from './list-check.js';
 import { appLogger, createClient, loadAppConfig } from '../context.js';
 import type { CommandKit } from './kit.js';
-import { coerceError, exitCodeFor } from '../errors.js';
+import { coerceError } from '../errors.js';
+import { exitCodeFor } from '../exit-code.js';
 import { describeBudget, scheduleBudget } from '../serve/schedule-budget.js';
-
-export interface Finding {
-  check: string;
-  ok: boolean;
-  message: string;
-  /** 2 = config/usage problem, 1 = something unreachable or failing. */
-  severity?: 1 | 2;
-  /** The platform refused the API key: asking about further lists is pointless. */
-  keyRefused?: boolean;
-  /** Worth reading but not a failure (printed `warn`, exit code unchanged). */
-  warning?: boolean;
-}
 
 export type PlatformCheck = (config: Config) => Promise<Finding[]>;
 
@@ -57,76 +48,10 @@ export async function runCheck(config: Config, platformCheck?: PlatformCheck): P
   return findings;
 }
 
-/**
- * The version field is read from items, not from `/fields` (which need not
- * list it): one item is asked for and must carry it. An empty list cannot
- * say; that is not a problem.
- */
-async function versionFieldProblem(client: PlatformClient, list: ListConfig, i: number): Promise<string | undefined> {
-  const { items } = await client.queryItems(list.appID, list.listID, { PageIndex: 1, PageSize: 1 });
-  const item = items[0];
-  if (item === undefined || Object.hasOwn(item, list.versionField)) return undefined;
-  const keys = Object.keys(item).filter((k) => /version|rev/i.test(k));
-  return (
-    `items of ${list.appID}/${list.listID} have no "${list.versionField}" (lists[${i}].versionField), which write-back needs to detect conflicts` +
-    (keys.length ? `; version-like keys seen: ${keys.join(', ')}` : `; keys seen: ${Object.keys(item).slice(0, 12).join(', ')}`)
-  );
-}
-
 export function exitCodeOf(findings: readonly Finding[]): 0 | 1 | 2 {
   const failed = findings.filter((f) => !f.ok);
   if (failed.length === 0) return 0;
   return failed.some((f) => (f.severity ?? 2) === 2) ? 2 : 1;
-}
-
-/**
- * One list against the platform: it exists, its cursor, sort and ID fields exist and are indexed,
- * its items carry the version field. Also what a job that the platform refused asks (`explainJobFailure`).
- */
-export async function checkList(client: PlatformClient, list: ListConfig, i: number): Promise<Finding> {
-  let fields;
-  try {
-    fields = await client.getFields(list.appID, list.listID);
-  } catch (err) {
-    const severity = err instanceof AuthError || err instanceof NotFoundError ? 2 : 1;
-    const hint =
-      err instanceof AuthError
-        ? ' The platform refused the API key: check PLATFORM_API_KEY / platform.apiKey.'
-        : err instanceof NotFoundError
-          ? ` Check lists[${i}].appID and lists[${i}].listID.`
-          : ' Check platform.baseUrl and the network.';
-    return {
-      check: `platform ${list.name}`,
-      ok: false,
-      severity,
-      message: `${coerceError(err).message}.${hint}`,
-      keyRefused: err instanceof AuthError,
-    };
-  }
-  const byName = new Map(fields.map((f) => [f.FieldName, f]));
-  const indexed = fields.filter((f) => f.IsIndex).map((f) => f.FieldName);
-  const problems: string[] = [];
-  for (const key of ['cursorField', 'sortField', 'idField'] as const) {
-    const name = list[key];
-    const f = byName.get(name);
-    if (!f) problems.push(`lists[${i}].${key} "${name}" is not a field of ${list.appID}/${list.listID}`);
-    else if (!f.IsIndex)
-      problems.push(`lists[${i}].${key} "${name}" is not indexed on the platform (filters and sorts need indexed fields)`);
-  }
-  const duplicates = describeDuplicates(fields, `${list.appID}/${list.listID}`);
-  if (duplicates) problems.push(duplicates);
-  const version = problems.length === 0 ? await versionFieldProblem(client, list, i) : undefined;
-  if (version) problems.push(version);
-  return problems.length
-    ? { check: `platform ${list.name}`, ok: false, severity: 2, message: `${problems.join('; ')}. Indexed fields: ${indexed.join(', ')}.` }
-    : {
-        check: `platform ${list.name}`,
-        ok: true,
-        message: [
-          `${fields.length} fields; ${list.cursorField} and ${list.sortField} are indexed`,
-          ...reservedNameNotes(fields, list),
-        ].join('; '),
-      };
 }
 
 /** Reaches the platform with the configured key and checks each list's cursor, sort and ID fields are indexed. */

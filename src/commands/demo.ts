@@ -20,7 +20,8 @@ import { table } from '../format.js';
 import { LATEST_CONFLICT_ID_SQL } from '../store/conflicts.js';
 import { OUTBOX_TABLE, PENDING_CHANGES_SQL } from '../store/outbox.js';
 import { COUNT_RUNS_SQL } from '../store/runs.js';
-import { coerceError, exitCodeFor } from '../errors.js';
+import { coerceError } from '../errors.js';
+import { exitCodeFor } from '../exit-code.js';
 import { wholeNumber, type CommandKit } from './kit.js';
 
 export const DEMO_DATABASE = 'listsync_demo';

@@ -7,10 +7,11 @@
  */
 import { InvalidArgumentError, type Command } from 'commander';
 import { type AppContext, type GlobalOptions, type Output, openContext } from '../context.js';
-import { ConfigError, LockedError, UsageError, coerceError, exitCodeFor } from '../errors.js';
+import { ConfigError, LockedError, UsageError, coerceError } from '../errors.js';
+import { exitCodeFor } from '../exit-code.js';
 import type { ListConfig } from '../config.js';
 import { AuthError, PlatformError, TransportError } from '../platform/errors.js';
-import { checkList } from './check.js';
+import { checkList } from './list-check.js';
 import { migrateLatest, requireMigrated } from '../db.js';
 import { SIGNAL_EXIT_CODES, commandLine, watchSignals } from './signals.js';
 import type { JobDeps, PageDone } from '../sync/run-job.js';

@@ -9,7 +9,7 @@ import type { Knex } from '../db.js';
 import { readRegistry } from '../mirror/registry.js';
 import { assignColumnNames, FIXED_COLUMNS, isReservedColumn, preferredColumnName } from '../mirror/index.js';
 import type { FieldMeta } from '../platform/types.js';
-import type { Finding } from './check.js';
+import type { Finding } from './finding.js';
 
 /** Columns every mirror table listsync makes has. */
 const OWN_COLUMNS = [FIXED_COLUMNS.id, FIXED_COLUMNS.rowVersion, '_deleted_at'];

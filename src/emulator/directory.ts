@@ -7,7 +7,16 @@
  * derived from the users.
  */
 import { z } from 'zod';
-import type { User } from './store.js';
+
+/** A user of the emulated account, as `/users` serves it; the directory is derived from them. */
+export interface User {
+  UserID: string;
+  Name: string;
+  Email: string;
+  Account: string;
+  Photo: string;
+  LineManager: string;
+}
 
 export interface Department {
   DepartmentID: string;

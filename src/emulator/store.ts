@@ -1,4 +1,4 @@
-import type { Directory } from './directory.js';
+import type { Directory, User } from './directory.js';
 import { type FieldMeta, type ValueKind, systemFieldMetas, valueKindOf } from './field-types.js';
 import { PlatformZone, SECONDS_PER_DAY, formatNaive, parseNaive } from './platform-time.js';
 
@@ -10,14 +10,7 @@ import { PlatformZone, SECONDS_PER_DAY, formatNaive, parseNaive } from './platfo
  * slots sorted by ListDataID, which is also the final tie-break of every sort.
  */
 
-export interface User {
-  UserID: string;
-  Name: string;
-  Email: string;
-  Account: string;
-  Photo: string;
-  LineManager: string;
-}
+export type { User };
 
 export interface TextColumn {
   readonly meta: FieldMeta;

@@ -12,6 +12,7 @@
  * through `quoteLiteral`.
  */
 import type { Knex } from '../db.js';
+import { ConfigError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { FieldMeta } from '../platform/types.js';
 import { flag } from '../platform/field-meta.js';
@@ -159,20 +160,23 @@ async function ensureInTransaction(trx: Knex.Transaction, o: EnsureMirrorTableOp
   const registry = await readRegistry(trx, list.name, { forUpdate: true });
   const existing = await describeTable(trx, schema, table);
   if (existing.kind === 'other') {
-    throw new Error(
+    throw new ConfigError(
       `${schema}.${table} exists but is not a table (a view?); choose another table name for list "${list.name}" (lists[].table).`,
+      'lists[].table',
     );
   }
   if (existing.kind === 'table') {
     const owner = await tableOwner(trx, schema, table);
     if (owner !== undefined && owner !== list.name) {
-      throw new Error(
+      throw new ConfigError(
         `Table ${schema}.${table} already mirrors list "${owner}"; give list "${list.name}" a table of its own (lists[].table).`,
+        'lists[].table',
       );
     }
     if (!existing.columns.has(FIXED_COLUMNS.id)) {
-      throw new Error(
+      throw new ConfigError(
         `Table ${schema}.${table} exists but has no "id" column, so it is not a listsync mirror table; choose another table name for list "${list.name}" (lists[].table) or drop it.`,
+        'lists[].table',
       );
     }
   }
@@ -396,7 +400,8 @@ export async function ensureUsersTable(db: Knex | Knex.Transaction, schema: stri
     await trx.raw('select pg_advisory_xact_lock(?, hashtext(?))', [DDL_LOCK_CLASS, `${schema}.${table}`]);
     await createSchemaIfMissing(trx, schema);
     const existing = await describeTable(trx, schema, table);
-    if (existing.kind === 'other') throw new Error(`${schema}.${table} exists but is not a table; choose another users.table.`);
+    if (existing.kind === 'other')
+      throw new ConfigError(`${schema}.${table} exists but is not a table; choose another users.table.`, 'users.table');
     const columns: [string, string][] = USERS_COLUMNS.map((c) => [c, c === 'user_id' ? 'text primary key' : 'text']);
     columns.push([DIRECTORY_OWN_COLUMNS.raw, 'jsonb'], [DIRECTORY_OWN_COLUMNS.syncedAt, 'timestamptz']);
     if (existing.kind === 'none') {
@@ -405,7 +410,7 @@ export async function ensureUsersTable(db: Knex | Knex.Transaction, schema: stri
       return;
     }
     if (!existing.columns.has('user_id'))
-      throw new Error(`${schema}.${table} exists but has no user_id column; choose another users.table or drop it.`);
+      throw new ConfigError(`${schema}.${table} exists but has no user_id column; choose another users.table or drop it.`, 'users.table');
     for (const [c, t] of columns) {
       if (!existing.columns.has(c)) await trx.raw(`alter table ${q} add column ${quoteIdent(c)} ${t.replace(' primary key', '')}`);
     }
@@ -639,8 +644,9 @@ async function renamePinnedColumns(
     const to = names.get(field);
     if (to === undefined || to === e.column || !columns.has(e.column)) continue;
     if (columns.has(to))
-      throw new Error(
+      throw new ConfigError(
         `lists[].columns pins field ${field} to column "${to}", but ${qtable} already has a column "${to}"; choose a free name.`,
+        'lists[].columns',
       );
     await trx.raw(`alter table ${qtable} rename column ${quoteIdent(e.column)} to ${quoteIdent(to)}`);
     columns.set(to, columns.get(e.column)!);

@@ -12,6 +12,7 @@
  * always reach SQL through `quoteIdent`.
  */
 import { createHash } from 'node:crypto';
+import { ConfigError } from '../errors.js';
 import { RESERVED_COLUMNS } from './own-columns.js';
 
 /** Postgres truncates identifiers longer than this many bytes. */
@@ -91,8 +92,9 @@ export function assignColumnNames(
   for (const [field, column] of existing) {
     if (result.has(field)) continue;
     if (used.has(column) && [...pinned].some(([f, c]) => c === column && f !== field && wanted.has(f))) {
-      throw new Error(
+      throw new ConfigError(
         `column "${column}" is pinned (lists[].columns) for another field but holds field ${field}; pin ${field} to another name too`,
+        'lists[].columns',
       );
     }
     result.set(field, column);

@@ -17,6 +17,7 @@
  * 63 bytes).
  */
 import type { Knex } from '../db.js';
+import { ConfigError } from '../errors.js';
 import { objectName, qualifiedName, quoteIdent, quoteLiteral } from './naming.js';
 import type { RegistryField } from './registry.js';
 import { escapeStorable } from './storable.js';
@@ -226,8 +227,9 @@ export async function ensureView(trx: Knex.Transaction, spec: ViewSpec, options:
   const baseType = new Map(base.columns.map((c) => [c.name, c.type]));
   const existing = await relationColumns(trx, spec.schema, spec.name);
   if (existing && existing.kind !== 'v') {
-    throw new Error(
+    throw new ConfigError(
       `${spec.schema}.${spec.name} exists but is not a view; listsync keeps a reporting view there. Rename it, or set database.reportingSchema to another schema (null turns the views off).`,
+      'database.reportingSchema',
     );
   }
   const wanted = spec.columns.filter((c) => baseType.has(c.source));

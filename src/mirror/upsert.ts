@@ -35,6 +35,7 @@ import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { Knex } from '../db.js';
 import { PG, pgCode } from '../errors.js';
+import { itemId, itemVersion } from '../platform/item-identity.js';
 import type { Item, PlatformUser } from '../platform/types.js';
 import { openChangeExists, openChangeLookup } from '../store/outbox.js';
 import type { ColumnKind } from './column-types.js';
@@ -228,7 +229,7 @@ function batchRows(
       continue;
     }
     const rawVersion = item[mapping.versionField];
-    const versionText = versionOf(rawVersion);
+    const versionText = itemVersion(rawVersion);
     if (versionText === null && rawVersion !== undefined && rawVersion !== null && rawVersion !== '')
       fail({ id, field: mapping.versionField, raw: rawVersion });
     const row: BatchRow = { id, version: versionText === null ? null : Number(versionText), versionText, item };
@@ -723,22 +724,6 @@ function rawJson(r: BatchRow, writer: RawJsonWriter): { json: string; escaped: b
   } catch {
     return { json: JSON.stringify(storable, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)), escaped: true };
   }
-}
-
-/** An item id as a string (ids are 19-digit numbers: never through a double when avoidable). */
-function itemId(raw: unknown): string | null {
-  const s = scalarString(raw);
-  if (s === null) return null;
-  const t = s.trim();
-  return t === '' || t.includes('\0') ? null : t;
-}
-
-/** A row version as an integer string, or null when absent or not an integer. */
-function versionOf(raw: unknown): string | null {
-  const s = scalarString(raw);
-  if (s === null) return null;
-  const t = s.trim();
-  return /^-?\d{1,18}$/.test(t) ? t : null;
 }
 
 // ---------------------------------------------------------------- users

@@ -50,6 +50,7 @@ import {
   surelyNotSent,
 } from './errors.js';
 import { type PlatformHttp, createPlatformHttp } from './http.js';
+import { itemId } from './item-identity.js';
 import { parseJson } from './json.js';
 import { HEAP_BUDGET_BYTES, HeapBudget } from '../heap-budget.js';
 import { MAX_PAGE_SIZE, type PageResult, type PaginateOptions, assertPageSize, paginate } from './paging.js';
@@ -59,7 +60,7 @@ import type { SharedBudget } from './shared-budget.js';
 import { normalizeFields } from './field-meta.js';
 import type { FieldMeta, Item, ItemQuery, ListDetails, Page, PlatformApplication, PlatformListRef, PlatformUser } from './types.js';
 import { coerceError } from '../errors.js';
-import { currentTally } from './request-tally.js';
+import { currentTally, type ClientStats } from './request-tally.js';
 
 export type RequestOutcome = 'ok' | 'error' | 'retry' | 'rate_limited';
 
@@ -94,16 +95,7 @@ export interface PlatformClientOptions {
   heapBudgetBytes?: number;
 }
 
-export interface ClientStats {
-  /** Attempts sent (first attempts and retries). */
-  requests: number;
-  /** Attempts that were retries (including refetches of pages that came back empty). */
-  retries: number;
-  /** Attempts answered with 429 or a rate-limit envelope. */
-  rateLimited: number;
-  /** Operations that finally failed (thrown to the caller). */
-  errors: number;
-}
+export type { ClientStats } from './request-tally.js';
 
 /** `omitsEmptyValues` is about how items are stored, not requests: the client never reads it. */
 export type PlatformClientConfig = Omit<PlatformConfig, 'maxBytesAhead' | 'rateMargin' | 'burst' | 'omitsEmptyValues'> &
@@ -318,7 +310,7 @@ export class PlatformClient {
       repeat: 'create',
       signal,
     });
-    return idOf(env.Data, 'POST', `/${path}`);
+    return idInAnswer(env.Data, 'POST', `/${path}`);
   }
 
   /**
@@ -461,7 +453,7 @@ export class PlatformClient {
       repeat: 'create',
       signal,
     });
-    return { id: idOf(env.Data, 'POST', '/hooks') };
+    return { id: idInAnswer(env.Data, 'POST', '/hooks') };
   }
 
   /**
@@ -492,7 +484,7 @@ export class PlatformClient {
       if (fromLocation) return { id: decodeURIComponent(fromLocation) };
     }
     try {
-      return { id: idOf(env.Data, 'POST', `/${path.split('?')[0]}`) };
+      return { id: idInAnswer(env.Data, 'POST', `/${path.split('?')[0]}`) };
     } catch (err) {
       if (fromLocation) return { id: decodeURIComponent(fromLocation) };
       throw err;
@@ -832,15 +824,14 @@ function asObject(data: unknown, method: string, path: string): Record<string, u
 }
 
 /** An ID as a string: Data itself, or its Id / ID / ListDataID. */
-function idOf(data: unknown, method: string, path: string): string {
-  if (typeof data === 'string' && data !== '') return data;
-  if (typeof data === 'number' && Number.isFinite(data)) return String(data);
+function idInAnswer(data: unknown, method: string, path: string): string {
+  const direct = itemId(data);
+  if (direct !== null) return direct;
   if (data !== null && typeof data === 'object' && !Array.isArray(data)) {
     const o = data as Record<string, unknown>;
     for (const key of ['Id', 'ID', 'id', 'ListDataID']) {
-      const v = o[key];
-      if (typeof v === 'string' && v !== '') return v;
-      if (typeof v === 'number' && Number.isFinite(v)) return String(v);
+      const v = itemId(o[key]);
+      if (v !== null) return v;
     }
   }
   throw unexpected(method, path, 'Data holds no ID');

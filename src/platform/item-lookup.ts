@@ -13,6 +13,7 @@
  */
 import { AuthError, PlatformError, RateLimitError, TransportError } from './errors.js';
 import type { PlatformClient } from './client.js';
+import { itemId } from './item-identity.js';
 import { MAX_PAGE_SIZE } from './paging.js';
 import { Operator, type Item } from './types.js';
 
@@ -69,11 +70,6 @@ export function isRefusalAnswer(err: unknown): err is PlatformError {
   return err.httpStatus === undefined || err.httpStatus < 500;
 }
 
-/** The item's ID as text, whatever JSON type it came in. */
-function idOf(item: Item, idField: string): string {
-  return String(item[idField]).trim();
-}
-
 /**
  * The item as it is now, or `gone` when a read by ID is refused and an `In`
  * query does not return it. Errors that say nothing about the item
@@ -101,7 +97,7 @@ export async function confirmAbsent(
   signal?: AbortSignal,
 ): Promise<Map<string, ItemPresence>> {
   const found = new Map<string, Item>();
-  for (const item of await queryItemsByIds(client, ref, [...refusals.keys()], { signal })) found.set(idOf(item, ref.idField), item);
+  for (const item of await queryItemsByIds(client, ref, [...refusals.keys()], { signal })) found.set(itemId(item[ref.idField]) ?? '', item);
   const out = new Map<string, ItemPresence>();
   for (const [id, refusal] of refusals) {
     const item = found.get(id);
@@ -127,7 +123,8 @@ export async function lookUpItems(
   signal?: AbortSignal,
 ): Promise<Map<string, ItemPresence>> {
   const out = new Map<string, ItemPresence>();
-  for (const item of await queryItemsByIds(client, ref, ids, { signal })) out.set(idOf(item, ref.idField), { kind: 'present', item });
+  for (const item of await queryItemsByIds(client, ref, ids, { signal }))
+    out.set(itemId(item[ref.idField]) ?? '', { kind: 'present', item });
   for (const id of ids) {
     if (out.has(id)) continue;
     if (!isPlatformId(id)) {

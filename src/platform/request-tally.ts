@@ -6,7 +6,18 @@
  * (test/serve-capacity.test.ts, "request counts per run").
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { ClientStats } from './client.js';
+
+/** A client's request counters: its totals, or one run's own tally. */
+export interface ClientStats {
+  /** Attempts sent (first attempts and retries). */
+  requests: number;
+  /** Attempts that were retries (including refetches of pages that came back empty). */
+  retries: number;
+  /** Attempts answered with 429 or a rate-limit envelope. */
+  rateLimited: number;
+  /** Operations that finally failed (thrown to the caller). */
+  errors: number;
+}
 
 const tallies = new AsyncLocalStorage<ClientStats>();
 

@@ -52,7 +52,6 @@ import {
   markListsyncWriter,
   qualifiedName,
   quoteIdent,
-  scalarString,
   upsertItems,
   type TableMapping,
 } from '../mirror/index.js';
@@ -60,6 +59,7 @@ import { arrayLiteral } from '../mirror/pg-text.js';
 import type { PlatformClient } from '../platform/client.js';
 import type { PlatformError } from '../platform/errors.js';
 import { confirmAbsent, isPlatformId, isRefusalAnswer, queryItemsByIds } from '../platform/item-lookup.js';
+import { itemId, itemVersionNumber } from '../platform/item-identity.js';
 import { parseJson } from '../platform/json.js';
 import type { Item } from '../platform/types.js';
 import { addFlush } from '../store/realtime-stats.js';
@@ -558,8 +558,8 @@ export class RealtimeApplier {
     const queried = claims.filter((c) => !byIdOnly.has(c.id));
     const queriedIds = queried.map((c) => c.id);
     for (const item of await queryItemsByIds(client, ref, queriedIds)) {
-      const id = scalarString(item[mapping.idField]);
-      if (id !== null) out.items.set(id.trim(), item);
+      const id = itemId(item[mapping.idField]);
+      if (id !== null) out.items.set(id, item);
     }
     out.requests += Math.ceil(queriedIds.filter(isPlatformId).length / REREAD_BATCH);
     out.reread += queriedIds.length;
@@ -601,7 +601,7 @@ export class RealtimeApplier {
     for (const c of claims) {
       const item = out.items.get(c.id);
       if (!item || c.announced === null) continue;
-      const v = versionOf(item[mapping.versionField]);
+      const v = itemVersionNumber(item[mapping.versionField]);
       if (v !== null && v < c.announced && c.rechecks < this.maxRechecks) out.recheck.push(c);
     }
     return out;
@@ -622,7 +622,7 @@ export class RealtimeApplier {
     const items: Item[] = [];
     for (const [id, item] of read.items) {
       const row = plan.stored.get(id);
-      const v = versionOf(item[mapping.versionField]);
+      const v = itemVersionNumber(item[mapping.versionField]);
       // A row marked deleted comes back only with a newer version: a lagging query may still show a deleted item.
       if (row?.deleted && (v === null || row.version === null || v <= row.version) && !read.fromGet.has(id)) continue;
       items.push(item);
@@ -741,8 +741,7 @@ function mergeClaims(
       body = null;
     }
     const item = itemOf(body, mapping.idField);
-    const raw = item ? scalarString(item[mapping.idField] ?? item[list.idField]) : null;
-    const id = raw?.trim() ?? '';
+    const id = (item ? itemId(item[mapping.idField] ?? item[list.idField]) : null) ?? '';
     if (id === '' || id.startsWith(LOCAL_ID_PREFIX)) {
       orphan.push(Number(r.id));
       continue;
@@ -762,7 +761,7 @@ function mergeClaims(
     if (r.received_at < c.receivedAt) c.receivedAt = r.received_at;
     if (r.type === ITEM_EVENT.deleted) c.deleteClaimed = true;
     else {
-      const v = versionOf(item![mapping.versionField]);
+      const v = itemVersionNumber(item![mapping.versionField]);
       if (v !== null && (c.announced === null || v > c.announced)) {
         c.announced = v;
         c.body = item;
@@ -807,10 +806,4 @@ async function markDeleted(trx: Knex.Transaction, mapping: TableMapping, ids: re
     arrayLiteral(ids),
   ])) as { rowCount: number | null };
   return r.rowCount ?? 0;
-}
-
-function versionOf(raw: unknown): number | null {
-  const s = scalarString(raw);
-  if (s === null || !/^-?\d{1,15}$/.test(s.trim())) return null;
-  return Number(s.trim());
 }

@@ -15,8 +15,7 @@ import { CONFLICTS_TABLE } from './conflicts.js';
 import { OUTBOX_TABLE } from './outbox.js';
 import { REALTIME_STATS_TABLE } from './realtime-stats.js';
 import { RUNS_TABLE } from './runs.js';
-import { INBOX_TABLE } from './webhook-inbox.js';
-import { SUBSCRIPTIONS_TABLE } from './webhook-subscriptions.js';
+import { INBOX_TABLE, SUBSCRIPTIONS_TABLE } from './webhook-tables.js';
 
 export interface OverviewInput {
   /** The configured lists, in config order: name and mirror table. */

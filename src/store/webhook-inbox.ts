@@ -5,9 +5,7 @@
  * carry no item.
  */
 import type { Knex } from '../db.js';
-import { SUBSCRIPTIONS_TABLE } from './webhook-subscriptions.js';
-
-export const INBOX_TABLE = 'listsync.webhook_inbox';
+import { INBOX_TABLE, SUBSCRIPTIONS_TABLE } from './webhook-tables.js';
 
 /** The item ID of a stored body: the item itself, or an item wrapped in `Data`. */
 const BODY_ITEM_ID = (col: string): string =>

@@ -3,9 +3,7 @@
  * platform, each with the secret token of its callback path.
  */
 import type { Knex } from '../db.js';
-import { INBOX_TABLE } from './webhook-inbox.js';
-
-export const SUBSCRIPTIONS_TABLE = 'listsync.webhook_subscriptions';
+import { INBOX_TABLE, SUBSCRIPTIONS_TABLE } from './webhook-tables.js';
 
 /** What the receiver checks a delivery against. */
 export interface SubscriptionRow {

@@ -84,6 +84,7 @@ import type { PlatformClient } from '../platform/client.js';
 import { ValidationError } from '../platform/errors.js';
 import type { FieldMeta, Item, ItemQuery } from '../platform/types.js';
 import type { PageResult } from '../platform/paging.js';
+import { itemId } from '../platform/item-identity.js';
 import { coerceError } from '../errors.js';
 import { platformDate } from '../platform/dates.js';
 import { ensureMirrorTable, markListsyncWriter, readRegistry, type TableMapping, type UpsertResult } from '../mirror/index.js';
@@ -106,7 +107,7 @@ import {
   type PlanInput,
   type PullPlan,
 } from './pull/plan.js';
-import { PageChecks, idOf, readPages, sortKey, type CheckedPage, type ReadOptions, type RepeatExplained } from './pull/page-reader.js';
+import { PageChecks, readPages, sortKey, type CheckedPage, type ReadOptions, type RepeatExplained } from './pull/page-reader.js';
 import { PageWriter, type PendingHandler } from './pull/page-writer.js';
 import { newWatch, observePage, readOrderCompare, type SortKey, type WatchState } from './pull/delete-watch.js';
 import { readGaps } from './pull/gap-read.js';
@@ -661,7 +662,7 @@ function markMillis(ctx: RunContext, cp: PullCheckpoint): number | undefined {
 function readKey(ctx: RunContext, order: PullPlan['order']): (item: Item) => SortKey {
   const { list, zone } = ctx;
   if (order === 'by-created') return (item) => sortKey(item, list);
-  return (item) => [String(cursorMillis(item[list.cursorField], zone) ?? ''), idOf(item, list.idField) ?? ''];
+  return (item) => [String(cursorMillis(item[list.cursorField], zone) ?? ''), itemId(item[list.idField]) ?? ''];
 }
 
 /** Re-reads the gaps the delete watch found and writes what lies in them. */
@@ -679,7 +680,7 @@ async function rereadGaps(
   const order = cp.plan.order;
   const found = await readGaps(cp.watch.gaps, fetchPage, list.pageSize, readKey(ctx, order), readOrderCompare(order));
   if (found.items.length) await writer.writeItems(found.items);
-  const newIds = checks.note(found.items.map((it) => idOf(it, list.idField)!));
+  const newIds = checks.note(found.items.map((it) => itemId(it[list.idField])!));
   ctx.run.log.info(
     { gaps: cp.watch.gaps.length, items: found.items.length, unread: newIds, unresolved: found.unresolved },
     'TotalCount fell while paging: the page boundaries it fell across were read again',

@@ -23,6 +23,7 @@
  */
 import type { ListConfig } from '../../config.js';
 import type { PlatformClient } from '../../platform/client.js';
+import { itemId } from '../../platform/item-identity.js';
 import type { PageResult } from '../../platform/paging.js';
 import type { Item, ItemQuery, Page } from '../../platform/types.js';
 import { cursorMillis, type ReadOrder } from './plan.js';
@@ -78,8 +79,8 @@ export class PageChecks {
   verify(result: PageResult<Item>, index: number): string | null {
     const total = result.totalCount;
     if (total === undefined) return 'the answer has no TotalCount';
-    const ids = result.items.map((it) => idOf(it, this.idField));
-    const missing = ids.filter((id) => id === undefined).length;
+    const ids = result.items.map((it) => itemId(it[this.idField]));
+    const missing = ids.filter((id) => id === null).length;
     if (missing) return `${missing} item(s) without ${this.idField}`;
     const expected = Math.max(0, Math.min(this.pageSize, total - (index - 1) * this.pageSize));
     if (result.items.length < expected) return `short page: ${result.items.length} item(s) where TotalCount ${total} implies ${expected}`;
@@ -98,7 +99,7 @@ export class PageChecks {
   }
 
   accept(items: readonly Item[], totalCount?: number): { ids: string[]; repeats: number } {
-    const ids = items.map((it) => idOf(it, this.idField)!);
+    const ids = items.map((it) => itemId(it[this.idField])!);
     const repeats = ids.length - this.note(ids);
     this.previous = ids;
     if (totalCount !== undefined) this.previousTotal = totalCount;
@@ -156,15 +157,7 @@ function sameIds(a: readonly string[], b: readonly string[]): boolean {
   return a.length === b.length && a.every((id, i) => id === b[i]);
 }
 
-export function idOf(item: Item, idField: string): string | undefined {
-  const v = item[idField];
-  if (typeof v === 'string' && v !== '') return v;
-  if (typeof v === 'bigint') return v.toString();
-  if (typeof v === 'number' && Number.isSafeInteger(v)) return String(v);
-  return undefined;
-}
-
 /** An item's place in by-created order: the sort field, then the ID. */
 export function sortKey(item: Record<string, unknown>, list: Pick<ListConfig, 'sortField' | 'idField'>): SortKey {
-  return [String(item[list.sortField] ?? ''), idOf(item, list.idField) ?? ''];
+  return [String(item[list.sortField] ?? ''), itemId(item[list.idField]) ?? ''];
 }

@@ -16,9 +16,14 @@
  * count. The full sweep (`reconcile --full`, on a schedule of its own) covers
  * those. Counts decide only where to look: what is marked is decided by the
  * sweep of the range and the ID lookups after it, as in the full sweep.
+ *
+ * The decisions are pure (`countSpan`, `nextStep`, `DayCounts`, tested without
+ * a database in sync/reconcile-decisions.test.ts); `searchByCounts` only asks
+ * the counts they call for (sync/reconcile-counts.test.ts: requests a search
+ * costs against the emulator).
  */
 import { DateTime } from 'luxon';
-import { Operator, type Filter } from '../platform/types.js';
+import { Operator, type Filter } from '../../platform/types.js';
 
 /** Platform calendar days `[from, to)`, `YYYY-MM-DD`; null is open (before everything, after everything). */
 export interface DayRange {
@@ -117,8 +122,7 @@ export async function searchByCounts(opts: {
   signal?: AbortSignal | undefined;
 }): Promise<CountSearch> {
   const { mirror, pageSize } = opts;
-  const spanFrom = mirror.first !== undefined && mirror.first < opts.today ? mirror.first : opts.today;
-  const spanTo = addDays(mirror.last !== undefined && mirror.last > opts.today ? mirror.last : opts.today, 1);
+  const span = countSpan(mirror, opts.today);
   let requests = 1;
   const platformTotal = await opts.count(WHOLE_LIST);
   const toSweep: RangeCount[] = [];
@@ -128,25 +132,49 @@ export async function searchByCounts(opts: {
     const next: RangeCount[] = [];
     await Promise.all(
       level.map(async (node) => {
-        if (node.platform === node.mirror) return;
-        const from = node.range.from ?? spanFrom;
-        const to = node.range.to ?? spanTo;
-        const days = daysBetween(from, to);
-        if (days <= 1 || node.platform <= pageSize) {
+        const step = nextStep(node, span, pageSize);
+        if (step.kind === 'agree') return;
+        if (step.kind === 'sweep') {
           toSweep.push(node);
           return;
         }
-        const mid = addDays(from, Math.floor(days / 2));
-        const left: DayRange = { from: node.range.from, to: mid };
-        const right: DayRange = { from: mid, to: node.range.to };
         requests++;
-        const leftCount = await opts.count(left);
-        next.push({ range: left, platform: leftCount, mirror: mirror.count(left) });
-        next.push({ range: right, platform: node.platform - leftCount, mirror: mirror.count(right) });
+        const leftCount = await opts.count(step.left);
+        next.push({ range: step.left, platform: leftCount, mirror: mirror.count(step.left) });
+        next.push({ range: step.right, platform: node.platform - leftCount, mirror: mirror.count(step.right) });
       }),
     );
     level = next;
   }
   toSweep.sort((a, b) => (a.range.from ?? '').localeCompare(b.range.from ?? ''));
   return { platformTotal, mirrorTotal: mirror.total, toSweep, requests };
+}
+
+/**
+ * The days the search splits: from the first day with mirror rows (or today) to the day after
+ * the last day that may hold items (today, platform time, or a later mirror day). The open
+ * ends of the outermost ranges still reach beyond it.
+ */
+export function countSpan(mirror: Pick<DayCounts, 'first' | 'last'>, today: string): { from: string; to: string } {
+  const from = mirror.first !== undefined && mirror.first < today ? mirror.first : today;
+  const to = addDays(mirror.last !== undefined && mirror.last > today ? mirror.last : today, 1);
+  return { from, to };
+}
+
+/** What a range's two counts call for. */
+export type RangeStep = { kind: 'agree' } | { kind: 'sweep' } | { kind: 'split'; left: DayRange; right: DayRange };
+
+/**
+ * Counts that agree: nothing to look at. Counts that differ over one day of the span, or over
+ * at most a page of the platform's items: sweep the range by IDs. Otherwise split it in halves
+ * by days (the platform's count of the right half is the parent's less the left's).
+ */
+export function nextStep(node: RangeCount, span: { from: string; to: string }, pageSize: number): RangeStep {
+  if (node.platform === node.mirror) return { kind: 'agree' };
+  const from = node.range.from ?? span.from;
+  const to = node.range.to ?? span.to;
+  const days = daysBetween(from, to);
+  if (days <= 1 || node.platform <= pageSize) return { kind: 'sweep' };
+  const mid = addDays(from, Math.floor(days / 2));
+  return { kind: 'split', left: { from: node.range.from, to: mid }, right: { from: mid, to: node.range.to } };
 }

@@ -1,0 +1,170 @@
+/**
+ * The modules of src/ and jobs/ import each other without a circle, so each
+ * can be read (and loaded) after the ones it uses, as test/store-ownership.test.ts
+ * keeps each own table's SQL in one place. Every relative import counts:
+ * `import`, `import type`, `export … from`, a bare `import '…'` and a literal
+ * `import('…')`; a type-only circle is still two modules that cannot be read
+ * one after the other. A circle found fails with its path (a.ts -> b.ts -> a.ts).
+ *
+ * jobs/ sits above src/ (the project's layout: one file per job, built on
+ * src/): nothing in src/ imports it, but for the listed exceptions and why.
+ */
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = join(import.meta.dirname, '..');
+
+/** Files in src/ allowed to import from jobs/, and why. */
+const IMPORTS_JOBS: Record<string, string> = {
+  'src/serve.ts':
+    'the long-running process takes the job list from jobs/index.ts; the entry point is to hand the jobs to serve instead (issue #34), which needs serve.ts rewritten',
+  'src/serve/scheduler.ts': 'names the JobDefinition type of jobs/index.ts; moves with the serve.ts change above',
+};
+
+function walk(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? walk(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
+  );
+}
+
+const rel = (file: string): string => relative(ROOT, file).split(sep).join('/');
+
+/** The code of a file without its comments (a doc comment may show an import). */
+function code(text: string): string {
+  return text
+    .replace(/\/\*[\s\S]*?\*\//g, '')
+    .split('\n')
+    .filter((line) => !line.trim().startsWith('//'))
+    .join('\n');
+}
+
+/** The relative module specifiers a source imports, in every form. */
+function importSpecifiers(source: string): string[] {
+  const body = code(source);
+  const forms = [
+    /(?:^|[\n;])\s*(?:import|export)\s+(?:type\s+)?[^'";]*?\bfrom\s*['"]([^'"]+)['"]/g,
+    /(?:^|[\n;])\s*import\s*['"]([^'"]+)['"]/g,
+    /\bimport\(\s*['"]([^'"]+)['"]\s*\)/g,
+  ];
+  const found = forms.flatMap((re) => [...body.matchAll(re)].map((m) => m[1]!));
+  return [...new Set(found.filter((s) => s.startsWith('.')))];
+}
+
+/** The file a relative specifier of `from` names (`./x.js` is `./x.ts`; a folder is its index.ts). */
+function resolveImport(from: string, spec: string): string {
+  const base = resolve(dirname(from), spec);
+  const candidates = [base.replace(/\.js$/, '.ts'), `${base}.ts`, join(base, 'index.ts')];
+  return candidates.find((c) => existsSync(c)) ?? base;
+}
+
+/** Each module's imports, by path from the repository root. */
+function importGraph(): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  for (const file of [...walk(join(ROOT, 'src')), ...walk(join(ROOT, 'jobs'))])
+    graph.set(
+      rel(file),
+      importSpecifiers(readFileSync(file, 'utf8')).map((s) => rel(resolveImport(file, s))),
+    );
+  return graph;
+}
+
+/** One circle per group of modules that reach each other, each as a path that ends where it starts. */
+function findCircles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
+  const circles: string[][] = [];
+  const state = new Map<string, 'open' | 'done'>();
+  const path: string[] = [];
+  const inCircle = new Set<string>();
+  const visit = (node: string): void => {
+    state.set(node, 'open');
+    path.push(node);
+    for (const next of graph.get(node) ?? []) {
+      if (!graph.has(next)) continue;
+      const s = state.get(next);
+      if (s === 'open') {
+        const circle = [...path.slice(path.indexOf(next)), next];
+        if (!circle.some((n) => inCircle.has(n))) circles.push(circle);
+        for (const n of circle) inCircle.add(n);
+      } else if (s === undefined) visit(next);
+    }
+    path.pop();
+    state.set(node, 'done');
+  };
+  for (const node of [...graph.keys()].sort()) if (!state.has(node)) visit(node);
+  return circles;
+}
+
+describe('the import graph of src/ and jobs/', () => {
+  const graph = importGraph();
+
+  it('reads every form of import, and ignores comments and packages', () => {
+    const source = [
+      "import { a } from './a.js';",
+      "import type { B } from '../b.js';",
+      "import {\n  c,\n  type D,\n} from './c.js';",
+      "export { e } from './e.js';",
+      "export * from './f/index.js';",
+      "import './side-effect.js';",
+      "const g = await import('./g.js');",
+      "import { z } from 'zod';",
+      "/** import { x } from './in-a-doc-comment.js' */",
+      "// import { y } from './in-a-line-comment.js';",
+    ].join('\n');
+    expect(importSpecifiers(source).sort()).toEqual([
+      '../b.js',
+      './a.js',
+      './c.js',
+      './e.js',
+      './f/index.js',
+      './g.js',
+      './side-effect.js',
+    ]);
+  });
+
+  it('finds a circle and says its path', () => {
+    const g = new Map([
+      ['a.ts', ['b.ts']],
+      ['b.ts', ['c.ts', 'd.ts']],
+      ['c.ts', ['a.ts']],
+      ['d.ts', []],
+      ['e.ts', ['f.ts']],
+      ['f.ts', ['e.ts']],
+    ]);
+    expect(findCircles(g)).toEqual([
+      ['a.ts', 'b.ts', 'c.ts', 'a.ts'],
+      ['e.ts', 'f.ts', 'e.ts'],
+    ]);
+    expect(
+      findCircles(
+        new Map([
+          ['a.ts', ['b.ts']],
+          ['b.ts', []],
+        ]),
+      ),
+    ).toEqual([]);
+  });
+
+  it('sees the modules and their imports', () => {
+    expect(graph.get('src/cli.ts')).toContain('src/errors.ts');
+    expect(graph.get('jobs/reconcile.ts')).toContain('src/sync/reconcile.ts');
+    for (const [file, imports] of graph)
+      for (const target of imports) expect(existsSync(join(ROOT, target)), `${file} imports ${target}`).toBe(true);
+  });
+
+  it('has no import circle', () => {
+    const circles = findCircles(graph).map((c) => c.join(' -> '));
+    expect(circles, 'break the circle: move what both need into a module of its own').toEqual([]);
+  });
+
+  it('src/errors.ts imports nothing of listsync, so every layer may import it', () => {
+    expect(graph.get('src/errors.ts')).toEqual([]);
+  });
+
+  it('nothing in src/ imports jobs/ (but the listed exceptions), and each exception still needs its exception', () => {
+    const importers = [...graph]
+      .filter(([file, imports]) => file.startsWith('src/') && imports.some((t) => t.startsWith('jobs/')))
+      .map(([file]) => file)
+      .sort();
+    expect(importers).toEqual(Object.keys(IMPORTS_JOBS).sort());
+  });
+});
