@@ -77,7 +77,7 @@ export async function startServe(opts: ServeOptions): Promise<RunningServe> {
   const health = createHealth({ db, config, extra: opts.health, outcomes, load: () => scheduler.load() });
   // Listen before scheduling anything: a process that cannot serve must end, not sync on in the background.
   const http = await startHttp({
-    routes: { '/healthz': health.route, ...(opts.routes ?? {}) },
+    routes: { '/healthz': health.route, '/readyz': health.ready, ...(opts.routes ?? {}) },
     logger,
     host: opts.host ?? config.serve.host,
     port: opts.port ?? config.serve.port,

@@ -403,7 +403,7 @@ describe('the Kubernetes example', () => {
     expect(() => parseConfig(raw, { PLATFORM_API_KEY: 'k-1234', DATABASE_URL: 'postgres://h/db' })).not.toThrow();
   });
 
-  it('runs serve as non-root after a migrate init container, ready on /healthz at serve.port', () => {
+  it('runs serve as non-root after a migrate init container, ready on /readyz at serve.port', () => {
     const pod = deployment.spec.template.spec;
     expect(pod.securityContext?.runAsNonRoot).toBe(true);
     expect(pod.initContainers?.map((c) => c.args)).toEqual([['migrate']]);
@@ -411,7 +411,7 @@ describe('the Kubernetes example', () => {
     expect(serve!.args).toEqual(['serve']);
     const port = serve!.ports!.find((p) => p.name === serve!.readinessProbe!.httpGet.port);
     expect(port?.containerPort).toBe(parseConfig(minimalConfig()).serve.port);
-    expect(serve!.readinessProbe!.httpGet.path).toBe('/healthz');
+    expect(serve!.readinessProbe!.httpGet.path).toBe('/readyz');
     expect(serve!.livenessProbe).toBeTruthy();
     expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(parseConfig(minimalConfig()).serve.shutdownTimeoutMs / 1000);
   });

@@ -143,14 +143,19 @@ describe('serve capacity', () => {
     cleanups.push(() => serve?.close() ?? Promise.resolve());
     await until('a first succeeded run', async () => ((await runRows(w!.t.db)).some((r) => r.status === 'succeeded') ? true : undefined));
 
+    expect((await fetch(`${serve.url}/readyz`)).status).toBe(200);
     await proxy.down();
     const health = probe(`${serve.url}/healthz`, 250);
+    const readiness = probe(`${serve.url}/readyz`, 500);
     await new Promise((r) => setTimeout(r, 6000));
     const scrapeStart = performance.now();
     const scraped = await (await fetch(`${serve.url}/metrics`)).text();
     const scrapeMs = performance.now() - scrapeStart;
     await proxy.up();
     const during = await health.end();
+    // Out of service only while the database is away (callbacks cannot be stored), not for being degraded.
+    expect((await readiness.end()).some((p) => p.status === 503 && /"status":"not ready"/.test(p.body))).toBe(true);
+    await until('ready again', async () => ((await fetch(`${serve!.url}/readyz`)).status === 200 ? true : undefined));
 
     expect(during.some((p) => p.status === 503 && /"status":"degraded"/.test(p.body) && /unreachable/.test(p.body))).toBe(true);
     expect(Math.max(...during.map((p) => p.ms))).toBeLessThan(1000);

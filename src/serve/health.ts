@@ -9,6 +9,13 @@
  * 'degraded' (HTTP 503) when the database is unreachable, a list is stale or
  * its last run failed, a fire was skipped for lack of capacity, or another
  * part says so; never a 500 (test/serve-capacity.test.ts).
+ *
+ * GET /readyz is what a load balancer asks (a Kubernetes readiness probe):
+ * 200 while the database answered the last read, so the instance can store
+ * webhook callbacks; 503 while it does not. A degraded instance (a stale
+ * list, a failed run) stays in service: taking it out would refuse the very
+ * callbacks that bring it up to date (test/serve-capacity.test.ts › "the
+ * database refusing connections during fires").
  */
 import type { Config } from '../config.js';
 import type { Knex } from '../db.js';
@@ -37,6 +44,8 @@ interface Snapshot {
 
 export interface Health {
   route: RouteHandler;
+  /** GET /readyz: ready while the database answers. */
+  ready: RouteHandler;
   /** Stops the refreshes; resolves once the read in flight settled (at most 2 s), so the pool can close. */
   stop(): Promise<void>;
 }
@@ -79,8 +88,14 @@ export function createHealth(opts: HealthOptions): Health {
     await Promise.race([refresh(), new Promise((r) => setTimeout(r, opts.waitMs ?? 250).unref())]);
     json(res, ...answer(snapshot, config, opts));
   };
+  const ready: RouteHandler = async (_req, res) => {
+    await Promise.race([refresh(), new Promise((r) => setTimeout(r, opts.waitMs ?? 250).unref())]);
+    const database = !snapshot ? 'unknown' : snapshot.database === 'ok' ? 'ok' : `unreachable: ${snapshot.database.error}`;
+    json(res, database === 'ok' ? 200 : 503, { status: database === 'ok' ? 'ready' : 'not ready', database });
+  };
   return {
     route,
+    ready,
     async stop() {
       clearInterval(timer);
       if (reading) await Promise.race([reading, new Promise((r) => setTimeout(r, 2000).unref())]);
