@@ -15,7 +15,7 @@
  *   manual holds it).
  * - Creates: POST, then the mirror row takes the platform's ID. A create
  *   whose answer was lost (or that a stopped push left 'sending') is looked
- *   for on the platform first (src/sync/lost-creates.ts): found → adopted,
+ *   for on the platform first (src/sync/push/lost-creates.ts): found → adopted,
  *   not found → sent again, once; ambiguous → failed, naming the candidates.
  *   A withdrawn create (its local row was deleted) is looked for the same way
  *   and the item deleted if it was created after all.
@@ -24,7 +24,7 @@
  *   (src/mirror/written.ts) in the transaction that marks the change applied,
  *   flagged `mirror_behind` until the item is re-read. Before sending
  *   anything, and after each batch, those items are re-read
- *   (src/sync/settle-mirror.ts); versions never go backwards in the mirror.
+ *   (src/sync/push/settle-mirror.ts); versions never go backwards in the mirror.
  *   So a kill between a write and its re-read never makes the next edit of
  *   the row carry a stale base version.
  * - A change whose base version is unknown is never sent with RowVersion 0:
@@ -66,11 +66,11 @@ import type { Item } from '../platform/types.js';
 import { recordWrite } from '../mirror/written.js';
 import { multiValueWire } from '../mirror/multi-value.js';
 import { parse as parseLossless, stringify as stringifyLossless } from 'lossless-json';
-import { DEFAULT_REREAD_DELAYS_MS, settleMirror } from './settle-mirror.js';
+import { DEFAULT_REREAD_DELAYS_MS, settleMirror } from './push/settle-mirror.js';
 import { LIST_JOBS, listLockName } from './exclusive.js';
 import { runJob, type ActiveRun, type JobDeps, type PageDone } from './run-job.js';
-import { recordConflict } from './conflicts.js';
-import { findCreated, isOurWrite, type LostCreateSearch } from './lost-creates.js';
+import { recordConflict } from './push/conflicts.js';
+import { findCreated, isOurWrite, type LostCreateSearch } from './push/lost-creates.js';
 import { noteFieldRefusal } from './list-fields.js';
 import { finishRun, zeroCounters, type RunCounters } from '../store/runs.js';
 import * as outbox from '../store/outbox.js';

@@ -6,13 +6,13 @@
  * indexed text fields that were sent, then compared client-side on every
  * value sent and on the creation time.
  */
-import { heldElements } from '../mirror/multi-value.js';
-import type { ListConfig } from '../config.js';
-import type { Knex } from '../db.js';
-import { readRegistry, type TableMapping } from '../mirror/index.js';
-import type { PlatformClient } from '../platform/client.js';
-import { platformDate, tryParsePlatformDateTime } from '../platform/dates.js';
-import { Operator, type Filter, type Item } from '../platform/types.js';
+import { heldElements } from '../../mirror/multi-value.js';
+import type { ListConfig } from '../../config.js';
+import type { Knex } from '../../db.js';
+import { readRegistry, type TableMapping } from '../../mirror/index.js';
+import type { PlatformClient } from '../../platform/client.js';
+import { platformDate, tryParsePlatformDateTime } from '../../platform/dates.js';
+import { Operator, type Filter, type Item } from '../../platform/types.js';
 
 export type LostCreateSearch = { kind: 'found'; id: string } | { kind: 'none' } | { kind: 'ambiguous'; ids: string[] };
 

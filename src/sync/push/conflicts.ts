@@ -2,12 +2,12 @@
  * Write-back conflicts: recorded with both sides, settled by the list's policy
  * (remote-wins, local-wins) or held for `listsync conflicts resolve` (manual).
  */
-import type { Config, ListConfig } from '../config.js';
-import type { Knex } from '../db.js';
-import { upsertItems, type TableMapping, type UpsertResult } from '../mirror/index.js';
-import type { Item } from '../platform/types.js';
-import { insertConflict, markResolved, type ConflictRow, type ConflictStatus } from '../store/conflicts.js';
-import { forceOverwrite, holdAsConflict, pendingUpdateOf, requeueAgainst, supersede, type OutboxRow } from '../store/outbox.js';
+import type { Config, ListConfig } from '../../config.js';
+import type { Knex } from '../../db.js';
+import { upsertItems, type TableMapping, type UpsertResult } from '../../mirror/index.js';
+import type { Item } from '../../platform/types.js';
+import { insertConflict, markResolved, type ConflictRow, type ConflictStatus } from '../../store/conflicts.js';
+import { forceOverwrite, holdAsConflict, pendingUpdateOf, requeueAgainst, supersede, type OutboxRow } from '../../store/outbox.js';
 
 export async function recordConflict(
   trx: Knex.Transaction,

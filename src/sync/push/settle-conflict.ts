@@ -12,18 +12,18 @@
  *   (test/console/console-http.test.ts › "an item that moved since the page was drawn is refused");
  * - keeping remote takes the platform's current row, not the one recorded.
  */
-import type { Config, ListConfig } from '../config.js';
-import type { Knex } from '../db.js';
-import { UsageError } from '../errors.js';
-import type { Logger } from '../logger.js';
-import type { PlatformClient } from '../platform/client.js';
-import { queryItemsByIds } from '../platform/item-lookup.js';
-import type { Item } from '../platform/types.js';
-import { getConflict, type ConflictRow } from '../store/conflicts.js';
+import type { Config, ListConfig } from '../../config.js';
+import type { Knex } from '../../db.js';
+import { UsageError } from '../../errors.js';
+import type { Logger } from '../../logger.js';
+import type { PlatformClient } from '../../platform/client.js';
+import { queryItemsByIds } from '../../platform/item-lookup.js';
+import type { Item } from '../../platform/types.js';
+import { getConflict, type ConflictRow } from '../../store/conflicts.js';
 import { resolveConflict } from './conflicts.js';
-import { listLockName } from './exclusive.js';
-import { withLock } from './lock.js';
-import { loadMappingOrExplain, rereadItems } from './push.js';
+import { listLockName } from '../exclusive.js';
+import { withLock } from '../lock.js';
+import { loadMappingOrExplain, rereadItems } from '../push.js';
 
 export interface SettleDeps {
   db: Knex;

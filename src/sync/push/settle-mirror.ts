@@ -17,18 +17,18 @@
  * the change ends failed, naming the fields, and the mirror shows the
  * platform's value (test/sync/not-taken.test.ts).
  */
-import type { ListConfig } from '../config.js';
-import type { Knex } from '../db.js';
-import type { Logger } from '../logger.js';
-import { fromPlatformToSql, NOT_CONVERTED, upsertItems, type TableMapping } from '../mirror/index.js';
-import { platformInstantMillis } from '../mirror/convert.js';
-import type { ColumnKind } from '../mirror/column-types.js';
-import type { MappedColumn } from '../mirror/table-mapping.js';
-import type { PlatformClient } from '../platform/client.js';
-import { AuthError, PlatformError } from '../platform/errors.js';
-import { queryItemsByIds, readItemOrGone } from '../platform/item-lookup.js';
-import type { Item } from '../platform/types.js';
-import * as outbox from '../store/outbox.js';
+import type { ListConfig } from '../../config.js';
+import type { Knex } from '../../db.js';
+import type { Logger } from '../../logger.js';
+import { fromPlatformToSql, NOT_CONVERTED, upsertItems, type TableMapping } from '../../mirror/index.js';
+import { platformInstantMillis } from '../../mirror/convert.js';
+import type { ColumnKind } from '../../mirror/column-types.js';
+import type { MappedColumn } from '../../mirror/table-mapping.js';
+import type { PlatformClient } from '../../platform/client.js';
+import { AuthError, PlatformError } from '../../platform/errors.js';
+import { queryItemsByIds, readItemOrGone } from '../../platform/item-lookup.js';
+import type { Item } from '../../platform/types.js';
+import * as outbox from '../../store/outbox.js';
 
 export interface SettleDeps {
   db: Knex;

@@ -4,15 +4,15 @@
  * versions (read with In queries, 1000 IDs a request). Sends no write, takes
  * no lock, records no run and changes nothing locally.
  */
-import type { Config, ListConfig } from '../config.js';
-import type { Knex } from '../db.js';
-import type { TableMapping } from '../mirror/index.js';
-import type { PlatformClient } from '../platform/client.js';
-import { queryItemsByIds } from '../platform/item-lookup.js';
-import type { Item } from '../platform/types.js';
-import { unsentChanges, type OutboxRow } from '../store/outbox.js';
-import { loadMappingOrExplain, toWire } from './push.js';
-import { coerceError } from '../errors.js';
+import type { Config, ListConfig } from '../../config.js';
+import type { Knex } from '../../db.js';
+import type { TableMapping } from '../../mirror/index.js';
+import type { PlatformClient } from '../../platform/client.js';
+import { queryItemsByIds } from '../../platform/item-lookup.js';
+import type { Item } from '../../platform/types.js';
+import { unsentChanges, type OutboxRow } from '../../store/outbox.js';
+import { loadMappingOrExplain, toWire } from '../push.js';
+import { coerceError } from '../../errors.js';
 
 export type Verdict = 'apply' | 'conflict' | 'fail';
 
