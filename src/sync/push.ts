@@ -46,7 +46,6 @@
  *   was sent; edits made meanwhile stay pending as the remainder. A change
  *   interrupted by an error (a refused key included) goes back to pending
  *   with the error and its attempt counted.
-
  *
  * The steps (each file names the tests that hold it): settle the writes an
  * earlier run left unread (push/settle-mirror.ts), take the due changes, send
