@@ -13,7 +13,7 @@
  * `mirror_behind`: the change was applied on the platform and what the write
  * produced (the new version, the values sent) is in the mirror row's `_raw`,
  * but the item was not re-read yet. The push re-reads such items before
- * anything else (src/sync/settle-mirror.ts) and clears the flag.
+ * anything else (src/sync/push/settle-mirror.ts) and clears the flag.
  *
  * `last_error` may quote the platform's text: it is stored as the closest
  * text PostgreSQL can hold (`closestText`), so an error never fails its write.

@@ -4,15 +4,19 @@
  * versions (read with In queries, 1000 IDs a request). Sends no write, takes
  * no lock, records no run and changes nothing locally.
  */
-import type { Config, ListConfig } from '../config.js';
-import type { Knex } from '../db.js';
-import type { TableMapping } from '../mirror/index.js';
-import type { PlatformClient } from '../platform/client.js';
-import { queryItemsByIds } from '../platform/item-lookup.js';
-import type { Item } from '../platform/types.js';
-import { unsentChanges, type OutboxRow } from '../store/outbox.js';
-import { loadMappingOrExplain, toWire } from './push.js';
-import { coerceError } from '../errors.js';
+import type { Config, ListConfig } from '../../config.js';
+import type { Knex } from '../../db.js';
+import type { TableMapping } from '../../mirror/index.js';
+import type { PlatformClient } from '../../platform/client.js';
+import { queryItemsByIds } from '../../platform/item-lookup.js';
+import type { Item } from '../../platform/types.js';
+import { itemId } from '../../platform/item-identity.js';
+import { heldItems } from '../../mirror/held-items.js';
+import { versionOf } from './write-verdict.js';
+import { unsentChanges, type OutboxRow } from '../../store/outbox.js';
+import { loadMappingOrExplain } from './mapping.js';
+import { toWire } from './wire.js';
+import { coerceError } from '../../errors.js';
 
 export type Verdict = 'apply' | 'conflict' | 'fail';
 
@@ -52,7 +56,7 @@ export async function previewPush(deps: { db: Knex; client: PlatformClient; conf
   const rows = await unsentChanges(db, list.name);
   const ids = rows.filter((r) => r.item_id !== null).map((r) => r.item_id!);
   const platform = await currentItems(client, list, ids);
-  const base = await mirrorRaw(db, mapping, ids);
+  const base = await heldItems(db, mapping, ids);
   const entries = rows.map((row) => judge(row, list, mapping, config.platform.timeZone, platform, base));
   const counts: Record<Verdict, number> = { apply: 0, conflict: 0, fail: 0 };
   for (const e of entries) counts[e.verdict]++;
@@ -94,7 +98,7 @@ function judge(
       row.sends > 0 ? 'would be looked for on the platform first (an earlier attempt got no answer), then created' : 'would be created',
     );
   }
-  const remoteVersion = remote === undefined ? undefined : Number(remote[list.versionField]);
+  const remoteVersion = remote === undefined ? undefined : versionOf(remote, list.versionField);
   if (row.base_version === null || Number(row.base_version) < 0) {
     if (remoteVersion === undefined)
       return entry(
@@ -144,18 +148,5 @@ function fieldDiffs(row: OutboxRow, mapping: TableMapping, zone: string, base: I
 /** The items as the platform's queries show them now, by ID. */
 async function currentItems(client: PlatformClient, list: ListConfig, ids: readonly string[]): Promise<Map<string, Item>> {
   const items = await queryItemsByIds(client, { appID: list.appID, listID: list.listID, idField: list.idField }, ids);
-  return new Map(items.map((item) => [String(item[list.idField]).trim(), item]));
-}
-
-async function mirrorRaw(db: Knex, mapping: TableMapping, ids: readonly string[]): Promise<Map<string, Item>> {
-  const out = new Map<string, Item>();
-  for (let i = 0; i < ids.length; i += 1000) {
-    const rows = (await db
-      .withSchema(mapping.schema)
-      .from(mapping.table)
-      .whereIn('id', ids.slice(i, i + 1000))
-      .select('id', '_raw')) as { id: string; _raw: Item | null }[];
-    for (const r of rows) if (r._raw) out.set(r.id, r._raw);
-  }
-  return out;
+  return new Map(items.map((item) => [itemId(item[list.idField]) ?? '', item]));
 }

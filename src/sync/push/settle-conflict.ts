@@ -12,18 +12,21 @@
  *   (test/console/console-http.test.ts › "an item that moved since the page was drawn is refused");
  * - keeping remote takes the platform's current row, not the one recorded.
  */
-import type { Config, ListConfig } from '../config.js';
-import type { Knex } from '../db.js';
-import { UsageError } from '../errors.js';
-import type { Logger } from '../logger.js';
-import type { PlatformClient } from '../platform/client.js';
-import { queryItemsByIds } from '../platform/item-lookup.js';
-import type { Item } from '../platform/types.js';
-import { getConflict, type ConflictRow } from '../store/conflicts.js';
+import type { Config, ListConfig } from '../../config.js';
+import type { Knex } from '../../db.js';
+import { UsageError } from '../../errors.js';
+import type { Logger } from '../../logger.js';
+import type { PlatformClient } from '../../platform/client.js';
+import { queryItemsByIds } from '../../platform/item-lookup.js';
+import type { Item } from '../../platform/types.js';
+import { itemId } from '../../platform/item-identity.js';
+import { versionOf } from './write-verdict.js';
+import { getConflict, type ConflictRow } from '../../store/conflicts.js';
 import { resolveConflict } from './conflicts.js';
-import { listLockName } from './exclusive.js';
-import { withLock } from './lock.js';
-import { loadMappingOrExplain, rereadItems } from './push.js';
+import { listLockName } from '../exclusive.js';
+import { withLock } from '../lock.js';
+import { loadMappingOrExplain } from './mapping.js';
+import { rereadItems } from './remote.js';
 
 export interface SettleDeps {
   db: Knex;
@@ -84,11 +87,11 @@ export async function settleConflict(
 /** The item as the platform's query shows it now (undefined: it shows none). */
 async function currentItem(deps: SettleDeps, list: ListConfig, c: ConflictRow): Promise<Item | undefined> {
   const items = await queryItemsByIds(deps.client, { appID: list.appID, listID: list.listID, idField: list.idField }, [c.item_id]);
-  return items.find((i) => String(i[list.idField]) === c.item_id) ?? items[0];
+  return items.find((i) => itemId(i[list.idField]) === c.item_id) ?? items[0];
 }
 
 function refuseIfMoved(list: ListConfig, c: ConflictRow, now: Item | undefined, seen: number): void {
-  const version = now === undefined ? undefined : Number(now[list.versionField]);
+  const version = now === undefined ? undefined : versionOf(now, list.versionField);
   if (version === seen) return;
   const where =
     version === undefined

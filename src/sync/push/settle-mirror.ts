@@ -17,18 +17,20 @@
  * the change ends failed, naming the fields, and the mirror shows the
  * platform's value (test/sync/not-taken.test.ts).
  */
-import type { ListConfig } from '../config.js';
-import type { Knex } from '../db.js';
-import type { Logger } from '../logger.js';
-import { fromPlatformToSql, NOT_CONVERTED, upsertItems, type TableMapping } from '../mirror/index.js';
-import { platformInstantMillis } from '../mirror/convert.js';
-import type { ColumnKind } from '../mirror/column-types.js';
-import type { MappedColumn } from '../mirror/table-mapping.js';
-import type { PlatformClient } from '../platform/client.js';
-import { AuthError, PlatformError } from '../platform/errors.js';
-import { queryItemsByIds, readItemOrGone } from '../platform/item-lookup.js';
-import type { Item } from '../platform/types.js';
-import * as outbox from '../store/outbox.js';
+import type { ListConfig } from '../../config.js';
+import type { Knex } from '../../db.js';
+import type { Logger } from '../../logger.js';
+import { fromPlatformToSql, NOT_CONVERTED, upsertItems, type TableMapping } from '../../mirror/index.js';
+import { platformInstantMillis } from '../../mirror/convert.js';
+import type { ColumnKind } from '../../mirror/column-types.js';
+import type { MappedColumn } from '../../mirror/table-mapping.js';
+import type { PlatformClient } from '../../platform/client.js';
+import { AuthError, PlatformError } from '../../platform/errors.js';
+import { queryItemsByIds, readItemOrGone } from '../../platform/item-lookup.js';
+import type { Item } from '../../platform/types.js';
+import * as outbox from '../../store/outbox.js';
+import { knownVersions, type KnownItem } from '../../mirror/held-items.js';
+import { itemId, itemVersionNumber } from '../../platform/item-identity.js';
 
 export interface SettleDeps {
   db: Knex;
@@ -100,23 +102,6 @@ async function settleItems(deps: SettleDeps, list: ListConfig, mapping: TableMap
   return { behind, notTaken };
 }
 
-interface KnownItem {
-  version: number | null;
-  /** `_raw` before the re-read: after a write, the values sent at the version the write produced. */
-  raw: Item | null;
-}
-
-/** The version each item's mirror row knows the platform to have (null: none known), and its `_raw`. */
-async function knownVersions(db: Knex, mapping: TableMapping, ids: readonly string[]): Promise<Map<string, KnownItem>> {
-  const out = new Map<string, KnownItem>(ids.map((id) => [id, { version: null, raw: null }]));
-  const rows = (await db.raw(
-    `select t.id, listsync.mirror_base_version(to_jsonb(t.*), ?) as version, t._raw from ${mapping.qualifiedTable} as t where t.id = any(?::text[])`,
-    [mapping.versionField, [...ids]],
-  )) as { rows: { id: string; version: string | null; _raw: Item | null }[] };
-  for (const r of rows.rows) out.set(r.id, { version: r.version === null ? null : Number(r.version), raw: r._raw });
-  return out;
-}
-
 /** Reads the items until each shows at least the version wanted (or is gone); returns those still behind. */
 async function rereadUntilShown(
   deps: SettleDeps,
@@ -129,7 +114,7 @@ async function rereadUntilShown(
     if (!item) return false;
     seen.set(id, item);
     const want = wanted.get(id)?.version;
-    return want === null || want === undefined || Number(item[mapping.versionField]) >= want;
+    return want === null || want === undefined || (itemVersionNumber(item[mapping.versionField]) ?? NaN) >= want;
   };
   const store = (items: Item[]) => deps.db.transaction((trx) => upsertItems(trx, mapping, items, deps.zone));
   const ref = { appID: list.appID, listID: list.listID, idField: mapping.idField };
@@ -140,7 +125,7 @@ async function rereadUntilShown(
     if (delay > 0) await sleep(delay);
     const items = await queryItemsByIds(deps.client, ref, behind, { signal: deps.signal });
     await store(items);
-    const byId = new Map(items.map((i) => [String(i[mapping.idField]).trim(), i]));
+    const byId = new Map(items.map((i) => [itemId(i[mapping.idField]), i]));
     behind = behind.filter((id) => !upToDate(byId.get(id), id));
   }
   const stillBehind: string[] = behind.slice(MAX_GET_REREADS);
@@ -161,7 +146,7 @@ async function rereadUntilShown(
  * reads them (`["1"]` and `[1]` are the same array).
  */
 function notTakenColumns(mapping: TableMapping, written: Item, item: Item, version: number, zone: string): MappedColumn[] {
-  if (Number(item[mapping.versionField]) !== version) return [];
+  if (itemVersionNumber(item[mapping.versionField]) !== version) return [];
   return mapping.columns.filter((c) => !c.readOnly && c.field in written && !sameValue(c.kind, written[c.field], item[c.field], zone));
 }
 

@@ -6,13 +6,14 @@
  * indexed text fields that were sent, then compared client-side on every
  * value sent and on the creation time.
  */
-import { heldElements } from '../mirror/multi-value.js';
-import type { ListConfig } from '../config.js';
-import type { Knex } from '../db.js';
-import { readRegistry, type TableMapping } from '../mirror/index.js';
-import type { PlatformClient } from '../platform/client.js';
-import { platformDate, tryParsePlatformDateTime } from '../platform/dates.js';
-import { Operator, type Filter, type Item } from '../platform/types.js';
+import { heldElements } from '../../mirror/multi-value.js';
+import type { ListConfig } from '../../config.js';
+import type { Knex } from '../../db.js';
+import { readRegistry, type TableMapping } from '../../mirror/index.js';
+import type { PlatformClient } from '../../platform/client.js';
+import { platformDate, tryParsePlatformDateTime } from '../../platform/dates.js';
+import { Operator, type Filter, type Item } from '../../platform/types.js';
+import { itemId } from '../../platform/item-identity.js';
 
 export type LostCreateSearch = { kind: 'found'; id: string } | { kind: 'none' } | { kind: 'ambiguous'; ids: string[] };
 
@@ -43,8 +44,10 @@ export async function findCreated(
       PageIndex: page,
       PageSize: 1000,
     });
-    for (const item of items)
-      if (createdSince(item, mapping.createdField, since, deps.zone) && carries(item, data)) matches.push(String(item[list.idField]));
+    for (const item of items) {
+      const id = itemId(item[list.idField]);
+      if (id !== null && createdSince(item, mapping.createdField, since, deps.zone) && carries(item, data)) matches.push(id);
+    }
     if (items.length < 1000 || page * 1000 >= totalCount) break;
   }
   const ids = [...new Set(matches)];

@@ -2,12 +2,14 @@
  * Write-back conflicts: recorded with both sides, settled by the list's policy
  * (remote-wins, local-wins) or held for `listsync conflicts resolve` (manual).
  */
-import type { Config, ListConfig } from '../config.js';
-import type { Knex } from '../db.js';
-import { upsertItems, type TableMapping, type UpsertResult } from '../mirror/index.js';
-import type { Item } from '../platform/types.js';
-import { insertConflict, markResolved, type ConflictRow, type ConflictStatus } from '../store/conflicts.js';
-import { forceOverwrite, holdAsConflict, pendingUpdateOf, requeueAgainst, supersede, type OutboxRow } from '../store/outbox.js';
+import type { Config, ListConfig } from '../../config.js';
+import type { Knex } from '../../db.js';
+import { upsertItems, type TableMapping, type UpsertResult } from '../../mirror/index.js';
+import type { Item } from '../../platform/types.js';
+import { heldItem } from '../../mirror/held-items.js';
+import { heldConflictMessage, pullSeesConflict } from './conflict-side.js';
+import { insertConflict, markResolved, type ConflictRow, type ConflictStatus } from '../../store/conflicts.js';
+import { forceOverwrite, holdAsConflict, pendingUpdateOf, requeueAgainst, supersede, type OutboxRow } from '../../store/outbox.js';
 
 export async function recordConflict(
   trx: Knex.Transaction,
@@ -21,12 +23,7 @@ export async function recordConflict(
   mapping: TableMapping,
 ): Promise<void> {
   // The values the change was made on: the mirror row's _raw, before anything overwrites it.
-  const base = row.item_id
-    ? (
-        (await trx.withSchema(mapping.schema).from(mapping.table).where({ id: row.item_id }).first('_raw')) as
-          { _raw: Item | null } | undefined
-      )?._raw
-    : undefined;
+  const base = row.item_id ? await heldItem(trx, mapping, row.item_id) : undefined;
   await insertConflict(trx, {
     base,
     outboxId: row.id,
@@ -52,7 +49,7 @@ export function pendingConflictHandler(config: Config, list: ListConfig) {
     let conflicts = 0;
     const superseded: Item[] = [];
     for (const s of skipped) {
-      if (s.remoteVersion === null || s.baseVersion === null || s.baseVersion === 0 || s.remoteVersion <= s.baseVersion) continue;
+      if (!pullSeesConflict(s) || s.remoteVersion === null) continue;
       const row = await pendingUpdateOf(trx, list.name, s.id);
       if (!row) continue;
       conflicts++;
@@ -66,11 +63,7 @@ export function pendingConflictHandler(config: Config, list: ListConfig) {
         await forceOverwrite(trx, row.id);
       } else {
         await recordConflict(trx, list, row, row.changes, s.item, s.remoteVersion, 'open', null, mapping);
-        await holdAsConflict(
-          trx,
-          row.id,
-          `conflict: the platform is at version ${s.remoteVersion}, the change was made on ${row.base_version}; settle it with "listsync conflicts resolve"`,
-        );
+        await holdAsConflict(trx, row.id, heldConflictMessage('update', s.remoteVersion, row.base_version));
       }
     }
     if (superseded.length) await upsertItems(trx, mapping, superseded, config.platform.timeZone);
