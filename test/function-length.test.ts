@@ -38,25 +38,39 @@ export interface MeasuredFunction {
   lines: number;
 }
 
-/** The name a reader would look for: the declaration's, the variable's or property's it is assigned to, else where it sits. */
+/**
+ * The name a reader would look for: the declaration's, the variable's or property's it is assigned to
+ * (`Class.method` for a class's), else where it sits (`<callback of x in f>`, `<anonymous in f>`).
+ */
 function nameOf(node: ts.FunctionLikeDeclaration, sf: ts.SourceFile): string {
-  if (ts.isConstructorDeclaration(node)) return `${classNameOf(node)}.constructor`;
+  if (ts.isConstructorDeclaration(node)) return `${holderOf(node, sf)}.constructor`;
   if (node.name !== undefined) {
     const own = node.name.getText(sf);
-    return ts.isMethodDeclaration(node) || ts.isAccessor(node) ? `${classNameOf(node)}.${own}` : own;
+    return ts.isMethodDeclaration(node) || ts.isAccessor(node) ? `${holderOf(node, sf)}.${own}` : own;
   }
   const parent = node.parent;
   if (ts.isVariableDeclaration(parent) || ts.isPropertyAssignment(parent) || ts.isPropertyDeclaration(parent))
     return parent.name.getText(sf);
-  if (ts.isCallExpression(parent)) return `callback of ${parent.expression.getText(sf).slice(0, 40)}`;
-  return '<anonymous>';
+  const where = enclosingName(node, sf);
+  if (ts.isCallExpression(parent)) return `<callback of ${parent.expression.getText(sf).slice(0, 40)}${where}>`;
+  return `<anonymous${where}>`;
 }
 
-function classNameOf(node: ts.Node): string {
-  const parent = node.parent;
-  if (ts.isClassLike(parent)) return parent.name?.getText() ?? '<class>';
-  if (ts.isObjectLiteralExpression(parent)) return nameOf(parent.parent as ts.FunctionLikeDeclaration, node.getSourceFile());
-  return '<object>';
+/** The class or object a method belongs to, by the name it is known by. */
+function holderOf(node: ts.Node, sf: ts.SourceFile): string {
+  const holder = node.parent;
+  if (ts.isClassLike(holder)) return holder.name?.getText(sf) ?? '<class>';
+  const named = holder.parent;
+  if (named !== undefined && (ts.isVariableDeclaration(named) || ts.isPropertyAssignment(named))) return named.name.getText(sf);
+  return `<object${enclosingName(holder, sf)}>`;
+}
+
+/** ` in <name>` of the nearest function around `node`, or '' at a file's top level. */
+function enclosingName(node: ts.Node, sf: ts.SourceFile): string {
+  for (let up = node.parent; up !== undefined; up = up.parent) {
+    if (ts.isFunctionLike(up) && 'body' in up && up.body !== undefined) return ` in ${nameOf(up as ts.FunctionLikeDeclaration, sf)}`;
+  }
+  return '';
 }
 
 /** Every function of a file with its length in lines. */
@@ -84,7 +98,9 @@ describe('function length', () => {
     expect(files.length).toBeGreaterThan(100);
     const planSchema = all.find((f) => f.file === 'src/mirror/schema-plan.ts' && f.name === 'planSchema');
     expect(planSchema?.lines).toBeGreaterThan(20);
-    expect(all.some((f) => f.name === 'callback of describe')).toBe(false);
+    expect(all.some((f) => f.name.startsWith('<callback of describe'))).toBe(false);
+    const handler = all.find((f) => f.file === 'src/webhooks/receiver.ts' && f.name === '<anonymous in createHookReceiver>');
+    expect(handler?.lines).toBeGreaterThan(20);
   });
 
   it(`no function in src/ or jobs/ is longer than ${MAX_LINES} lines (but the listed exceptions)`, () => {

@@ -339,6 +339,33 @@ const CASES: Case[] = [
       ]),
   },
   {
+    name: 'a mirror named from field names, upgraded to display names: nothing is renamed, a new field is named from its display name',
+    plan: () => {
+      const named: FieldMeta[] = [...SYSTEM, { FieldName: 'Text1', DisplayName: 'Customer Name', FieldType: 'Text', Type: 'input' }];
+      return evolve(
+        named,
+        [...named, { FieldName: 'Text2', DisplayName: 'Customer', FieldType: 'Text', Type: 'input' }],
+        {},
+        { columnNames: 'field' },
+      );
+    },
+    changes: [{ kind: 'added', field: 'Text2', column: 'customer' }],
+    check: (p) => {
+      expect(columnOf(p, 'Text1')).toBe('text1');
+      expect(p.columnSteps).toEqual([]);
+    },
+  },
+  {
+    name: "a new field whose display name is one of listsync's own column names gets a suffixed column",
+    plan: () => evolve(BASE, [...BASE, { FieldName: 'Text9', DisplayName: 'Synced At', FieldType: 'Text', Type: 'input' }]),
+    changes: [{ kind: 'added', field: 'Text9', column: 'synced_at_2' }],
+  },
+  {
+    name: 'a display name renamed to one with a lone surrogate: the change keeps both names exactly',
+    plan: () => evolve(BASE, [...SYSTEM, AMOUNT, WHEN, { ...NOTES, DisplayName: 'Notes \ud83d' }]),
+    changes: [{ kind: 'renamed', field: 'Notes', column: 'notes', before: 'Notes', after: 'Notes \ud83d' }],
+  },
+  {
     name: 'the list now mirrors into another table: said first',
     plan: () => planSchema(input(BASE, { registry: { table: 'old_orders', fields: [], conversion: {} } })),
     changes: [{ kind: 'retargeted', before: 'mirror.old_orders', after: 'mirror.orders' }, { kind: 'table-created' }],
