@@ -15,7 +15,7 @@ import { createDb } from '../db.js';
 import { silentLogger } from '../logger.js';
 import type { Output } from '../context.js';
 import { startEmbeddedDb, type EmbeddedDb } from '../embedded-db.js';
-import { SAMPLE_FIELDS as F, startEmulator } from '../emulator/index.js';
+import { SAMPLE_FIELDS as F, startEmulator, type RunningEmulator } from '../emulator/index.js';
 import { table } from '../format.js';
 import { LATEST_CONFLICT_ID_SQL } from '../store/conflicts.js';
 import { OUTBOX_TABLE, PENDING_CHANGES_SQL } from '../store/outbox.js';
@@ -38,53 +38,22 @@ export interface DemoOptions {
   run: (args: readonly string[], io: Output) => Promise<number>;
 }
 
+/** The tour in named steps; whatever step fails, the emulator, the database and the console are stopped. */
 export async function runDemo(opts: DemoOptions): Promise<number> {
   const { io } = opts;
   const dir = resolve(opts.dir ?? '.listsync');
   mkdirSync(dir, { recursive: true });
-  const step = (n: number, text: string) => io.out(`\n== ${n}. ${text}`);
 
-  step(1, `Starting the platform emulator with the built-in sample (${opts.items} orders, a users directory)`);
+  demoStep(io, 1, `Starting the platform emulator with the built-in sample (${opts.items} orders, a users directory)`);
   const emu = await startEmulator({ port: 0, sample: true, items: opts.items });
   io.out(`emulator at ${emu.baseUrl} (API key ${emu.apiKey}; rate limit 10 requests/s like the real account)`);
 
-  let embedded: EmbeddedDb | undefined;
-  let pgClient: pg.Client | undefined;
-  let stopSignals: ReturnType<typeof untilSignal> | undefined;
-  let stopConsole: (() => Promise<void>) | undefined;
+  const held: DemoResources = {};
   try {
-    step(2, 'Getting a PostgreSQL database');
-    const serverUrl = opts.databaseUrl ?? runtimeEnv().databaseUrl;
-    let baseUrl: string;
-    if (serverUrl) {
-      baseUrl = serverUrl;
-      io.out(`using DATABASE_URL ${redactUrl(serverUrl)}`);
-    } else {
-      const first = !existsSync(join(dir, 'pg', 'PG_VERSION'));
-      io.out(
-        `no DATABASE_URL: starting an embedded PostgreSQL in ${join(dir, 'pg')}${first ? ' (the first start sets it up: a few seconds)' : ''}`,
-      );
-      embedded = await startEmbeddedDb({ dir: join(dir, 'pg'), persistent: true });
-      baseUrl = embedded.url;
-    }
-    const dbUrl = await freshDatabase(baseUrl, io);
+    demoStep(io, 2, 'Getting a PostgreSQL database');
+    const dbUrl = await demoDatabase(opts, dir, held);
     io.out(`database ${redactUrl(dbUrl)}`);
-
-    const configPath = join(dir, 'demo.config.json');
-    writeFileSync(
-      configPath,
-      `${JSON.stringify(
-        {
-          '//': 'Written by listsync demo: the emulator and the demo database.',
-          platform: { baseUrl: emu.baseUrl, apiKey: emu.apiKey, timeZone: 'UTC', requestsPerSecond: 10 },
-          database: { url: dbUrl, schema: 'demo' },
-          lists: [{ name: 'orders', appID: 'demo', listID: 'orders', conflictPolicy: 'remote-wins', schedule: { pull: '*/5 * * * *' } }],
-          users: { enabled: true, schedule: '0 * * * *' },
-        },
-        null,
-        2,
-      )}\n`,
-    );
+    const configPath = writeDemoConfig(dir, emu, dbUrl);
     io.out(`config written to ${configPath}`);
 
     const cli = async (title: string, ...args: string[]): Promise<void> => {
@@ -93,7 +62,7 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
       if (code !== 0) throw new Error(`listsync ${args.join(' ')} exited with ${code}`);
     };
 
-    step(3, 'Running the real commands');
+    demoStep(io, 3, 'Running the real commands');
     await cli("create listsync's own tables", 'migrate');
     await cli('config, database, platform, indexed fields', 'check');
     await cli('what the mirror table will look like', 'discover');
@@ -101,75 +70,27 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
     await cli('second run: incremental, nothing changed so nothing is rewritten', 'pull');
     await cli('the users directory', 'users');
 
-    step(4, 'Reporting on the mirror with plain SQL');
-    pgClient = new pg.Client({ connectionString: dbUrl });
+    demoStep(io, 4, 'Reporting on the mirror with plain SQL');
+    const pgClient = new pg.Client({ connectionString: dbUrl });
+    held.pgClient = pgClient;
     // The tour's own connection: the server stopping under it is an error of the tour, not a crash.
     pgClient.on('error', (err) => io.err(`demo: the database connection ended: ${coerceError(err).message}`));
     await pgClient.connect();
-    const sql = `select status, count(*) as orders, sum(amount) as revenue,
-       count(*) filter (where paid) as paid, min(order_date) as first_order
-  from demo.orders
- where _deleted_at is null
- group by status
- order by revenue desc nulls last`;
-    io.out(sql);
-    const report = await pgClient.query(sql);
-    io.out(
-      table(
-        report.fields.map((f) => f.name),
-        report.rows.map((r: Record<string, unknown>) => report.fields.map((f) => r[f.name])),
-      ),
-    );
-    const counts = await pgClient.query(
-      `select (select count(*) from demo.orders) as orders, (select count(*) from demo.platform_users) as users, (${COUNT_RUNS_SQL}) as runs`,
-    );
-    io.out(`rows: ${JSON.stringify(counts.rows[0])}`);
-
-    step(5, 'Write-back: an edit made with SQL reaches the platform, version-checked');
-    // An order not paid yet, so marking it paid is a visible change; and another one for the conflict.
-    const unpaid = await pgClient.query(
-      `select id, customer, row_version from demo.orders where _deleted_at is null and paid is not true order by id limit 1`,
-    );
-    const edited = (unpaid.rows as { id: string; customer: string; row_version: string }[])[0];
-    const other = await pgClient.query(`select id from demo.orders where _deleted_at is null and id <> $1 order by id limit 1`, [
-      edited!.id,
-    ]);
-    const contested = (other.rows as { id: string }[])[0];
-    const update = `update demo.orders set status = 'Paid', paid = true, customer = 'Acme (fixed in SQL)' where id = '${edited!.id}'`;
-    io.out(`${update};`);
-    await pgClient.query(update);
-    const outbox = await pgClient.query(PENDING_CHANGES_SQL);
-    io.out(`captured in ${OUTBOX_TABLE}: ${JSON.stringify(outbox.rows)}`);
-    await cli('PATCH with RowVersion = the base version, only the changed fields', 'push');
-    const onPlatform = await emu.admin.getItem('demo', 'orders', edited!.id);
-    const shown = (field: string): string => JSON.stringify(onPlatform[field]);
-    io.out(
-      `on the platform now: ${F.customer} (Customer)=${shown(F.customer)} ${F.status} (Status)=${shown(F.status)} ${F.paid} (Paid)=${shown(F.paid)} RowVersion ${edited!.row_version} -> ${onPlatform.RowVersion}`,
-    );
-
-    step(6, 'A conflict: the same item edited on the platform and in the mirror before a push');
-    await emu.admin.editItem('demo', 'orders', contested!.id, { Data: { [F.customer]: 'Changed on the platform' } });
-    io.out(`someone edits item ${contested!.id} on the platform (Customer = "Changed on the platform")`);
-    await pgClient.query(`update demo.orders set customer = 'Changed in SQL' where id = $1`, [contested!.id]);
-    io.out(`and you edit the same item in SQL (Customer = "Changed in SQL")`);
-    await cli("the PATCH is refused for its version; policy remote-wins keeps the platform's value and records both sides", 'push');
-    await cli('every conflict, with how it was settled', 'conflicts', '--all');
-    const cid = await pgClient.query(LATEST_CONFLICT_ID_SQL);
-    await cli('both sides, field by field', 'conflicts', 'show', String((cid.rows[0] as { id: string }).id));
-
+    await reportingTour(pgClient, io);
+    await writeBackTour(pgClient, emu, cli, io);
     await cli('per list: last success, watermark, lag, rows, changes', 'status');
 
-    step(7, 'Done');
+    demoStep(io, 7, 'Done');
     // Ctrl-C on a terminal reaches the embedded server too (one process group): no connection of
     // the tour's may be open while it shuts down.
     await pgClient.end();
-    pgClient = undefined;
+    held.pgClient = undefined;
     if (opts.keep) {
       // Listening before saying "press Ctrl-C", and until the end: a signal never finds the process without a handler.
-      stopSignals = untilSignal();
-      stopConsole = await startDemoConsole(configPath, io);
+      held.stopSignals = untilSignal();
+      held.stopConsole = await startDemoConsole(configPath, io);
       io.out(keepInstructions(configPath, emu.baseUrl));
-      await stopSignals.received;
+      await held.stopSignals.received;
       io.out('demo: stopping the emulator and the database');
     } else {
       io.out(tryItYourself());
@@ -180,12 +101,123 @@ export async function runDemo(opts: DemoOptions): Promise<number> {
     io.err(`demo failed: ${e.message}`);
     return exitCodeFor(e);
   } finally {
-    await pgClient?.end().catch(() => undefined);
-    await stopConsole?.().catch(() => undefined);
+    await held.pgClient?.end().catch(() => undefined);
+    await held.stopConsole?.().catch(() => undefined);
     await emu.close();
-    await embedded?.stop();
-    stopSignals?.dispose();
+    await held.embedded?.stop();
+    held.stopSignals?.dispose();
   }
+}
+
+/** What the tour started and must stop, whatever step fails. */
+interface DemoResources {
+  embedded?: EmbeddedDb | undefined;
+  pgClient?: pg.Client | undefined;
+  stopSignals?: ReturnType<typeof untilSignal> | undefined;
+  stopConsole?: (() => Promise<void>) | undefined;
+}
+
+function demoStep(io: Output, n: number, text: string): void {
+  io.out(`\n== ${n}. ${text}`);
+}
+
+/** DATABASE_URL's server, or an embedded PostgreSQL kept in `dir`; a fresh demo database on it. */
+async function demoDatabase(opts: DemoOptions, dir: string, held: DemoResources): Promise<string> {
+  const { io } = opts;
+  const serverUrl = opts.databaseUrl ?? runtimeEnv().databaseUrl;
+  let baseUrl: string;
+  if (serverUrl) {
+    baseUrl = serverUrl;
+    io.out(`using DATABASE_URL ${redactUrl(serverUrl)}`);
+  } else {
+    const first = !existsSync(join(dir, 'pg', 'PG_VERSION'));
+    io.out(
+      `no DATABASE_URL: starting an embedded PostgreSQL in ${join(dir, 'pg')}${first ? ' (the first start sets it up: a few seconds)' : ''}`,
+    );
+    held.embedded = await startEmbeddedDb({ dir: join(dir, 'pg'), persistent: true });
+    baseUrl = held.embedded.url;
+  }
+  return freshDatabase(baseUrl, io);
+}
+
+/** The demo's config: the emulator, the demo database, the sample's orders list and the users directory. */
+function writeDemoConfig(dir: string, emu: RunningEmulator, dbUrl: string): string {
+  const configPath = join(dir, 'demo.config.json');
+  writeFileSync(
+    configPath,
+    `${JSON.stringify(
+      {
+        '//': 'Written by listsync demo: the emulator and the demo database.',
+        platform: { baseUrl: emu.baseUrl, apiKey: emu.apiKey, timeZone: 'UTC', requestsPerSecond: 10 },
+        database: { url: dbUrl, schema: 'demo' },
+        lists: [{ name: 'orders', appID: 'demo', listID: 'orders', conflictPolicy: 'remote-wins', schedule: { pull: '*/5 * * * *' } }],
+        users: { enabled: true, schedule: '0 * * * *' },
+      },
+      null,
+      2,
+    )}\n`,
+  );
+  return configPath;
+}
+
+/** Step 4: a report in plain SQL over the mirror, and the row counts. */
+async function reportingTour(pgClient: pg.Client, io: Output): Promise<void> {
+  const sql = `select status, count(*) as orders, sum(amount) as revenue,
+       count(*) filter (where paid) as paid, min(order_date) as first_order
+  from demo.orders
+ where _deleted_at is null
+ group by status
+ order by revenue desc nulls last`;
+  io.out(sql);
+  const report = await pgClient.query(sql);
+  io.out(
+    table(
+      report.fields.map((f) => f.name),
+      report.rows.map((r: Record<string, unknown>) => report.fields.map((f) => r[f.name])),
+    ),
+  );
+  const counts = await pgClient.query(
+    `select (select count(*) from demo.orders) as orders, (select count(*) from demo.platform_users) as users, (${COUNT_RUNS_SQL}) as runs`,
+  );
+  io.out(`rows: ${JSON.stringify(counts.rows[0])}`);
+}
+
+/** Steps 5 and 6: an edit in SQL pushed version-checked, then a conflict staged and settled. */
+async function writeBackTour(
+  pgClient: pg.Client,
+  emu: RunningEmulator,
+  cli: (title: string, ...args: string[]) => Promise<void>,
+  io: Output,
+): Promise<void> {
+  demoStep(io, 5, 'Write-back: an edit made with SQL reaches the platform, version-checked');
+  // An order not paid yet, so marking it paid is a visible change; and another one for the conflict.
+  const unpaid = await pgClient.query(
+    `select id, customer, row_version from demo.orders where _deleted_at is null and paid is not true order by id limit 1`,
+  );
+  const edited = (unpaid.rows as { id: string; customer: string; row_version: string }[])[0];
+  const other = await pgClient.query(`select id from demo.orders where _deleted_at is null and id <> $1 order by id limit 1`, [edited!.id]);
+  const contested = (other.rows as { id: string }[])[0];
+  const update = `update demo.orders set status = 'Paid', paid = true, customer = 'Acme (fixed in SQL)' where id = '${edited!.id}'`;
+  io.out(`${update};`);
+  await pgClient.query(update);
+  const outbox = await pgClient.query(PENDING_CHANGES_SQL);
+  io.out(`captured in ${OUTBOX_TABLE}: ${JSON.stringify(outbox.rows)}`);
+  await cli('PATCH with RowVersion = the base version, only the changed fields', 'push');
+  const onPlatform = await emu.admin.getItem('demo', 'orders', edited!.id);
+  const shown = (field: string): string => JSON.stringify(onPlatform[field]);
+  io.out(
+    `on the platform now: ${F.customer} (Customer)=${shown(F.customer)} ${F.status} (Status)=${shown(F.status)} ${F.paid} (Paid)=${shown(F.paid)} RowVersion ${edited!.row_version} -> ${onPlatform.RowVersion}`,
+  );
+
+  demoStep(io, 6, 'A conflict: the same item edited on the platform and in the mirror before a push');
+  await emu.admin.editItem('demo', 'orders', contested!.id, { Data: { [F.customer]: 'Changed on the platform' } });
+  io.out(`someone edits item ${contested!.id} on the platform (Customer = "Changed on the platform")`);
+  await pgClient.query(`update demo.orders set customer = 'Changed in SQL' where id = $1`, [contested!.id]);
+  io.out(`and you edit the same item in SQL (Customer = "Changed in SQL")`);
+  await cli("the PATCH is refused for its version; policy remote-wins keeps the platform's value and records both sides", 'push');
+  await cli('every conflict, with how it was settled', 'conflicts', '--all');
+  const cid = await pgClient.query(LATEST_CONFLICT_ID_SQL);
+  await cli('both sides, field by field', 'conflicts', 'show', String((cid.rows[0] as { id: string }).id));
 }
 
 /**

@@ -220,6 +220,21 @@ async function exportList(state: EmulatorState, list: ListData, res: ServerRespo
   return STREAMED;
 }
 
+/** One admin request as the routes see it: its path's segments after `/_admin`, and `is` to match them. */
+interface AdminRequest {
+  state: EmulatorState;
+  method: string;
+  path: string;
+  url: URL;
+  text: string;
+  res: ServerResponse;
+  seg: (string | undefined)[];
+  is: (method: string, ...parts: string[]) => boolean;
+}
+
+/** A route group's answer when the request is not one of its routes. */
+const NEXT = Symbol('next');
+
 async function route(
   state: EmulatorState,
   method: string,
@@ -232,13 +247,22 @@ async function route(
     .split('/')
     .slice(2)
     .map((s) => decodeURIComponent(s)); // after "/_admin"
-  const [head, a, b, c, d] = seg;
   const is = (m: string, ...parts: string[]): boolean =>
     method === m && seg.length === parts.length && parts.every((p, i) => p === '*' || p === seg[i]);
-
-  if (seg.length === 0 || (seg.length === 1 && head === '')) {
+  if (seg.length === 0 || (seg.length === 1 && seg[0] === '')) {
     return { admin: 'listsync emulator', routes: ADMIN_ROUTES };
   }
+  const r: AdminRequest = { state, method, path, url, text, res, seg, is };
+  for (const group of [routeState, routeList, routeActivityAndHooks, routeClock]) {
+    const result = await group(r);
+    if (result !== NEXT) return result;
+  }
+  throw new AdminError(404, `No such admin endpoint: ${method} ${path}`);
+}
+
+/** Reset, settings, faults, the request log and its stats. */
+function routeState(r: AdminRequest): AdminResult | typeof NEXT {
+  const { state, text, url, is } = r;
   if (is('POST', 'reset')) {
     const body = parse(resetSchema, jsonBody(text), 'reset') as ResetOptions;
     const store = state.reset(body);
@@ -264,84 +288,106 @@ async function route(
     return { cleared: true };
   }
   if (is('GET', 'stats')) return state.log.stats();
-  if (head === 'lists' && a !== undefined && b !== undefined) {
-    const list = requireList(state, a, b);
-    if (is('GET', 'lists', '*', '*', 'export')) return exportList(state, list, res);
-    if (is('GET', 'lists', '*', '*', 'fields')) return list.fields();
-    if (is('POST', 'lists', '*', '*', 'fields')) {
-      const meta = newFieldMeta(list, jsonBody(text));
-      if (list.field(meta.FieldName)) throw new AdminError(400, `FieldName: field "${meta.FieldName}" already exists`);
-      list.addField(meta);
-      fieldsChanged(state, list);
-      return meta;
+  return NEXT;
+}
+
+/** A list's export, fields and items. */
+async function routeList(r: AdminRequest): Promise<AdminResult | typeof NEXT> {
+  const { state, text, is, res } = r;
+  const [head, a, b, c, d] = r.seg;
+  if (head !== 'lists' || a === undefined || b === undefined) return NEXT;
+  const list = requireList(state, a, b);
+  if (is('GET', 'lists', '*', '*', 'export')) return exportList(state, list, res);
+  if (is('GET', 'lists', '*', '*', 'fields')) return list.fields();
+  if (is('POST', 'lists', '*', '*', 'fields')) {
+    const meta = newFieldMeta(list, jsonBody(text));
+    if (list.field(meta.FieldName)) throw new AdminError(400, `FieldName: field "${meta.FieldName}" already exists`);
+    list.addField(meta);
+    fieldsChanged(state, list);
+    return meta;
+  }
+  if (is('PATCH', 'lists', '*', '*', 'fields', '*')) {
+    // {DisplayName}: renames the field (the storage name never changes). {delete: true}: deletes it and
+    // its values. {reuse: {field, FieldID?, keepValues?}}: gives its slot to another field (a new FieldID).
+    const body = jsonBody(text) as { DisplayName?: unknown; delete?: unknown; reuse?: unknown } | null;
+    if (body?.delete === true) return { deleted: deleteField(state, list, d!) };
+    if (body?.reuse !== undefined) return reuseSlot(state, list, d!, body.reuse);
+    const meta = list.field(d!);
+    if (!meta) throw new AdminError(404, `no field "${d}" in list ${a}/${b}`);
+    if (typeof body?.DisplayName !== 'string' || body.DisplayName.trim() === '')
+      throw new AdminError(400, 'DisplayName: expected a non-empty string (or delete: true, or reuse: {...})');
+    meta.DisplayName = body.DisplayName;
+    fieldsChanged(state, list);
+    return meta;
+  }
+  return routeListItems(r, list, c, d);
+}
+
+async function routeListItems(
+  r: AdminRequest,
+  list: ListData,
+  c: string | undefined,
+  d: string | undefined,
+): Promise<AdminResult | typeof NEXT> {
+  const { state, text, is, method, seg } = r;
+  if (is('POST', 'lists', '*', '*', 'items')) {
+    const body = parse(createSchema, jsonBody(text), 'create');
+    const data = validateWriteData(list, body.Data ?? {});
+    const now = state.now();
+    const createdNaive = body.Created === undefined ? now.naive : timestamp(state, body.Created, 'Created');
+    const createdMs = body.Created === undefined ? now.ms : state.store.zone.msFromNaive(createdNaive);
+    const id = createItem(list, data, {
+      userId: userOrDefault(state, body.UserID),
+      createdMs,
+      createdNaive,
+      lag: state.lag,
+      events: state.itemHooks,
+    });
+    return { ListDataID: id, RowVersion: 1 };
+  }
+  if (is('POST', 'lists', '*', '*', 'bulk-edit')) {
+    // A platform workflow editing many items at once: each gets Data, a new RowVersion and Modified, and its item event.
+    const body = parse(bulkEditSchema, jsonBody(text), 'bulk-edit');
+    const data = validateWriteData(list, body.Data ?? {});
+    const slots = list.order.slice(0, body.count ?? list.order.length);
+    const modifiedNaive = state.now().naive;
+    const userId = userOrDefault(state, body.UserID);
+    // In steps of BULK_EDIT_STEP items, yielding between them: the emulator keeps answering (and delivering) meanwhile.
+    for (let i = 0; i < slots.length; i += BULK_EDIT_STEP) {
+      for (const slot of slots.slice(i, i + BULK_EDIT_STEP))
+        if (list.alive[slot]) updateItem(list, slot, data, { userId, modifiedNaive, lag: state.lag, events: state.itemHooks });
+      await new Promise((next) => setImmediate(next));
     }
-    if (is('PATCH', 'lists', '*', '*', 'fields', '*')) {
-      // {DisplayName}: renames the field (the storage name never changes). {delete: true}: deletes it and
-      // its values. {reuse: {field, FieldID?, keepValues?}}: gives its slot to another field (a new FieldID).
-      const body = jsonBody(text) as { DisplayName?: unknown; delete?: unknown; reuse?: unknown } | null;
-      if (body?.delete === true) return { deleted: deleteField(state, list, d!) };
-      if (body?.reuse !== undefined) return reuseSlot(state, list, d!, body.reuse);
-      const meta = list.field(d!);
-      if (!meta) throw new AdminError(404, `no field "${d}" in list ${a}/${b}`);
-      if (typeof body?.DisplayName !== 'string' || body.DisplayName.trim() === '')
-        throw new AdminError(400, 'DisplayName: expected a non-empty string (or delete: true, or reuse: {...})');
-      meta.DisplayName = body.DisplayName;
-      fieldsChanged(state, list);
-      return meta;
-    }
-    if (is('POST', 'lists', '*', '*', 'items')) {
-      const body = parse(createSchema, jsonBody(text), 'create');
+    return { edited: slots.length };
+  }
+  if (c === 'items' && d !== undefined && seg.length === 5) {
+    const slot = requireItem(list, d);
+    if (method === 'GET') return list.record(slot);
+    if (method === 'PATCH') {
+      const body = parse(editSchema, jsonBody(text), 'edit');
       const data = validateWriteData(list, body.Data ?? {});
-      const now = state.now();
-      const createdNaive = body.Created === undefined ? now.naive : timestamp(state, body.Created, 'Created');
-      const createdMs = body.Created === undefined ? now.ms : state.store.zone.msFromNaive(createdNaive);
-      const id = createItem(list, data, {
+      const modifiedNaive = body.Modified === undefined ? state.now().naive : timestamp(state, body.Modified, 'Modified');
+      const opts = {
         userId: userOrDefault(state, body.UserID),
-        createdMs,
-        createdNaive,
+        modifiedNaive,
         lag: state.lag,
         events: state.itemHooks,
-      });
-      return { ListDataID: id, RowVersion: 1 };
+        ...(body.RowVersion === undefined ? {} : { expectedVersion: body.RowVersion }),
+      };
+      const version = updateItem(list, slot, data, opts);
+      return { ListDataID: d, RowVersion: version };
     }
-    if (is('POST', 'lists', '*', '*', 'bulk-edit')) {
-      // A platform workflow editing many items at once: each gets Data, a new RowVersion and Modified, and its item event.
-      const body = parse(bulkEditSchema, jsonBody(text), 'bulk-edit');
-      const data = validateWriteData(list, body.Data ?? {});
-      const slots = list.order.slice(0, body.count ?? list.order.length);
-      const modifiedNaive = state.now().naive;
-      const userId = userOrDefault(state, body.UserID);
-      // In steps of BULK_EDIT_STEP items, yielding between them: the emulator keeps answering (and delivering) meanwhile.
-      for (let i = 0; i < slots.length; i += BULK_EDIT_STEP) {
-        for (const slot of slots.slice(i, i + BULK_EDIT_STEP))
-          if (list.alive[slot]) updateItem(list, slot, data, { userId, modifiedNaive, lag: state.lag, events: state.itemHooks });
-        await new Promise((next) => setImmediate(next));
-      }
-      return { edited: slots.length };
-    }
-    if (c === 'items' && d !== undefined && seg.length === 5) {
-      const slot = requireItem(list, d);
-      if (method === 'GET') return list.record(slot);
-      if (method === 'PATCH') {
-        const body = parse(editSchema, jsonBody(text), 'edit');
-        const data = validateWriteData(list, body.Data ?? {});
-        const modifiedNaive = body.Modified === undefined ? state.now().naive : timestamp(state, body.Modified, 'Modified');
-        const opts = {
-          userId: userOrDefault(state, body.UserID),
-          modifiedNaive,
-          lag: state.lag,
-          events: state.itemHooks,
-          ...(body.RowVersion === undefined ? {} : { expectedVersion: body.RowVersion }),
-        };
-        const version = updateItem(list, slot, data, opts);
-        return { ListDataID: d, RowVersion: version };
-      }
-      if (method === 'DELETE') {
-        deleteItem(list, slot, { lag: state.lag, events: state.itemHooks });
-        return { ListDataID: d, deleted: true };
-      }
+    if (method === 'DELETE') {
+      deleteItem(list, slot, { lag: state.lag, events: state.itemHooks });
+      return { ListDataID: d, deleted: true };
     }
   }
+  return NEXT;
+}
+
+/** Activity, webhook subscriptions and deliveries, item events. */
+async function routeActivityAndHooks(r: AdminRequest): Promise<AdminResult | typeof NEXT> {
+  const { state, text, is, method } = r;
   if (is('DELETE', 'activity')) {
     state.activity.stop();
     return { settings: state.activity.current, totals: state.activity.totals };
@@ -381,6 +427,12 @@ async function route(
       throw new AdminError(404, coerceError(e).message);
     }
   }
+  return NEXT;
+}
+
+/** The emulator's clock, pinned or not. */
+function routeClock(r: AdminRequest): AdminResult | typeof NEXT {
+  const { state, text, is, method } = r;
   if (is('GET', 'clock') || is('PUT', 'clock')) {
     if (method === 'PUT') {
       const body = parse(clockSchema, jsonBody(text), 'clock');
@@ -399,7 +451,7 @@ async function route(
       pinned: state.clock.isPinned,
     };
   }
-  throw new AdminError(404, `No such admin endpoint: ${method} ${path}`);
+  return NEXT;
 }
 
 export const ADMIN_ROUTES = [

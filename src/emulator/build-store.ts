@@ -50,6 +50,22 @@ function seedUsers(seed: SeedFile['users'], seedNumber: number): User[] {
   });
 }
 
+/** The IDs the seed's items give themselves (`ListDataID`: 1 to 19 digits, each once). */
+function explicitSeedIds(items: readonly Record<string, unknown>[], path: string): Set<bigint> {
+  const explicitIds = new Set<bigint>();
+  items.forEach((item, j) => {
+    const raw = item['ListDataID'];
+    if (raw === undefined) return;
+    if (typeof raw !== 'string' || !/^\d{1,19}$/.test(raw)) {
+      throw new SeedError(`Invalid seed: ${path}.items[${j}].ListDataID: must be a string of 1 to 19 digits (got ${JSON.stringify(raw)})`);
+    }
+    const id = BigInt(raw);
+    if (explicitIds.has(id)) throw new SeedError(`Invalid seed: ${path}.items[${j}].ListDataID: ${raw} is used twice`);
+    explicitIds.add(id);
+  });
+  return explicitIds;
+}
+
 function buildSeedList(def: SeedList, index: number, store: EmulatorStore, seedNumber: number): ListData {
   const { zone, users, referenceMs, spanDays } = store;
   const path = `lists[${index}]`;
@@ -66,17 +82,7 @@ function buildSeedList(def: SeedList, index: number, store: EmulatorStore, seedN
   for (const f of def.fields) if (f.FieldName !== 'Title') list.addField(userFieldMeta(def.appID, def.listID, f as FieldSpec));
 
   const items = def.items ?? [];
-  const explicitIds = new Set<bigint>();
-  items.forEach((item, j) => {
-    const raw = item['ListDataID'];
-    if (raw === undefined) return;
-    if (typeof raw !== 'string' || !/^\d{1,19}$/.test(raw)) {
-      throw new SeedError(`Invalid seed: ${path}.items[${j}].ListDataID: must be a string of 1 to 19 digits (got ${JSON.stringify(raw)})`);
-    }
-    const id = BigInt(raw);
-    if (explicitIds.has(id)) throw new SeedError(`Invalid seed: ${path}.items[${j}].ListDataID: ${raw} is used twice`);
-    explicitIds.add(id);
-  });
+  const explicitIds = explicitSeedIds(items, path);
 
   const userIds = new Set(users.map((u) => u.UserID));
   const columnIndex = new Map(list.dataColumns.map((c, i) => [c.meta.FieldName, i]));

@@ -7,6 +7,11 @@
  * the column to text (`alter column ... type text using col::text`). Every such
  * step is described in the returned mapping's `changes` and logged.
  *
+ * What to change is decided by `planSchema` (schema-plan.ts, pure, tested
+ * without a database in test/mirror/schema-plan.test.ts); this file reads the
+ * catalog and the registry, runs the plan's DDL and keeps the registry, the
+ * triggers, the views and the change log true to it.
+ *
  * Identifiers are always quoted (`quoteIdent`); values always travel as
  * bindings; the few string literals DDL needs (comments, trigger arguments) go
  * through `quoteLiteral`.
@@ -15,34 +20,11 @@ import type { Knex } from '../db.js';
 import { ConfigError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { FieldMeta } from '../platform/types.js';
-import { flag } from '../platform/field-meta.js';
-import { columnKindFor, describeField, SQL_TYPE, type ColumnKind } from './column-types.js';
-import {
-  assignColumnNames,
-  assertIdentifier,
-  freeColumnName,
-  isReservedColumn,
-  objectName,
-  preferredColumnName,
-  qualifiedName,
-  quoteIdent,
-  quoteLiteral,
-  withSuffix,
-  type ColumnNaming,
-} from './naming.js';
+import { SQL_TYPE, type ColumnKind } from './column-types.js';
+import { assertIdentifier, objectName, qualifiedName, quoteIdent, quoteLiteral, type ColumnNaming } from './naming.js';
 import { DIRECTORY_OWN_COLUMNS, OWN_COLUMNS_OF } from './own-columns.js';
-import { rederiveColumns, type DerivedColumn } from './rederive.js';
-import {
-  fieldIdOf,
-  fieldsFingerprint,
-  isAnotherField,
-  keptRawKeys,
-  mappedColumn,
-  readRegistry,
-  writeRegistry,
-  type RegistryField,
-} from './registry.js';
-import { isReadOnlyField } from './read-only.js';
+import { rederiveColumns } from './rederive.js';
+import { keptRawKeys, mappedColumn, readRegistry, writeRegistry, type RegistryEntry, type RegistryField } from './registry.js';
 import { createTableMapping, FIXED_COLUMNS, type MappedColumn, type TableMapping } from './table-mapping.js';
 import { ensureHistoryTable, historyTableName } from './history.js';
 import {
@@ -59,6 +41,7 @@ import {
 } from './reporting.js';
 import { recordSchemaChanges } from '../store/schema-changes.js';
 import { describeSchemaChange, WARNING_KINDS, type SchemaChange } from './schema-change.js';
+import { FIXED_COLUMN_TYPES, planSchema, TRAILING_COLUMN_TYPES, type SchemaPlan, type TableDescription } from './schema-plan.js';
 import { assertCaptureFunction, attachCaptureTriggers, tableOwner } from './triggers.js';
 import { escapeStorable } from './storable.js';
 import { isTransaction, markListsyncWriter } from './writer.js';
@@ -108,29 +91,6 @@ export interface EnsureMirrorTableOptions {
   logger?: Logger;
 }
 
-/** How Postgres' `format_type` names each kind's type. */
-const FORMATTED_TYPE: Readonly<Record<ColumnKind, string>> = {
-  text: 'text',
-  numeric: 'numeric',
-  boolean: 'boolean',
-  date: 'date',
-  timestamptz: 'timestamp with time zone',
-  'text[]': 'text[]',
-  jsonb: 'jsonb',
-};
-
-/** The fixed columns after `id`, with their types (the id column is the primary key). */
-const FIXED_COLUMN_TYPES: readonly [string, string][] = [
-  [FIXED_COLUMNS.rowVersion, 'bigint'],
-  [FIXED_COLUMNS.createdAt, 'timestamptz'],
-  [FIXED_COLUMNS.modifiedAt, 'timestamptz'],
-];
-const TRAILING_COLUMN_TYPES: readonly [string, string][] = [
-  [FIXED_COLUMNS.raw, 'jsonb'],
-  [FIXED_COLUMNS.syncedAt, 'timestamptz'],
-  [FIXED_COLUMNS.deletedAt, 'timestamptz'],
-];
-
 /** Serialises DDL on one table across processes (first key of the two-key advisory lock space). */
 const DDL_LOCK_CLASS = 0x6c73_6464; // 'lsdd'
 
@@ -146,205 +106,80 @@ export async function ensureMirrorTable(db: Knex | Knex.Transaction, options: En
   return isTransaction(db) ? run(db) : db.transaction(run);
 }
 
+/** Reads what the table and the registry are, plans the evolution (schema-plan.ts), then runs it. */
 async function ensureInTransaction(trx: Knex.Transaction, o: EnsureMirrorTableOptions): Promise<TableMapping> {
   const { schema, list } = o;
   const table = list.table;
-  const qtable = qualifiedName(schema, table);
-  const createdField = o.createdField ?? 'Created';
-  const modifiedField = o.modifiedField ?? 'Modified';
-  const changes: SchemaChange[] = [];
-
   await trx.raw('select pg_advisory_xact_lock(?, hashtext(?))', [DDL_LOCK_CLASS, `${schema}.${table}`]);
   await assertCaptureFunction(trx);
-
   const registry = await readRegistry(trx, list.name, { forUpdate: true });
   const existing = await describeTable(trx, schema, table);
-  if (existing.kind === 'other') {
-    throw new ConfigError(
-      `${schema}.${table} exists but is not a table (a view?); choose another table name for list "${list.name}" (lists[].table).`,
-      'lists[].table',
-    );
-  }
-  if (existing.kind === 'table') {
-    const owner = await tableOwner(trx, schema, table);
-    if (owner !== undefined && owner !== list.name) {
-      throw new ConfigError(
-        `Table ${schema}.${table} already mirrors list "${owner}"; give list "${list.name}" a table of its own (lists[].table).`,
-        'lists[].table',
-      );
-    }
-    if (!existing.columns.has(FIXED_COLUMNS.id)) {
-      throw new ConfigError(
-        `Table ${schema}.${table} exists but has no "id" column, so it is not a listsync mirror table; choose another table name for list "${list.name}" (lists[].table) or drop it.`,
-        'lists[].table',
-      );
-    }
-  }
-  if (registry && registry.table !== table) {
-    changes.push({ kind: 'retargeted', before: `${schema}.${registry.table}`, after: `${schema}.${table}` });
-  }
-
-  // Which fields go to the fixed columns, which get columns of their own.
-  const fixedByField = new Map<string, string>([
-    [o.idField, FIXED_COLUMNS.id],
-    [o.versionField, FIXED_COLUMNS.rowVersion],
-    [createdField, FIXED_COLUMNS.createdAt],
-    [modifiedField, FIXED_COLUMNS.modifiedAt],
-  ]);
-  const seen = new Set<string>();
-  const fields: FieldMeta[] = [];
-  for (const f of o.fields) {
-    if (typeof f?.FieldName !== 'string' || f.FieldName === '' || seen.has(f.FieldName)) continue;
-    seen.add(f.FieldName);
-    fields.push(f);
-  }
-  const ownFields = fields.filter((f) => !fixedByField.has(f.FieldName));
-  const registered = (registry?.fields ?? []).filter((e) => !e.fixed);
-  const retired = registered.filter((e) => e.retired === true);
-  const prior = new Map(registered.filter((e) => e.retired !== true).map((e) => [e.field, e]));
-  const reporting = o.reportingSchema ?? undefined;
-  const evolving: Evolution = {
-    trx,
+  const owner = existing.kind === 'table' ? await tableOwner(trx, schema, table) : undefined;
+  const plan = planSchema({
     schema,
     table,
-    reporting,
-    columns: existing.kind === 'table' ? existing.columns : undefined,
-    taken: new Set([...registered.map((e) => e.column), ...Object.values(o.columns ?? {})]),
-    changes,
-  };
-  await renameReservedColumns(evolving, registered);
-  await retireReusedSlots(evolving, ownFields, prior, retired);
-  const names = assignColumnNames(
-    ownFields.map((f) => ({ field: f.FieldName, name: preferredColumnName(f, o.columnNames) })),
-    new Map([...prior].map(([field, e]) => [field, e.column])),
-    new Map(Object.entries(o.columns ?? {})),
-  );
-  if (existing.kind === 'table') await renamePinnedColumns(trx, qtable, existing.columns, prior, names, changes);
+    listName: list.name,
+    existing,
+    owner,
+    registry,
+    fields: o.fields,
+    idField: o.idField,
+    versionField: o.versionField,
+    createdField: o.createdField ?? 'Created',
+    modifiedField: o.modifiedField ?? 'Modified',
+    timeZone: o.timeZone,
+    columnNames: o.columnNames,
+    columns: o.columns,
+    columnTypes: o.columnTypes,
+  });
+  return applySchemaPlan(trx, o, plan, registry);
+}
 
-  // Decide each field column's kind and the DDL it needs.
-  const entries: RegistryField[] = [];
-  const addColumns: { column: string; kind: ColumnKind; field: FieldMeta }[] = [];
-  const widen: string[] = [];
-  for (const f of ownFields) {
-    const column = names.get(f.FieldName)!;
-    const pinnedKind = o.columnTypes?.[f.FieldName];
-    const wanted = pinnedKind ?? columnKindFor(f);
-    const before = prior.get(f.FieldName);
-    const renamedTo = platformRename(before, f);
-    if (renamedTo !== undefined) {
-      changes.push({ kind: 'renamed', field: f.FieldName, column, before: before?.displayName ?? '', after: renamedTo });
-    }
-    let kind: ColumnKind = wanted;
-    if (existing.kind === 'table') {
-      const have = existing.columns.get(column);
-      if (have === undefined) {
-        addColumns.push({ column, kind, field: f });
-        changes.push({ kind: 'added', field: f.FieldName, column, after: SQL_TYPE[kind], ...(before ? { before: 'missing' } : {}) });
-      } else if (have === FORMATTED_TYPE[wanted]) {
-        if (before?.removed) changes.push({ kind: 'back', field: f.FieldName, column });
-      } else if (have === 'text') {
-        kind = 'text';
-        if (before?.removed) changes.push({ kind: 'back', field: f.FieldName, column });
-        if (before === undefined || before.platformKind !== wanted)
-          changes.push({ kind: 'kept-text', field: f.FieldName, column, before: 'text', after: SQL_TYPE[wanted] });
-      } else {
-        kind = 'text';
-        widen.push(column);
-        changes.push({ kind: 'widened', field: f.FieldName, column, before: have, after: SQL_TYPE[wanted] });
-      }
-    }
-    const entry = registryEntry(f, column, kind, wanted, false);
-    entries.push(pinnedKind === undefined ? entry : { ...entry, kindSource: 'lists[].columns' });
-  }
-
-  const ownNames = new Set(ownFields.map((f) => f.FieldName));
-  const removed: RegistryField[] = [];
-  for (const e of prior.values()) {
-    if (ownNames.has(e.field)) continue;
-    if (!e.removed) changes.push({ kind: 'removed', field: e.field, column: e.column });
-    removed.push({ ...e, removed: true });
-  }
-  removed.push(...retired);
-
-  // DDL.
-  await createSchemaIfMissing(trx, schema);
-  const allFields = [...entries, ...removed];
-  if (existing.kind === 'none') {
-    const columnsSql = [
-      `${quoteIdent(FIXED_COLUMNS.id)} text primary key default (${quoteLiteral('local-')} || gen_random_uuid()::text)`,
-      ...FIXED_COLUMN_TYPES.map(([c, t]) => `${quoteIdent(c)} ${t}`),
-      ...entries.map((e) => `${quoteIdent(e.column)} ${SQL_TYPE[e.kind]}`),
-      ...TRAILING_COLUMN_TYPES.map(([c, t]) => `${quoteIdent(c)} ${t}`),
-    ];
-    await trx.raw(`create table ${qtable} (\n  ${columnsSql.join(',\n  ')}\n)`);
-    changes.push({ kind: 'table-created', column: `${schema}.${table}`, detail: String(entries.length) });
-  } else {
-    for (const [c, t] of [...FIXED_COLUMN_TYPES, ...TRAILING_COLUMN_TYPES]) {
-      if (!existing.columns.has(c)) {
-        await trx.raw(`alter table ${qtable} add column ${quoteIdent(c)} ${t}`);
-        changes.push({ kind: 'fixed-column-added', column: c, after: t });
-      }
-    }
-    for (const c of changes) if (c.kind === 'column-renamed') await renameShownColumn(trx, schema, table, reporting, c.before!, c.after!);
-    for (const a of addColumns) await trx.raw(`alter table ${qtable} add column ${quoteIdent(a.column)} ${SQL_TYPE[a.kind]}`);
-    // Postgres refuses to change the type of a column a view reads: the reporting views show it as NULL until they are rebuilt below.
-    if (widen.length > 0 && reporting !== undefined)
-      await detachViewColumns(trx, reportingViews(reporting, schema, table, allFields), new Set(widen));
-    for (const column of widen) {
-      await trx.raw(`alter table ${qtable} alter column ${quoteIdent(column)} type text using ${quoteIdent(column)}::text`);
-    }
-  }
+/** Runs a plan: the DDL, the triggers, the re-derived columns, the registry, what readers see, the change log. */
+async function applySchemaPlan(
+  trx: Knex.Transaction,
+  o: EnsureMirrorTableOptions,
+  plan: SchemaPlan,
+  registry: RegistryEntry | undefined,
+): Promise<TableMapping> {
+  const { schema, list } = o;
+  const table = list.table;
+  const reporting = o.reportingSchema ?? undefined;
+  const changes = [...plan.changes];
+  const allFields = [...plan.entries, ...plan.removed];
+  await runTableDdl(trx, { schema, table, reporting }, plan, allFields);
   await ensureIndexes(trx, schema, table);
-  const active: MappedColumn[] = entries.map(mappedColumn);
+  const active: MappedColumn[] = plan.entries.map(mappedColumn);
+  const removedColumns = plan.removed.map(({ field, column, kind }) => ({ field, column, kind }));
   await attachCaptureTriggers(trx, {
     schema,
     table,
     listName: list.name,
     columns: active,
-    removedColumns: removed.map(({ field, column, kind }) => ({ field, column, kind })),
+    removedColumns,
     versionField: o.versionField,
     pushDeletes: o.pushDeletes,
   });
-
-  // Registry: fixed fields first, then the field columns in the platform's order, then removed ones.
-  const fixedEntries: RegistryField[] = [...fixedByField].map(([fieldName, column]) => {
-    const meta = fields.find((f) => f.FieldName === fieldName) ?? { FieldName: fieldName, FieldType: '', Type: '' };
-    const kind: ColumnKind = column === FIXED_COLUMNS.id ? 'text' : column === FIXED_COLUMNS.rowVersion ? 'numeric' : 'timestamptz';
-    return registryEntry(meta, column, kind, kind, true);
-  });
-  const fingerprint = fieldsFingerprint(fields);
-  const timeZone = o.timeZone ?? registry?.conversion.timeZone;
+  const rederived = await rederiveStale(trx, { schema, table, listName: list.name }, plan);
+  if (rederived) changes.push(rederived);
   const omitsEmptyValues = o.omitsEmptyValues ?? registry?.conversion.omitsEmptyValues ?? false;
-  if (existing.kind === 'table') {
-    const stale = staleColumns({ entries, widen, fixedEntries, before: registry?.conversion.timeZone, now: timeZone });
-    if (stale.columns.length > 0) {
-      const r = await rederiveColumns(trx, { schema, table, listName: list.name }, stale.columns, timeZone ?? 'UTC');
-      if (r.rows > 0)
-        changes.push({
-          kind: 'rederived',
-          column: stale.columns.map((c) => c.column).join(', '),
-          detail:
-            `${r.rows} row(s) from _raw (${stale.why})` +
-            (r.failedValues ? `; ${r.failedValues} value(s) did not convert and are NULL, kept in _raw` : ''),
-        });
-    }
-  }
   const history = o.history ?? false;
   const title = o.title ?? registry?.title;
+  const timeZone = plan.timeZone;
   await writeRegistry(trx, {
     name: list.name,
     appID: list.appID,
     listID: list.listID,
     table,
-    fields: [...fixedEntries, ...allFields],
-    fingerprint,
+    // Fixed fields first, then the field columns in the platform's order, then removed ones.
+    fields: [...plan.fixedEntries, ...allFields],
+    fingerprint: plan.fingerprint,
     conversion: { ...(timeZone === undefined ? {} : { timeZone }), ...(omitsEmptyValues ? { omitsEmptyValues } : {}) },
     history,
     ...(title !== undefined ? { title } : {}),
   });
-
   // What readers see: history, views and comments, all kept true on every call.
-  if (history) await ensureHistoryTable(trx, { schema, table, fields: allFields, widened: widen });
+  if (history) await ensureHistoryTable(trx, { schema, table, fields: allFields, widened: plan.widen });
   const described = {
     name: list.name,
     appID: list.appID,
@@ -357,35 +192,96 @@ async function ensureInTransaction(trx: Knex.Transaction, o: EnsureMirrorTableOp
     table,
     reporting,
     history,
-    fields: [...fixedEntries, ...allFields],
+    fields: [...plan.fixedEntries, ...allFields],
     comment: tableComment(described),
   });
-
-  const ids = await recordSchemaChanges(trx, list.name, changes, o.runId);
-  for (const c of changes) {
-    const where = { list: list.name, table: `${schema}.${table}`, kind: c.kind };
-    if (WARNING_KINDS.has(c.kind)) o.logger?.warn(where, describeSchemaChange(c));
-    else o.logger?.info(where, describeSchemaChange(c));
-  }
-
+  const ids = await recordAndLog(trx, o, changes);
   return createTableMapping({
     schema,
     table,
     listName: list.name,
     idField: o.idField,
     versionField: o.versionField,
-    createdField,
-    modifiedField,
+    createdField: o.createdField ?? 'Created',
+    modifiedField: o.modifiedField ?? 'Modified',
     columns: active,
-    removedColumns: removed.map(({ field, column, kind }) => ({ field, column, kind })),
-    keptRawKeys: keptRawKeys(removed),
+    removedColumns,
+    keptRawKeys: keptRawKeys(plan.removed),
     ...(omitsEmptyValues ? { omitsEmptyValues } : {}),
     changes: changes.map(describeSchemaChange),
     schemaChanges: changes,
     schemaChangeIds: ids,
     history,
-    fingerprint,
+    fingerprint: plan.fingerprint,
   });
+}
+
+interface TableRef {
+  schema: string;
+  table: string;
+  reporting: string | undefined;
+}
+
+/** The plan's DDL on the table: renames and raw moves, then create it, or add and widen its columns. */
+async function runTableDdl(trx: Knex.Transaction, t: TableRef, plan: SchemaPlan, allFields: readonly RegistryField[]): Promise<void> {
+  const qtable = qualifiedName(t.schema, t.table);
+  for (const step of plan.columnSteps) {
+    if (step.op === 'move-raw') await moveRawValues(trx, qtable, step.field, step.rawKey);
+    else {
+      await trx.raw(`alter table ${qtable} rename column ${quoteIdent(step.from)} to ${quoteIdent(step.to)}`);
+      if (step.shown) await renameShownColumn(trx, t.schema, t.table, t.reporting, step.from, step.to);
+    }
+  }
+  await createSchemaIfMissing(trx, t.schema);
+  if (plan.create) {
+    const columnsSql = [
+      `${quoteIdent(FIXED_COLUMNS.id)} text primary key default (${quoteLiteral('local-')} || gen_random_uuid()::text)`,
+      ...FIXED_COLUMN_TYPES.map(([c, ty]) => `${quoteIdent(c)} ${ty}`),
+      ...plan.entries.map((e) => `${quoteIdent(e.column)} ${SQL_TYPE[e.kind]}`),
+      ...TRAILING_COLUMN_TYPES.map(([c, ty]) => `${quoteIdent(c)} ${ty}`),
+    ];
+    await trx.raw(`create table ${qtable} (\n  ${columnsSql.join(',\n  ')}\n)`);
+    return;
+  }
+  for (const [c, ty] of plan.fixedColumnsToAdd) await trx.raw(`alter table ${qtable} add column ${quoteIdent(c)} ${ty}`);
+  for (const r of plan.shownRenames) await renameShownColumn(trx, t.schema, t.table, t.reporting, r.from, r.to);
+  for (const a of plan.addColumns) await trx.raw(`alter table ${qtable} add column ${quoteIdent(a.column)} ${SQL_TYPE[a.kind]}`);
+  // Postgres refuses to change the type of a column a view reads: the reporting views show it as NULL until they are rebuilt.
+  if (plan.widen.length > 0 && t.reporting !== undefined)
+    await detachViewColumns(trx, reportingViews(t.reporting, t.schema, t.table, allFields), new Set(plan.widen));
+  for (const column of plan.widen) {
+    await trx.raw(`alter table ${qtable} alter column ${quoteIdent(column)} type text using ${quoteIdent(column)}::text`);
+  }
+}
+
+/** Re-derives the plan's stale columns from `_raw`; the change to log when rows were rewritten. */
+async function rederiveStale(
+  trx: Knex.Transaction,
+  target: { schema: string; table: string; listName: string },
+  plan: SchemaPlan,
+): Promise<SchemaChange | undefined> {
+  const stale = plan.stale;
+  if (stale.columns.length === 0) return undefined;
+  const r = await rederiveColumns(trx, target, stale.columns, plan.timeZone ?? 'UTC');
+  if (r.rows === 0) return undefined;
+  return {
+    kind: 'rederived',
+    column: stale.columns.map((c) => c.column).join(', '),
+    detail:
+      `${r.rows} row(s) from _raw (${stale.why})` +
+      (r.failedValues ? `; ${r.failedValues} value(s) did not convert and are NULL, kept in _raw` : ''),
+  };
+}
+
+/** Keeps the changes in `listsync.schema_changes` and logs each one (warnings for those someone may want to look at). */
+async function recordAndLog(trx: Knex.Transaction, o: EnsureMirrorTableOptions, changes: readonly SchemaChange[]): Promise<number[]> {
+  const ids = await recordSchemaChanges(trx, o.list.name, changes, o.runId);
+  for (const c of changes) {
+    const where = { list: o.list.name, table: `${o.schema}.${o.list.table}`, kind: c.kind };
+    if (WARNING_KINDS.has(c.kind)) o.logger?.warn(where, describeSchemaChange(c));
+    else o.logger?.info(where, describeSchemaChange(c));
+  }
+  return ids;
 }
 
 /**
@@ -423,8 +319,7 @@ export const USERS_COLUMNS = ['user_id', 'name', 'email', 'account', 'photo', 'l
 
 // ---------------------------------------------------------------- catalog
 
-type TableDescription = { kind: 'none' } | { kind: 'other' } | { kind: 'table'; columns: Map<string, string> };
-
+/** What the catalog says of a table name. */
 async function describeTable(db: Knex.Transaction, schema: string, table: string): Promise<TableDescription> {
   const rel = (await db.raw(
     `select c.oid, c.relkind from pg_class c join pg_namespace n on n.oid = c.relnamespace where n.nspname = ? and c.relname = ?`,
@@ -485,94 +380,14 @@ async function renameShownColumn(
   if (fieldColumnIn(OWN_COLUMNS_OF.history)) await renameColumnIfPresent(trx, reporting, history, from, to);
 }
 
-/** What the steps that evolve an existing table's columns share. */
-interface Evolution {
-  trx: Knex.Transaction;
-  schema: string;
-  table: string;
-  reporting: string | undefined;
-  /** The table's columns and types (kept up to date by the renames); undefined when the table does not exist yet. */
-  columns: Map<string, string> | undefined;
-  /** Column names in use or promised: registry entries, pinned names, new names given so far. */
-  taken: Set<string>;
-  changes: SchemaChange[];
-}
-
-/** Renames a field column everywhere it is shown (table, history, views); only the registry when the table is missing. */
-async function renameFieldColumn(ev: Evolution, from: string, to: string): Promise<void> {
-  ev.taken.add(to);
-  if (ev.columns === undefined || !ev.columns.has(from)) return;
-  await ev.trx.raw(`alter table ${qualifiedName(ev.schema, ev.table)} rename column ${quoteIdent(from)} to ${quoteIdent(to)}`);
-  ev.columns.set(to, ev.columns.get(from)!);
-  ev.columns.delete(from);
-  await renameShownColumn(ev.trx, ev.schema, ev.table, ev.reporting, from, to);
-}
-
-/** A column name that no field column, existing column or pinned name holds (and not reserved). */
-function freeName(ev: Evolution, base: string): string {
-  return freeColumnName(base, (c) => ev.taken.has(c) || (ev.columns?.has(c) ?? false));
-}
-
-/**
- * Field columns named like a column listsync adds itself (named before the name was reserved:
- * a field "Valid From" in a list that now keeps history, "Synced At" beside the view's `synced_at`)
- * are renamed to a free name, so that every table and view built from the mirror table can show both.
- */
-async function renameReservedColumns(ev: Evolution, entries: readonly RegistryField[]): Promise<void> {
-  for (const e of entries) {
-    if (!isReservedColumn(e.column)) continue;
-    const to = freeName(ev, e.column);
-    await renameFieldColumn(ev, e.column, to);
-    ev.changes.push({ kind: 'column-renamed', field: e.field, column: to, before: e.column, after: to, detail: 'reserved' });
-    e.column = to;
-  }
-}
-
-/**
- * Slots the platform gave to another field since the registry saw them: the old field (active or
- * removed) is retired: its column is renamed `<column>_removed` with its data, its raw values move to
- * `_raw` key `<field>@<column>` (which later rewrites of the row keep), and the slot's new field is
- * named and created like any new field. Taken out of `prior`, added to `retired`.
- */
-async function retireReusedSlots(
-  ev: Evolution,
-  fields: readonly FieldMeta[],
-  prior: Map<string, RegistryField>,
-  retired: RegistryField[],
-): Promise<void> {
-  for (const f of fields) {
-    const before = prior.get(f.FieldName);
-    if (before === undefined || !isAnotherField(before, f)) continue;
-    const kept = freeName(ev, withSuffix(before.column, '_removed'));
-    await renameFieldColumn(ev, before.column, kept);
-    const rawKey = `${f.FieldName}@${kept}`;
-    if (ev.columns !== undefined) await moveRawValues(ev, f.FieldName, rawKey);
-    prior.delete(f.FieldName);
-    retired.push({ ...before, column: kept, removed: true, retired: true, rawKey });
-    ev.changes.push({
-      kind: 'slot-reused',
-      field: f.FieldName,
-      column: kept,
-      before: fieldLabel(before.displayName, before.fieldId, before.storage, before.control),
-      after: fieldLabel(f.DisplayName, fieldIdOf(f), describeField(f).storage, describeField(f).control),
-      detail: rawKey,
-    });
-  }
-}
-
 /** Moves every row's `_raw` value of `field` to `rawKey`: the slot's old values stay whole, and the new field starts empty. */
-async function moveRawValues(ev: Evolution, field: string, rawKey: string): Promise<void> {
+async function moveRawValues(trx: Knex.Transaction, qtable: string, field: string, rawKey: string): Promise<void> {
   const raw = quoteIdent(FIXED_COLUMNS.raw);
-  await markListsyncWriter(ev.trx);
-  await ev.trx.raw(
-    `update ${qualifiedName(ev.schema, ev.table)} set ${raw} = (${raw} - ?::text) || jsonb_build_object(?::text, ${raw} -> ?::text) where jsonb_exists(${raw}, ?::text)`,
+  await markListsyncWriter(trx);
+  await trx.raw(
+    `update ${qtable} set ${raw} = (${raw} - ?::text) || jsonb_build_object(?::text, ${raw} -> ?::text) where jsonb_exists(${raw}, ?::text)`,
     [escapeStorable(field), escapeStorable(rawKey), escapeStorable(field), escapeStorable(field)],
   );
-}
-
-function fieldLabel(display: string | undefined, id: string | undefined, storage: string | undefined, control: string | undefined): string {
-  const kind = [storage, control].filter(Boolean).join('/');
-  return `"${display ?? ''}"${id !== undefined ? ` FieldID ${id}` : ''}${kind ? ` ${kind}` : ''}`;
 }
 
 async function detachViewColumns(trx: Knex.Transaction, views: readonly ViewSpec[], columns: ReadonlySet<string>): Promise<void> {
@@ -597,88 +412,4 @@ async function describeForReaders(
     await ensureView(trx, versions);
     await syncComments(trx, versions.schema, versions.name, historyComment, comments);
   }
-}
-
-function registryEntry(f: FieldMeta, column: string, kind: ColumnKind, platformKind: ColumnKind, fixed: boolean): RegistryField {
-  const shape = describeField(f);
-  return {
-    field: f.FieldName,
-    column,
-    kind,
-    platformKind,
-    fieldType: typeof f.FieldType === 'string' ? f.FieldType : '',
-    type: typeof f.Type === 'string' ? f.Type : '',
-    storage: shape.storage,
-    control: shape.control,
-    kindSource: shape.source,
-    ...(typeof f.DisplayName === 'string' && f.DisplayName !== '' ? { displayName: f.DisplayName } : {}),
-    indexed: flag(f.IsIndex),
-    system: flag(f.IsSystem),
-    ...(isReadOnlyField(f) ? { readOnly: true } : {}),
-    fixed,
-    removed: false,
-    ...(fieldIdOf(f) !== undefined ? { fieldId: fieldIdOf(f) } : {}),
-  };
-}
-
-/** The new display name of a field renamed on the platform since the registry saw it; undefined otherwise. */
-function platformRename(before: RegistryField | undefined, f: FieldMeta): string | undefined {
-  const now = typeof f.DisplayName === 'string' ? f.DisplayName : undefined;
-  if (before?.displayName === undefined || now === undefined || now === '' || now === before.displayName) return undefined;
-  return now;
-}
-
-/**
- * Renames existing columns whose field is pinned to another name in the config
- * (`lists[].columns`). The pinned name must be free; `columns` is updated.
- */
-async function renamePinnedColumns(
-  trx: Knex.Transaction,
-  qtable: string,
-  columns: Map<string, string>,
-  prior: ReadonlyMap<string, RegistryField>,
-  names: ReadonlyMap<string, string>,
-  changes: SchemaChange[],
-): Promise<void> {
-  for (const [field, e] of prior) {
-    const to = names.get(field);
-    if (to === undefined || to === e.column || !columns.has(e.column)) continue;
-    if (columns.has(to))
-      throw new ConfigError(
-        `lists[].columns pins field ${field} to column "${to}", but ${qtable} already has a column "${to}"; choose a free name.`,
-        'lists[].columns',
-      );
-    await trx.raw(`alter table ${qtable} rename column ${quoteIdent(e.column)} to ${quoteIdent(to)}`);
-    columns.set(to, columns.get(e.column)!);
-    columns.delete(e.column);
-    changes.push({ kind: 'column-renamed', field, column: to, before: e.column, after: to });
-  }
-}
-
-/**
- * Columns whose values were converted under settings the table no longer has:
- * widened columns (now text: the platform's text, not a cast of the old type),
- * and every date and date-time column when the platform's time zone changed.
- */
-function staleColumns(s: {
-  entries: readonly RegistryField[];
-  widen: readonly string[];
-  fixedEntries: readonly RegistryField[];
-  before: string | undefined;
-  now: string | undefined;
-}): { columns: DerivedColumn[]; why: string } {
-  const zoneChanged = s.before !== undefined && s.now !== undefined && s.before !== s.now;
-  const widened = new Set(s.widen);
-  const timed = (e: RegistryField): boolean => e.kind === 'date' || e.kind === 'timestamptz';
-  const columns = [
-    ...s.fixedEntries.filter((e) => zoneChanged && e.kind === 'timestamptz'),
-    ...s.entries.filter((e) => widened.has(e.column) || (zoneChanged && timed(e))),
-  ].map(({ field, column, kind }) => ({ field, column, kind }));
-  const why = [
-    zoneChanged && `platform.timeZone changed from ${s.before} to ${s.now}`,
-    widened.size > 0 && `widened to text: ${s.widen.join(', ')}`,
-  ]
-    .filter(Boolean)
-    .join('; ');
-  return { columns, why };
 }

@@ -610,14 +610,7 @@ function statementsFor(mapping: TableMapping): Statements {
     ].join(', ')}) as s(${['id', 'row_version', 'created_at', 'modified_at', 'raw', ...aliases, ...extra].join(', ')})`;
   const unnest = unnestOf([]);
 
-  const read = `
-select s.id, c.id is not null as present, c.row_version, c.deleted, p.hit is not null as pending, p.base_version
-  from unnest(?::text[]) as s(id)
-  left join lateral (
-    select cur.${q(F.id)} as id, cur.${q(F.rowVersion)} as row_version, cur.${q(F.deletedAt)} is not null as deleted
-      from ${t} cur where cur.${q(F.id)} = s.id offset 0) c on true
-  left join lateral (
-    ${openChangeLookup('s.id')}) p on true`;
+  const read = readStatement(t);
 
   const target = [
     F.id,
@@ -673,14 +666,9 @@ update ${t} as t set ${sets.join(', ')}
   const update = updateOf(false);
   const updateKeeping = updateOf(true);
 
-  const copy = `copy ${t} (${[F.id, F.rowVersion, F.createdAt, F.modifiedAt, ...mapping.columns.map((c) => c.column), F.raw, F.syncedAt]
-    .map(q)
-    .join(', ')}) from stdin`;
-  const copyEscapes = [true, false, false, false, ...mapping.columns.map((c) => !PLAIN_KINDS.has(c.kind)), true];
   const statements: Statements = {
     read,
-    copy,
-    copyEscapes,
+    ...copyStatement(mapping, t),
     insert,
     update,
     updateKeeping,
@@ -688,6 +676,30 @@ update ${t} as t set ${sets.join(', ')}
   };
   statementCache.set(mapping, statements);
   return statements;
+}
+
+/** Per ID of a batch: whether the row is there, its version, whether it is deleted, and its open change. Bindings: the IDs. */
+function readStatement(t: string): string {
+  const q = quoteIdent;
+  const F = FIXED_COLUMNS;
+  return `
+select s.id, c.id is not null as present, c.row_version, c.deleted, p.hit is not null as pending, p.base_version
+  from unnest(?::text[]) as s(id)
+  left join lateral (
+    select cur.${q(F.id)} as id, cur.${q(F.rowVersion)} as row_version, cur.${q(F.deletedAt)} is not null as deleted
+      from ${t} cur where cur.${q(F.id)} = s.id offset 0) c on true
+  left join lateral (
+    ${openChangeLookup('s.id')}) p on true`;
+}
+
+/** The COPY of a first load's rows, and which of its columns are escaped (see `Statements.copyEscapes`). */
+function copyStatement(mapping: TableMapping, t: string): Pick<Statements, 'copy' | 'copyEscapes'> {
+  const F = FIXED_COLUMNS;
+  const columns = [F.id, F.rowVersion, F.createdAt, F.modifiedAt, ...mapping.columns.map((c) => c.column), F.raw, F.syncedAt];
+  return {
+    copy: `copy ${t} (${columns.map(quoteIdent).join(', ')}) from stdin`,
+    copyEscapes: [true, false, false, false, ...mapping.columns.map((c) => !PLAIN_KINDS.has(c.kind)), true],
+  };
 }
 
 /** The keys (a text[] expression) of the stored row's `_raw` that it has, as a jsonb object. */

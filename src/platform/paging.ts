@@ -124,68 +124,75 @@ interface Fetched<T> {
   answered: boolean;
 }
 
-export async function* paginate<T>(fetchPage: PageFetcher<T>, options: PaginateOptions<T>): AsyncGenerator<Page<T>, void, undefined> {
-  const describe = options.describe ?? { method: 'POST', path: '(paged request)' };
-  const size = assertPageSize(options.pageSize, describe);
-  const window = Math.max(1, Math.floor(options.window));
-  const startPage = Math.max(1, Math.floor(options.startPage ?? 1));
-  const emptyRetries = Math.max(0, options.emptyPageRetries ?? 2);
-  const outer = options.signal;
-  if (outer?.aborted) throw abortReason(outer);
+/**
+ * The pages of one read as they are asked and taken: a window of requests kept ahead of the
+ * consumer, each page taken in order, retried when empty or when it fails `verify`.
+ */
+class PageWindow<T> {
+  private readonly inFlight = new Map<number, Fetched<T>>();
+  private early: Promise<PageResult<T>> | undefined;
+  private lastAsked = false;
+  /** Pages kept ahead of the consumer: fewer while pages wait answered for it, more while it waits for them. */
+  private target: number;
 
-  // Our own controller: aborts what is still in flight when the consumer stops early.
-  const controller = new AbortController();
-  const onOuterAbort = (): void => controller.abort(abortReason(outer!));
-  outer?.addEventListener('abort', onOuterAbort, { once: true });
+  constructor(
+    private readonly fetchPage: PageFetcher<T>,
+    private readonly options: PaginateOptions<T>,
+    readonly read: { size: number; window: number; startPage: number; emptyRetries: number; describe: { method: string; path: string } },
+    private readonly controller: AbortController,
+  ) {
+    this.early = options.firstPage;
+    this.target = read.window;
+  }
 
-  const inFlight = new Map<number, Fetched<T>>();
-  let early = options.firstPage;
-  const start = (index: number): void => {
-    if (inFlight.has(index)) return;
-    const promise = index === startPage && early ? early : fetchPage(index, size, controller.signal);
-    if (index === startPage) early = undefined;
+  private start(index: number): void {
+    if (this.inFlight.has(index)) return;
+    const { startPage, size } = this.read;
+    const promise = index === startPage && this.early ? this.early : this.fetchPage(index, size, this.controller.signal);
+    if (index === startPage) this.early = undefined;
     const entry: Fetched<T> = { promise, answered: false };
     promise.then(
       () => (entry.answered = true),
       () => undefined, // awaited later, in order; no unhandled rejection meanwhile
     );
-    inFlight.set(index, entry);
-  };
-  let lastAsked = false;
+    this.inFlight.set(index, entry);
+  }
+
   /** Asks pages `from`..`upTo`; `pageCount` is the last page TotalCount implies. */
-  const askAhead = (from: number, upTo: number, pageCount: number): void => {
-    for (let j = from; j <= upTo; j++) start(j);
-    if (!lastAsked && upTo >= pageCount && pageCount > startPage) {
-      lastAsked = true;
-      options.onLastPageAsked?.();
+  askAhead(from: number, upTo: number, pageCount: number): void {
+    for (let j = from; j <= upTo; j++) this.start(j);
+    if (!this.lastAsked && upTo >= pageCount && pageCount > this.read.startPage) {
+      this.lastAsked = true;
+      this.options.onLastPageAsked?.();
     }
-  };
-  /** Pages kept ahead of the consumer: fewer while pages wait answered for it, more while it waits for them. */
-  let target = window;
-  const take = async (index: number): Promise<PageResult<T>> => {
-    start(index);
-    const entry = inFlight.get(index)!;
-    target = entry.answered ? Math.max(1, target - 1) : Math.min(window, target + 1);
+  }
+
+  private async take(index: number): Promise<PageResult<T>> {
+    this.start(index);
+    const entry = this.inFlight.get(index)!;
+    this.target = entry.answered ? Math.max(1, this.target - 1) : Math.min(this.read.window, this.target + 1);
     try {
-      return await raceAbort(entry.promise, controller.signal);
+      return await raceAbort(entry.promise, this.controller.signal);
     } finally {
-      inFlight.delete(index);
+      this.inFlight.delete(index);
     }
-  };
+  }
 
   /** The page, asked again once when it fails `verify`; a second failure ends the read. */
-  const takeVerified = async (index: number): Promise<PageResult<T>> => {
-    let result = await takeNonEmpty(index);
-    const failed = options.verify?.(result, index) ?? null;
+  async takeVerified(index: number): Promise<PageResult<T>> {
+    let result = await this.takeNonEmpty(index);
+    const failed = this.options.verify?.(result, index) ?? null;
     if (failed === null) return result;
-    options.onEmptyPageRetry?.(index);
-    result = await takeNonEmpty(index);
-    const again = options.verify?.(result, index) ?? null;
-    if (again !== null) throw new IncompleteReadError(again, index, describe);
+    this.options.onEmptyPageRetry?.(index);
+    result = await this.takeNonEmpty(index);
+    const again = this.options.verify?.(result, index) ?? null;
+    if (again !== null) throw new IncompleteReadError(again, index, this.read.describe);
     return result;
-  };
-  const takeNonEmpty = async (index: number): Promise<PageResult<T>> => {
-    let result = await take(index);
+  }
+
+  private async takeNonEmpty(index: number): Promise<PageResult<T>> {
+    const { size, emptyRetries, describe } = this.read;
+    let result = await this.take(index);
     for (let extra = 0; result.items.length === 0 && expectsItems(result.totalCount, index, size); extra++) {
       if (extra >= emptyRetries) {
         throw new PlatformError(
@@ -200,35 +207,53 @@ export async function* paginate<T>(fetchPage: PageFetcher<T>, options: PaginateO
           },
         );
       }
-      options.onEmptyPageRetry?.(index);
-      result = await take(index);
+      this.options.onEmptyPageRetry?.(index);
+      result = await this.take(index);
     }
     return result;
-  };
+  }
+
   /** A full last page may hide a tail that TotalCount does not count. */
-  const confirmEnd = async (index: number): Promise<void> => {
+  async confirmEnd(index: number): Promise<void> {
     for (let attempt = 0; attempt < 2; attempt++) {
-      const next = await take(index + 1);
+      const next = await this.take(index + 1);
       if (next.items.length === 0) return;
     }
     throw new IncompleteReadError(
       `TotalCount is lower than the items served (page ${index + 1}, past the end TotalCount implies, holds items)`,
       index + 1,
-      describe,
+      this.read.describe,
     );
-  };
+  }
 
   /** Pages to keep fetched ahead: the adaptive target, fewer when pages are big. */
-  const ahead = (bytes: number | undefined): number => {
-    if (!options.maxBytesAhead || !bytes) return target;
-    return Math.max(1, Math.min(target, Math.floor(options.maxBytesAhead / bytes)));
-  };
+  ahead(bytes: number | undefined): number {
+    if (!this.options.maxBytesAhead || !bytes) return this.target;
+    return Math.max(1, Math.min(this.target, Math.floor(this.options.maxBytesAhead / bytes)));
+  }
+}
+
+export async function* paginate<T>(fetchPage: PageFetcher<T>, options: PaginateOptions<T>): AsyncGenerator<Page<T>, void, undefined> {
+  const describe = options.describe ?? { method: 'POST', path: '(paged request)' };
+  const size = assertPageSize(options.pageSize, describe);
+  const window = Math.max(1, Math.floor(options.window));
+  const startPage = Math.max(1, Math.floor(options.startPage ?? 1));
+  const emptyRetries = Math.max(0, options.emptyPageRetries ?? 2);
+  const outer = options.signal;
+  if (outer?.aborted) throw abortReason(outer);
+
+  // Our own controller: aborts what is still in flight when the consumer stops early.
+  const controller = new AbortController();
+  const onOuterAbort = (): void => controller.abort(abortReason(outer!));
+  outer?.addEventListener('abort', onOuterAbort, { once: true });
+  const pages = new PageWindow(fetchPage, options, { size, window, startPage, emptyRetries, describe }, controller);
+  const ceiling = options.maxPages ?? Number.POSITIVE_INFINITY;
 
   try {
     let index = startPage;
     if (options.expectedTotal !== undefined && options.expectedTotal > (startPage - 1) * size) {
       const pageCount = Math.ceil(options.expectedTotal / size);
-      askAhead(startPage, Math.min(startPage + window - 1, pageCount, options.maxPages ?? Number.POSITIVE_INFINITY), pageCount);
+      pages.askAhead(startPage, Math.min(startPage + window - 1, pageCount, ceiling), pageCount);
     }
     for (;;) {
       if (options.maxPages !== undefined && index > options.maxPages) {
@@ -238,17 +263,17 @@ export async function* paginate<T>(fetchPage: PageFetcher<T>, options: PaginateO
           describe,
         );
       }
-      const result = await takeVerified(index);
+      const result = await pages.takeVerified(index);
       const last = options.isLast?.(result, index) ?? false;
       const pageCount = last ? index : countPages(result, index, size);
       const totalCount = result.totalCount ?? (index - 1) * size + result.items.length;
       // Fill the window before handing the page over, so fetching overlaps the consumer's work.
-      askAhead(index + 1, Math.min(index + ahead(result.bytes), pageCount, options.maxPages ?? Number.POSITIVE_INFINITY), pageCount);
+      pages.askAhead(index + 1, Math.min(index + pages.ahead(result.bytes), pageCount, ceiling), pageCount);
       options.heapBudget?.check();
       yield { index, pageCount, totalCount, items: result.items };
       if (last) return;
       if (index >= pageCount || result.items.length === 0) {
-        if (result.items.length >= size && wantsEndCheck(options.confirmEnd, result, index)) await confirmEnd(index);
+        if (result.items.length >= size && wantsEndCheck(options.confirmEnd, result, index)) await pages.confirmEnd(index);
         return;
       }
       index++;

@@ -206,7 +206,53 @@ interface RunContext {
   unknownKeys: Set<string>;
 }
 
+/** A pull in named steps: start (or resume) the run, read the window, then settle the marks. */
 async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job: 'pull' | 'backfill', run: ActiveRun): Promise<PullResult> {
+  const s = await startRun(deps, list, mode, job, run);
+  let read: ReadOutcome;
+  try {
+    read = await readWithFallback(s, mode);
+  } catch (err) {
+    if (err instanceof FieldsChanged) throw err;
+    return failed(s.ctx, err);
+  }
+  const { db } = deps;
+  const { state, cp, ctx } = s;
+  if (read.stopped) {
+    await finishRun(db, run.runId, 'failed', { error: 'stopped by shutdown; the checkpoint is kept', counters: ctx.counters });
+    run.log.warn({ nextPage: cp.nextPage }, `${job} stopped by shutdown after a complete page`);
+    return pullResult(s, 'stopped', { watermark: state.watermark, highWater: state.highWater, held: 'stopped by shutdown' });
+  }
+
+  const incomplete = readIncomplete(cp, read);
+  if (incomplete) return failed(ctx, new Error(incomplete));
+  const marks = decideWatermark({
+    job,
+    order: cp.plan.order,
+    startDate: cp.startDate,
+    previous: state,
+    watch: read.watch,
+    highWaterAtStart: read.highWaterAtStart,
+    gapsUnresolved: read.gapsUnresolved,
+    catchUp: read.catchUp,
+  });
+  await recordSuccess(ctx, s.cp, read, marks, s.schemaChanges);
+  return pullResult(s, 'succeeded', marks);
+}
+
+/** A run as it started: its checkpoint and whether it resumed one (both replaced when the read falls back). */
+interface StartedRun {
+  ctx: RunContext;
+  state: SyncState<PullCheckpoint>;
+  cp: PullCheckpoint;
+  resumed: boolean;
+  planInput: PlanInput;
+  early: EarlyStart | null;
+  schemaChanges: string[];
+}
+
+/** Prepares the table, plans the read (or resumes the checkpoint's) and says so in the run and the log. */
+async function startRun(deps: PullDeps, list: ListConfig, mode: PullMode, job: 'pull' | 'backfill', run: ActiveRun): Promise<StartedRun> {
   const { db, config } = deps;
   const zone = config.platform.timeZone;
   const now = deps.clock ?? (() => new Date());
@@ -226,7 +272,7 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
     refill,
     cursorUnsortable: cursorUnsortable(fields, list.cursorField),
   };
-  let { cp, resumed } = startOrResume(state, mode, planInput, platformDate(now(), zone));
+  const { cp, resumed } = startOrResume(state, mode, planInput, platformDate(now(), zone));
   if (refill) run.log.warn({ changes: schemaChanges }, 'new field(s) on the platform: re-reading the whole list once to fill them');
 
   const ctx: RunContext = {
@@ -263,39 +309,41 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
   );
   if (cp.plan.fallback)
     run.log.warn({ fallback: cp.plan.fallback }, 'reading the date window by the immutable sort field instead of newest first');
+  return { ctx, state, cp, resumed, planInput, early, schemaChanges };
+}
 
-  let read: ReadOutcome;
-  try {
-    read = await readWindow(ctx, cp, early).catch(async (err: unknown) => {
-      if (!(err instanceof FallbackNeeded)) throw err;
-      run.log.warn(
-        { fallback: err.message },
-        'newest-first read cannot go on; reading the date window by the immutable sort field instead',
-      );
-      cp = freshCheckpoint(mode, fallbackPlan(planInput, err.message), cp.startDate, run.runId);
-      resumed = false;
-      await writeCheckpoint(db, list.name, job, null);
-      await describeRun(db, run.runId, {
-        windowFrom: cp.plan.windowFrom,
-        windowTo: cp.plan.windowTo,
-        resumed,
-        details: runDetails(cp, resumed),
-      });
-      return readWindow(ctx, cp, null);
+/** Reads the window as planned; a newest-first read that cannot go on starts again by the immutable sort field. */
+async function readWithFallback(s: StartedRun, mode: PullMode): Promise<ReadOutcome> {
+  const { ctx } = s;
+  const { db } = ctx.deps;
+  const { run, list, job } = ctx;
+  return readWindow(ctx, s.cp, s.early).catch(async (err: unknown) => {
+    if (!(err instanceof FallbackNeeded)) throw err;
+    run.log.warn({ fallback: err.message }, 'newest-first read cannot go on; reading the date window by the immutable sort field instead');
+    s.cp = freshCheckpoint(mode, fallbackPlan(s.planInput, err.message), s.cp.startDate, run.runId);
+    s.resumed = false;
+    await writeCheckpoint(db, list.name, job, null);
+    await describeRun(db, run.runId, {
+      windowFrom: s.cp.plan.windowFrom,
+      windowTo: s.cp.plan.windowTo,
+      resumed: s.resumed,
+      details: runDetails(s.cp, s.resumed),
     });
-  } catch (err) {
-    if (err instanceof FieldsChanged) throw err;
-    return failed(ctx, err);
-  }
+    return readWindow(ctx, s.cp, null);
+  });
+}
 
-  const result = (
-    status: PullResult['status'],
-    marks: { watermark: string | null; highWater: string | null; held: string | null },
-  ): PullResult => ({
-    runId: run.runId,
-    list: list.name,
+function pullResult(
+  s: StartedRun,
+  status: PullResult['status'],
+  marks: { watermark: string | null; highWater: string | null; held: string | null },
+): PullResult {
+  const { cp, ctx } = s;
+  return {
+    runId: ctx.run.runId,
+    list: ctx.list.name,
     status,
-    resumed,
+    resumed: s.resumed,
     windowFrom: cp.plan.windowFrom,
     windowTo: cp.plan.windowTo,
     order: cp.plan.order,
@@ -305,28 +353,8 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
     watermarkHeld: marks.held !== null,
     heldBecause: marks.held,
     counters: ctx.counters,
-    schemaChanges,
-  });
-  if (read.stopped) {
-    await finishRun(db, run.runId, 'failed', { error: 'stopped by shutdown; the checkpoint is kept', counters: ctx.counters });
-    run.log.warn({ nextPage: cp.nextPage }, `${job} stopped by shutdown after a complete page`);
-    return result('stopped', { watermark: state.watermark, highWater: state.highWater, held: 'stopped by shutdown' });
-  }
-
-  const incomplete = readIncomplete(cp, read);
-  if (incomplete) return failed(ctx, new Error(incomplete));
-  const marks = decideWatermark({
-    job,
-    order: cp.plan.order,
-    startDate: cp.startDate,
-    previous: state,
-    watch: read.watch,
-    highWaterAtStart: read.highWaterAtStart,
-    gapsUnresolved: read.gapsUnresolved,
-    catchUp: read.catchUp,
-  });
-  await recordSuccess(ctx, cp, read, marks, schemaChanges);
-  return result('succeeded', marks);
+    schemaChanges: s.schemaChanges,
+  };
 }
 
 // ---- steps -------------------------------------------------------------

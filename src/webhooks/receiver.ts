@@ -126,6 +126,60 @@ export function jsonDepth(text: string): number {
 const DRAIN_LIMIT_BYTES = 1024 * 1024;
 const DRAIN_TIMEOUT_MS = 2000;
 
+/** Why a callback is refused: the answer's status, the reason counted and the message logged and sent. */
+interface Refusal {
+  status: number;
+  refused: RejectReason;
+  message: string;
+}
+
+const refusal = (status: number, refused: RejectReason, message: string): Refusal => ({ status, refused, message });
+
+/**
+ * The Channel and Type headers, checked against the subscription. Item callbacks may leave them
+ * out (the subscription's own are taken); a Type a list subscription covers is accepted.
+ */
+function checkHeaders(req: IncomingMessage, sub: SubscriptionRow): { channel: string; typeText: string } | Refusal {
+  const itemEvents = sub.list_name !== null;
+  const channel = header(req, 'channel') ?? (itemEvents ? sub.channel : undefined);
+  if (channel === undefined) return refusal(403, 'channel', 'the Channel header is missing');
+  if (channel !== sub.channel) return refusal(403, 'channel', "the Channel header does not match the subscription's channel");
+
+  const typeText = header(req, 'type') ?? (itemEvents ? String(sub.type) : undefined);
+  if (typeText === undefined) return refusal(400, 'type', 'the Type header is missing');
+  if (!/^\s*-?\d{1,9}\s*$/.test(typeText)) return refusal(400, 'type', 'the Type header is not an integer');
+  const covered = itemEvents ? (ITEM_TYPES_COVERED[sub.type] ?? [sub.type]) : [sub.type];
+  if (!covered.includes(Number(typeText))) return refusal(400, 'type', "the Type header does not match the subscription's type");
+  return { channel, typeText };
+}
+
+/** The body, read up to `limit` bytes: UTF-8 text of one JSON object no deeper than `MAX_JSON_DEPTH`. */
+async function readJsonObject(req: IncomingMessage, limit: number, itemEvents: boolean): Promise<string | Refusal> {
+  // Item callbacks' content type is not documented: their body must still be one JSON object.
+  if (!itemEvents && !isJsonContentType(header(req, 'content-type')))
+    return refusal(415, 'content_type', 'Content-Type must be application/json');
+
+  const declared = header(req, 'content-length');
+  if (declared !== undefined && (!/^\d+$/.test(declared) || Number(declared) > limit)) {
+    return refusal(413, 'too_large', `the body exceeds ${limit} bytes`);
+  }
+  const body = await readLimited(req, limit);
+  if (body === 'too_large') return refusal(413, 'too_large', `the body exceeds ${limit} bytes`);
+
+  const text = decodeUtf8(body);
+  if (text === undefined) return refusal(400, 'bad_body', 'the body is not UTF-8 text');
+  if (jsonDepth(text) > MAX_JSON_DEPTH) return refusal(400, 'bad_body', `the body nests deeper than ${MAX_JSON_DEPTH} levels`);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return refusal(400, 'bad_body', 'the body is not valid JSON');
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+    return refusal(400, 'bad_body', 'the body must be a JSON object');
+  return text;
+}
+
 export function createHookReceiver(options: ReceiverOptions): HookHandler {
   const { db, config } = options;
   const log = options.logger.child({ component: 'webhooks' });
@@ -155,6 +209,7 @@ export function createHookReceiver(options: ReceiverOptions): HookHandler {
     discardRest(req);
     outcome({ result: 'rejected', reason, status });
   };
+  const receiving: Receiving = { options, log, outcome };
 
   return async (req, res, url) => {
     const started = performance.now();
@@ -168,43 +223,12 @@ export function createHookReceiver(options: ReceiverOptions): HookHandler {
       const sub = /^[A-Za-z0-9_-]{8,128}$/.test(token) ? await subscriptions.get(token) : undefined;
       if (!sub) return reject(req, res, 404, 'unknown_token', 'no subscription has this callback path');
 
-      const itemEvents = sub.list_name !== null;
       refusedList = sub.list_name;
-      const channel = header(req, 'channel') ?? (itemEvents ? sub.channel : undefined);
-      if (channel === undefined) return reject(req, res, 403, 'channel', 'the Channel header is missing', sub);
-      if (channel !== sub.channel)
-        return reject(req, res, 403, 'channel', "the Channel header does not match the subscription's channel", sub);
-
-      const typeText = header(req, 'type') ?? (itemEvents ? String(sub.type) : undefined);
-      if (typeText === undefined) return reject(req, res, 400, 'type', 'the Type header is missing', sub);
-      if (!/^\s*-?\d{1,9}\s*$/.test(typeText)) return reject(req, res, 400, 'type', 'the Type header is not an integer', sub);
-      const covered = itemEvents ? (ITEM_TYPES_COVERED[sub.type] ?? [sub.type]) : [sub.type];
-      if (!covered.includes(Number(typeText)))
-        return reject(req, res, 400, 'type', "the Type header does not match the subscription's type", sub);
-
-      // Item callbacks' content type is not documented: their body must still be one JSON object.
-      if (!itemEvents && !isJsonContentType(header(req, 'content-type')))
-        return reject(req, res, 415, 'content_type', 'Content-Type must be application/json', sub);
-
-      const declared = header(req, 'content-length');
-      if (declared !== undefined && (!/^\d+$/.test(declared) || Number(declared) > limit)) {
-        return reject(req, res, 413, 'too_large', `the body exceeds ${limit} bytes`, sub);
-      }
-      const body = await readLimited(req, limit);
-      if (body === 'too_large') return reject(req, res, 413, 'too_large', `the body exceeds ${limit} bytes`, sub);
-
-      const text = decodeUtf8(body);
-      if (text === undefined) return reject(req, res, 400, 'bad_body', 'the body is not UTF-8 text', sub);
-      if (jsonDepth(text) > MAX_JSON_DEPTH)
-        return reject(req, res, 400, 'bad_body', `the body nests deeper than ${MAX_JSON_DEPTH} levels`, sub);
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(text);
-      } catch {
-        return reject(req, res, 400, 'bad_body', 'the body is not valid JSON', sub);
-      }
-      if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
-        return reject(req, res, 400, 'bad_body', 'the body must be a JSON object', sub);
+      const checked = checkHeaders(req, sub);
+      if ('refused' in checked) return reject(req, res, checked.status, checked.refused, checked.message, sub);
+      const text = await readJsonObject(req, limit, sub.list_name !== null);
+      if (typeof text !== 'string') return reject(req, res, text.status, text.refused, text.message, sub);
+      const { channel, typeText } = checked;
 
       let stored: { id: number; duplicate: boolean; listDataId: string | null; event: string | null };
       try {
@@ -230,7 +254,7 @@ export function createHookReceiver(options: ReceiverOptions): HookHandler {
         stored.duplicate ? 'webhook event was a duplicate delivery' : 'webhook event stored',
       );
       if (!stored.duplicate && stored.listDataId !== null && options.onItemEvent) {
-        await dispatch(options.onItemEvent, {
+        await dispatch(receiving, options.onItemEvent, {
           inboxId: stored.id,
           subscriptionId: sub.id,
           resource: sub.resource,
@@ -241,28 +265,47 @@ export function createHookReceiver(options: ReceiverOptions): HookHandler {
         });
       }
     } catch (err) {
-      log.error({ code: pgCode(err), error: errorSummary(err) }, 'webhook receiver failed; answered 503 so the platform may deliver again');
-      if (!res.headersSent) send(res, 503, { ok: false, error: 'the event could not be stored; try again' }, { connection: 'close' });
-      else res.end();
-      discardRest(req);
-      outcome({ result: 'error', status: 503 });
-      if (refusedList !== null) {
-        try {
-          options.onRefused?.(refusedList ?? null);
-        } catch {
-          /* a catch-up request must never break the receiver */
-        }
-      }
+      answerFailure(receiving, req, res, err, refusedList);
     }
   };
+}
 
-  async function dispatch(fn: NonNullable<ReceiverOptions['onItemEvent']>, event: ItemEvent): Promise<void> {
+/** What the receiver's steps outside the request handler share. */
+interface Receiving {
+  options: ReceiverOptions;
+  log: Logger;
+  outcome: (o: ReceiveOutcome) => void;
+}
+
+/** A 503 so the platform may deliver again; the list (when known) is to be caught up, its event maybe never coming back. */
+function answerFailure(
+  r: Receiving,
+  req: IncomingMessage,
+  res: ServerResponse,
+  err: unknown,
+  refusedList: string | null | undefined,
+): void {
+  r.log.error({ code: pgCode(err), error: errorSummary(err) }, 'webhook receiver failed; answered 503 so the platform may deliver again');
+  if (!res.headersSent) send(res, 503, { ok: false, error: 'the event could not be stored; try again' }, { connection: 'close' });
+  else res.end();
+  discardRest(req);
+  r.outcome({ result: 'error', status: 503 });
+  if (refusedList !== null) {
     try {
-      if ((await fn(event)) === 'deferred') return;
-      await markProcessed(db, [event.inboxId]);
-    } catch (err) {
-      log.error({ inboxId: event.inboxId, error: errorSummary(err) }, 'handling a webhook item event failed; it stays unprocessed');
+      r.options.onRefused?.(refusedList ?? null);
+    } catch {
+      /* a catch-up request must never break the receiver */
     }
+  }
+}
+
+/** Hands a stored item event on; marked processed unless its handler deferred it. A failure leaves it unprocessed. */
+async function dispatch(r: Receiving, fn: NonNullable<ReceiverOptions['onItemEvent']>, event: ItemEvent): Promise<void> {
+  try {
+    if ((await fn(event)) === 'deferred') return;
+    await markProcessed(r.options.db, [event.inboxId]);
+  } catch (err) {
+    r.log.error({ inboxId: event.inboxId, error: errorSummary(err) }, 'handling a webhook item event failed; it stays unprocessed');
   }
 }
 
