@@ -11,7 +11,8 @@ import { startEmulator } from '../src/emulator/index.js';
 import { SAMPLE_FIELDS } from '../src/emulator/index.js';
 import { silentLogger } from '../src/logger.js';
 import { startRealtime, type Realtime } from '../src/realtime/index.js';
-import { startServe } from '../src/serve.js';
+import { jobs } from '../jobs/index.js';
+import { startServe } from '../src/serve/start-serve.js';
 import { pullList } from '../src/sync/pull.js';
 import { createHookReceiver, HOOKS_PATH } from '../src/webhooks/index.js';
 import { benchClient, benchDatabase } from './support.js';
@@ -41,6 +42,7 @@ export default async function run(): Promise<Record<string, string | number>> {
     const ref: { rt?: Realtime } = {};
     const hooks = createHookReceiver({ db: b.db, config, logger, onItemEvent: (e) => ref.rt?.onItemEvent(e) ?? 'deferred' });
     const serve = await startServe({
+      jobs,
       config,
       db: b.db,
       client,

@@ -13,7 +13,8 @@ import { createClient } from '../src/context.js';
 import { EmulatorAdminClient } from '../src/emulator/index.js';
 import { createLogger } from '../src/logger.js';
 import { startRealtime } from '../src/realtime/index.js';
-import { startServe } from '../src/serve.js';
+import { jobs } from '../jobs/index.js';
+import { startServe } from '../src/serve/start-serve.js';
 import { pullList } from '../src/sync/pull.js';
 import { createHookReceiver, HOOKS_PATH } from '../src/webhooks/index.js';
 import { parseConfig } from '../src/config.js';
@@ -55,6 +56,7 @@ async function measure(
     onOutcome: (o) => void (o.result === 'accepted' ? answered[o.duplicate ? 'duplicate' : 'new']++ : answered.refused++),
   });
   const serve = await startServe({
+    jobs,
     ...deps,
     port: 0,
     host: '127.0.0.1',

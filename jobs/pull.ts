@@ -1,6 +1,6 @@
 import { pullSchedule } from '../src/config.js';
 import { pullList } from '../src/sync/pull.js';
-import type { JobDefinition } from './job.js';
+import type { JobDefinition } from '../src/serve/job-definition.js';
 
 /**
  * Incremental pull; scheduled by `lists[].schedule.pull` (hourly for a real-time list that sets none),

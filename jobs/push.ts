@@ -1,5 +1,5 @@
 import { pushList } from '../src/sync/push.js';
-import type { JobDefinition } from './job.js';
+import type { JobDefinition } from '../src/serve/job-definition.js';
 
 /** Write-back; scheduled by `lists[].schedule.push`. Stops after the changes in flight; the rest stay pending for the next push. */
 export const pushJob: JobDefinition = {

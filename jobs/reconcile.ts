@@ -1,6 +1,6 @@
 import { fullReconcileSchedule } from '../src/config.js';
 import { reconcileList } from '../src/sync/reconcile.js';
-import type { JobContext, JobDefinition } from './job.js';
+import type { JobContext, JobDefinition } from '../src/serve/job-definition.js';
 
 const depsOf = (ctx: JobContext) => ({ db: ctx.db, client: ctx.client, config: ctx.config, logger: ctx.logger, signal: ctx.signal });
 

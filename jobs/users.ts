@@ -1,5 +1,5 @@
 import { pullUsers } from '../src/sync/users.js';
-import type { JobDefinition } from './job.js';
+import type { JobDefinition } from '../src/serve/job-definition.js';
 
 /** The users directory; scheduled by `users.schedule`. Stops after the page in flight. */
 export const usersJob: JobDefinition = {

@@ -19,7 +19,8 @@ const HELP_WIDTH = 100;
 /** Every command's full name and its `--help` text, the program first, then depth first in definition order. */
 export function commandHelps(): { name: string; help: string }[] {
   const silent: Output = { out: () => undefined, err: () => undefined, isTTY: false };
-  const program = buildProgram(silent, () => undefined);
+  // The help text does not depend on the jobs serve schedules.
+  const program = buildProgram(silent, () => undefined, []);
   const all: { name: string; help: string }[] = [];
   const visit = (command: Command, prefix: string): void => {
     const name = prefix ? `${prefix} ${command.name()}` : command.name();

@@ -11,10 +11,11 @@ import { registerEmulatorCommand } from './emulator/command.js';
 import { LOG_FORMATS } from './log-format.js';
 import { scrubSecrets } from './secrets.js';
 import { packageVersion } from './version.js';
-import { commandKit } from './commands/kit.js';
+import { commandKit } from './commands/command-kit.js';
+import type { JobDefinition } from './serve/job-definition.js';
 import * as check from './commands/check.js';
 import * as demo from './commands/demo.js';
-import * as directory from './commands/directory.js';
+import * as directory from './commands/directory-command.js';
 import * as discover from './commands/discover.js';
 import * as exporter from './commands/export.js';
 import * as hooks from './commands/hooks.js';
@@ -27,7 +28,13 @@ import * as serve from './commands/serve.js';
 import * as status from './commands/status.js';
 import * as users from './commands/users.js';
 
-export function buildProgram(io: Output, setCode: (code: number) => void, args: readonly string[] = []): Command {
+/** The program with every command; `jobs`: what `serve` schedules (handed in by the entry point). */
+export function buildProgram(
+  io: Output,
+  setCode: (code: number) => void,
+  jobs: readonly JobDefinition[],
+  args: readonly string[] = [],
+): Command {
   const program = new Command('listsync')
     .description("Keeps a PostgreSQL mirror of the platform's lists fresh, and writes edits back version-checked.")
     .version(packageVersion(), '-V, --version', 'print the version and exit')
@@ -42,22 +49,23 @@ export function buildProgram(io: Output, setCode: (code: number) => void, args: 
     .showHelpAfterError('(run "listsync --help" for usage)')
     .exitOverride();
 
-  const kit = commandKit(program, io, setCode, args);
+  const kit = commandKit(program, io, setCode, jobs, args);
   for (const command of [init, check, migrate, discover, pull, push, users, directory, reconcile, hooks, exporter, status, serve])
     command.register(kit);
   // The demo runs the real commands through the same entry point a user types.
-  demo.register(kit, (args, out) => main(['node', 'listsync', ...args], out));
+  demo.register(kit, (args, out) => main(['node', 'listsync', ...args], jobs, out));
   registerEmulatorCommand(program);
   return program;
 }
 
-export async function main(argv: readonly string[], io: Output = stdio): Promise<number> {
+export async function main(argv: readonly string[], jobs: readonly JobDefinition[], io: Output = stdio): Promise<number> {
   let code = 0;
   const program = buildProgram(
     io,
     (c) => {
       code = c;
     },
+    jobs,
     argv.slice(2),
   );
   try {

@@ -3,7 +3,8 @@
  *
  * Migrations are imported by a small MigrationSource that names them without
  * their extension, so runs from the `.ts` sources (tsx, vitest) and from the
- * compiled `.js` agree on what has been applied.
+ * compiled `.js` agree on what has been applied. A migration file renamed
+ * after a release is recognised under its recorded name (RENAMED_MIGRATIONS).
  */
 import { readdirSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -164,24 +165,60 @@ export const migrationConfig: Knex.MigratorConfig = {
   tableName: 'knex_migrations',
 };
 
+/**
+ * Migration files renamed after a release recorded them: the name recorded in knex_migrations → the file's name
+ * now. Append a pair when renaming a migration file (never reuse an old name). Before knex compares what it
+ * recorded with the files, `migrateLatest` and `migrateRollbackAll` rename the recorded rows, so an upgraded
+ * database finds each migration applied under its new name and runs none twice (test/migrations-upgrade.test.ts).
+ */
+export const RENAMED_MIGRATIONS: Readonly<Record<string, string>> = {
+  // Stamps of one width (14 digits): these two had 12.
+  '202611260000_schema_evolution': '20261126000000_schema_evolution',
+  '202611260300_run_interrupted': '20261126030000_run_interrupted',
+};
+
+/** The name a migration has now, for a name a database recorded. */
+export function currentMigrationName(recorded: string): string {
+  return RENAMED_MIGRATIONS[recorded] ?? recorded;
+}
+
+async function migrationsRecorded(db: Knex): Promise<boolean> {
+  const exists = await db.raw('select to_regclass(?) as t', [`${OWN_SCHEMA}.knex_migrations`]);
+  return (exists.rows as { t: string | null }[])[0]?.t != null;
+}
+
+/**
+ * Renames recorded rows of renamed migrations, in one transaction. Repeating it changes nothing, and a process
+ * that dies before the commit leaves the old names, which the next run renames.
+ */
+async function renameRecordedMigrations(db: Knex): Promise<void> {
+  if (!(await migrationsRecorded(db))) return;
+  await db.transaction(async (trx) => {
+    for (const [from, to] of Object.entries(RENAMED_MIGRATIONS))
+      await trx.withSchema(OWN_SCHEMA).from('knex_migrations').where({ name: from }).update({ name: to });
+  });
+}
+
 /** Applies pending migrations; returns the names applied (empty when up to date). */
 export async function migrateLatest(db: Knex): Promise<string[]> {
   await db.raw('create schema if not exists ??', [OWN_SCHEMA]);
+  await renameRecordedMigrations(db);
   const [, applied] = (await db.migrate.latest(migrationConfig)) as [number, string[]];
   return applied;
 }
 
 export async function migrateRollbackAll(db: Knex): Promise<string[]> {
+  await renameRecordedMigrations(db);
   const [, undone] = (await db.migrate.rollback(migrationConfig, true)) as [number, string[]];
   return undone;
 }
 
-/** Migrations not applied yet, read without creating anything (for `listsync check`). */
+/** Migrations not applied yet, read without creating or renaming anything (for `listsync check`). */
 export async function pendingMigrations(db: Knex): Promise<string[]> {
   const all = await new ListsyncMigrationSource().getMigrations();
-  const exists = await db.raw('select to_regclass(?) as t', [`${OWN_SCHEMA}.knex_migrations`]);
-  if ((exists.rows as { t: string | null }[])[0]?.t == null) return all;
-  const applied = new Set((await db.withSchema(OWN_SCHEMA).from('knex_migrations').pluck('name')) as string[]);
+  if (!(await migrationsRecorded(db))) return all;
+  const recorded = (await db.withSchema(OWN_SCHEMA).from('knex_migrations').pluck('name')) as string[];
+  const applied = new Set(recorded.map(currentMigrationName));
   return all.filter((m) => !applied.has(m));
 }
 

@@ -3,7 +3,8 @@ import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatLine, resolveLogFormat } from '../src/log-format.js';
 import { createLogger } from '../src/logger.js';
-import { startServe } from '../src/serve.js';
+import { jobs } from '../jobs/index.js';
+import { startServe } from '../src/serve/start-serve.js';
 import { runCli } from './helpers/cli.js';
 import { startWorld, type World } from './helpers/world.js';
 
@@ -74,7 +75,16 @@ describe('log format', () => {
       },
     });
     const logger = createLogger({ level: 'info', destination: sink });
-    const serve = await startServe({ config: w.config, db: w.t.db, client: w.client, logger, schedule: false, port: 0, host: '127.0.0.1' });
+    const serve = await startServe({
+      jobs,
+      config: w.config,
+      db: w.t.db,
+      client: w.client,
+      logger,
+      schedule: false,
+      port: 0,
+      host: '127.0.0.1',
+    });
     try {
       await serve.runNow('pull', 'orders');
     } finally {

@@ -8,7 +8,8 @@ import { startEmulator, type RunningEmulator } from '../src/emulator/index.js';
 import { createLogger } from '../src/logger.js';
 import { createMetrics, type Metrics } from '../src/metrics.js';
 import { PlatformClient } from '../src/platform/client.js';
-import { startServe, type RunningServe } from '../src/serve.js';
+import { jobs } from '../jobs/index.js';
+import { startServe, type RunningServe } from '../src/serve/start-serve.js';
 import { pullList } from '../src/sync/pull.js';
 import { reconcileList } from '../src/sync/reconcile.js';
 import { createTestDatabase, type TestDatabase } from './helpers/db.js';
@@ -191,6 +192,7 @@ describe('metrics', () => {
     metrics = createMetrics({ db: t.db, config, logger });
     client = new PlatformClient({ config: config.platform, logger, onRequest: metrics.onRequest });
     serve = await startServe({
+      jobs,
       config,
       db: t.db,
       client,

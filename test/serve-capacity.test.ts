@@ -7,7 +7,8 @@ import { spawn } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createDb, type Knex } from '../src/db.js';
 import { createMetrics } from '../src/metrics.js';
-import { startServe, type RunningServe } from '../src/serve.js';
+import { jobs } from '../jobs/index.js';
+import { startServe, type RunningServe } from '../src/serve/start-serve.js';
 import { workerCount } from '../src/serve/job-queue.js';
 import { createRunOutcomes } from '../src/serve/run-outcomes.js';
 import { spreadOverMinute } from '../src/serve/scheduler.js';
@@ -92,7 +93,7 @@ describe('serve capacity', () => {
     // The work pool is as small as the config says: 5 connections, 1 worker.
     const db = createDb({ url: w.t.url, poolMax: 5 });
     cleanups.push(() => db.destroy());
-    const serve = await startServe({ ...w.deps(), db, port: 0, host: '127.0.0.1' });
+    const serve = await startServe({ jobs, ...w.deps(), db, port: 0, host: '127.0.0.1' });
     const health = probe(`${serve.url}/healthz`, 200);
     const startedAt = Date.now();
     await new Promise((r) => setTimeout(r, 4500));
@@ -133,6 +134,7 @@ describe('serve capacity', () => {
       unrecorded: () => outcomes.unrecorded(),
     });
     let serve: RunningServe | undefined = await startServe({
+      jobs,
       ...w.deps(),
       db,
       outcomes,
@@ -192,7 +194,7 @@ describe('serve capacity', () => {
       lists: listsOf(2).map((l) => ({ ...l, pageSize: 100 })),
       database: { poolMax: 7 },
     });
-    const serve = await startServe({ ...w.deps(), port: 0, host: '127.0.0.1', schedule: false });
+    const serve = await startServe({ jobs, ...w.deps(), port: 0, host: '127.0.0.1', schedule: false });
     cleanups.push(() => serve.close());
     expect(serve.load().workers).toBe(2);
     await w.emu.admin.clearRequests();

@@ -3,7 +3,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { jobs } from '../jobs/index.js';
 import { SAMPLE_FIELDS as F } from '../src/emulator/index.js';
-import { startServe } from '../src/serve.js';
+import { startServe } from '../src/serve/start-serve.js';
 import { pullList } from '../src/sync/pull.js';
 import { pushList } from '../src/sync/push.js';
 import { USERS_JOB_LIST } from '../src/sync/users.js';
@@ -35,7 +35,7 @@ describe('serve', () => {
 
   it('/healthz reports the database and the last run per list', async () => {
     w = await startWorld({ emulator: { items: 30 } });
-    const s = await startServe({ ...w.deps(), port: 0, host: '127.0.0.1', schedule: false });
+    const s = await startServe({ jobs, ...w.deps(), port: 0, host: '127.0.0.1', schedule: false });
     try {
       await s.runNow('pull', 'orders');
       const res = await fetch(`${s.url}/healthz`);

@@ -12,7 +12,7 @@ import { mirrorTableFindings } from './mirror-tables.js';
 import type { Finding } from './finding.js';
 import { checkList } from './list-check.js';
 import { appLogger, createClient, loadAppConfig } from '../context.js';
-import type { CommandKit } from './kit.js';
+import type { CommandKit } from './command-kit.js';
 import { coerceError } from '../errors.js';
 import { exitCodeFor } from '../exit-code.js';
 import { describeBudget, scheduleBudget } from '../serve/schedule-budget.js';

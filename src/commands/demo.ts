@@ -22,7 +22,8 @@ import { OUTBOX_TABLE, PENDING_CHANGES_SQL } from '../store/outbox.js';
 import { COUNT_RUNS_SQL } from '../store/runs.js';
 import { coerceError } from '../errors.js';
 import { exitCodeFor } from '../exit-code.js';
-import { wholeNumber, type CommandKit } from './kit.js';
+import type { CommandKit } from './command-kit.js';
+import { wholeNumber } from './options.js';
 
 export const DEMO_DATABASE = 'listsync_demo';
 

@@ -26,7 +26,8 @@ import { createDb } from '../db.js';
 import { UsageError, coerceError } from '../errors.js';
 import { isAnotherField, readRegistry } from '../mirror/registry.js';
 import { selectLists } from './pull.js';
-import { LIST_FLAGS, LIST_HELP, type CommandKit } from './kit.js';
+import type { CommandKit } from './command-kit.js';
+import { LIST_FLAGS, LIST_HELP } from './options.js';
 
 /** The registry entry of a list, when a mirror exists for it (undefined otherwise or when the database is not reachable). */
 export type RegistryReader = (listName: string) => Promise<RegistryEntry | undefined>;

@@ -16,7 +16,7 @@ import type { AppContext } from '../context.js';
 import type { Knex } from '../db.js';
 import { UsageError, coerceError } from '../errors.js';
 import { readRegistry } from '../mirror/registry.js';
-import type { CommandKit } from './kit.js';
+import type { CommandKit } from './command-kit.js';
 
 interface DbtColumn {
   name: string;

@@ -14,7 +14,8 @@ import {
 import { loadAppConfig } from '../context.js';
 import { UsageError } from '../errors.js';
 import { selectLists } from './pull.js';
-import { LIST_FLAGS, type CommandKit } from './kit.js';
+import type { CommandKit } from './command-kit.js';
+import { LIST_FLAGS } from './options.js';
 
 export async function runHooksSubscribe(ctx: AppContext, options: SubscribeOptions): Promise<number> {
   const sub = await subscribe({ db: ctx.db, client: ctx.client, config: ctx.config }, options);

@@ -8,7 +8,7 @@ import { createInterface } from 'node:readline/promises';
 import { parseConfig, readEnvironment } from '../config.js';
 import { appLogger, createClient, type GlobalOptions, type Output } from '../context.js';
 import { discoverLists, type Discovery } from './discover.js';
-import type { CommandKit } from './kit.js';
+import type { CommandKit } from './command-kit.js';
 
 export const SAMPLE_CONFIG = {
   '//': 'listsync config. Keys starting with // are comments. Secrets come from the environment (.env): ${NAME} is replaced by the variable NAME.',

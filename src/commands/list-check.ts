@@ -1,6 +1,6 @@
 /**
  * One configured list against the platform, as `listsync check` asks and as a
- * job the platform refused asks to explain itself (commands/kit.ts): the list
+ * job the platform refused asks to explain itself (commands/explain-failure.ts): the list
  * exists, its cursor, sort and ID fields exist and are indexed, its fields
  * have distinct names, and its items carry the version field.
  * (test/exit-codes.test.ts, test/cli-foundation.test.ts.)

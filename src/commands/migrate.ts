@@ -1,6 +1,6 @@
 import type { Knex } from '../db.js';
 import { migrateLatest } from '../db.js';
-import type { CommandKit } from './kit.js';
+import type { CommandKit } from './command-kit.js';
 
 /** Applies pending migrations; a second run in a row does nothing. */
 export async function runMigrate(db: Knex): Promise<string[]> {

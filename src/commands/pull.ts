@@ -7,7 +7,10 @@ import { humanNumber, plural } from '../format.js';
 import { pullList, type PullMode, type PullResult } from '../sync/pull.js';
 import { ListTitles } from '../sync/list-title.js';
 import { progressReporter } from './progress.js';
-import { jobDeps, listJobOptions, reportJobFailure, type CommandKit } from './kit.js';
+import type { CommandKit } from './command-kit.js';
+import { reportJobFailure } from './explain-failure.js';
+import { jobDeps } from './job-deps.js';
+import { listJobOptions } from './options.js';
 
 export function selectLists(ctx: Pick<AppContext, 'config'>, name?: string): readonly ListConfig[] {
   if (!name) {

@@ -12,7 +12,10 @@ import { previewPush, type PushPreview } from '../sync/push/preview.js';
 import { Option } from 'commander';
 import { selectLists, runPulls } from './pull.js';
 import { progressReporter } from './progress.js';
-import { LIST_FLAGS, LIST_HELP, jobDeps, listJobOptions, positiveId, reportJobFailure, type CommandKit } from './kit.js';
+import type { CommandKit } from './command-kit.js';
+import { reportJobFailure } from './explain-failure.js';
+import { jobDeps } from './job-deps.js';
+import { LIST_FLAGS, LIST_HELP, listJobOptions, positiveId } from './options.js';
 
 export function pushSummary(r: PushResult, policy?: ConflictPolicy): string {
   const extra = [r.deleted ? `${r.deleted} deleted` : '', r.withdrawn ? `${r.withdrawn} withdrawn` : ''].filter(Boolean).join(', ');

@@ -8,7 +8,10 @@ import { humanNumber, plural } from '../format.js';
 import { progressReporter } from './progress.js';
 import { reconcileList, type ReconcileResult } from '../sync/reconcile.js';
 import { selectLists } from './pull.js';
-import { jobDeps, listJobOptions, reportJobFailure, type CommandKit } from './kit.js';
+import type { CommandKit } from './command-kit.js';
+import { reportJobFailure } from './explain-failure.js';
+import { jobDeps } from './job-deps.js';
+import { listJobOptions } from './options.js';
 
 export function reconcileSummary(r: ReconcileResult): string {
   const status = r.status === 'succeeded' ? 'succeeded' : r.status === 'refused' ? 'REFUSED' : 'stopped';

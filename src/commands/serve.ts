@@ -4,14 +4,19 @@ import { consoleAnnouncement, consoleToken } from '../console/console-token.js';
 import { startConsole, type RunningConsole } from '../console/server.js';
 import { createClient, type AppContext } from '../context.js';
 import { createMetrics } from '../metrics.js';
-import { startServe, type RunningServe } from '../serve.js';
+import { startServe, type RunningServe } from '../serve/start-serve.js';
+import type { JobDefinition } from '../serve/job-definition.js';
 import { createRunOutcomes } from '../serve/run-outcomes.js';
 import { startRealtime, type Realtime } from '../realtime/index.js';
 import { createHookReceiver, earlyPullOnItemEvent, HOOKS_PATH, replayUnprocessedEvents, type ItemEvent } from '../webhooks/index.js';
 import { InvalidArgumentError } from 'commander';
-import { wholeNumber, type CommandKit } from './kit.js';
+import type { CommandKit } from './command-kit.js';
+import { wholeNumber } from './options.js';
 
-export async function runServe(ctx: AppContext, opts: { port?: number; console?: string }): Promise<number> {
+export async function runServe(
+  ctx: AppContext,
+  opts: { port?: number; console?: string; jobs: readonly JobDefinition[] },
+): Promise<number> {
   // Every fire's outcome: /metrics counts those not written to sync_runs yet (the database away).
   const outcomes = createRunOutcomes({ db: ctx.db, logger: ctx.logger });
   const metrics = createMetrics({ db: ctx.db, config: ctx.config, logger: ctx.logger, unrecorded: () => outcomes.unrecorded() });
@@ -52,6 +57,7 @@ export async function runServe(ctx: AppContext, opts: { port?: number; console?:
     db: ctx.db,
     client,
     logger: ctx.logger,
+    jobs: opts.jobs,
     port: opts.port,
     routes: { '/metrics': metrics.handler, [HOOKS_PATH]: hooks },
     outcomes,
@@ -125,7 +131,7 @@ function consoleAddressArg(value: string): string {
   return value;
 }
 
-export function register({ program, withContext }: CommandKit): void {
+export function register({ program, withContext, jobs }: CommandKit): void {
   program
     .command('serve')
     .description('run the schedules, the webhook receiver, /healthz, /metrics and the console (serve.console) until SIGTERM')
@@ -133,7 +139,7 @@ export function register({ program, withContext }: CommandKit): void {
     .option('--console <address>', 'where the console listens, host:port (default serve.console), or "off"', consoleAddressArg)
     .option('--migrate', "apply listsync's pending migrations before starting (without it, serve refuses to start on tables behind)", false)
     .action((opts: { port?: number; console?: string; migrate: boolean }) =>
-      withContext((ctx) => runServe(ctx, { port: opts.port, console: opts.console }), {
+      withContext((ctx) => runServe(ctx, { port: opts.port, console: opts.console, jobs }), {
         schema: opts.migrate ? 'migrate' : 'current',
         service: true,
       }),

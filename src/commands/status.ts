@@ -9,7 +9,8 @@ import { readLimiterState, type LimiterState } from '../store/rate-budget.js';
 import { latestRun } from '../store/runs.js';
 import { webhookActivity, type WebhookActivity } from '../store/webhook-inbox.js';
 import { USERS_JOB_LIST } from '../sync/users.js';
-import { LIST_FLAGS, type CommandKit } from './kit.js';
+import type { CommandKit } from './command-kit.js';
+import { LIST_FLAGS } from './options.js';
 import { recentSchemaChanges, type RecordedSchemaChange as SchemaChange } from '../store/schema-changes.js';
 import { selectLists } from './pull.js';
 

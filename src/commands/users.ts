@@ -2,7 +2,8 @@
 import type { AppContext } from '../context.js';
 import { plural } from '../format.js';
 import { pullUsers } from '../sync/users.js';
-import { reportJobFailure, type CommandKit } from './kit.js';
+import type { CommandKit } from './command-kit.js';
+import { reportJobFailure } from './explain-failure.js';
 
 export async function runUsers(ctx: AppContext): Promise<number> {
   try {

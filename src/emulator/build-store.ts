@@ -1,5 +1,5 @@
 import type { FieldFlagStyle, FieldMetaArrangement } from './field-meta.js';
-import { generateDirectory } from './directory.js';
+import { generateDirectory } from './directory-data.js';
 import { type FieldSpec, userFieldMeta } from './field-types.js';
 import { snowflakeId, userIdFor } from './ids.js';
 import { PlatformZone } from './platform-time.js';

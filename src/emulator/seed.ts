@@ -1,4 +1,4 @@
-import { directorySchema } from './directory.js';
+import { directorySchema } from './directory-data.js';
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { FIELD_FLAG_STYLES, FIELD_META_ARRANGEMENTS } from './field-meta.js';

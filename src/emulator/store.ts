@@ -1,4 +1,4 @@
-import type { Directory, User } from './directory.js';
+import type { Directory, User } from './directory-data.js';
 import { type FieldMeta, type ValueKind, systemFieldMetas, valueKindOf } from './field-types.js';
 import { PlatformZone, SECONDS_PER_DAY, formatNaive, parseNaive } from './platform-time.js';
 

@@ -11,7 +11,7 @@
  * reason (test/serve-capacity.test.ts).
  */
 import cron, { type ScheduledTask, type TaskContext } from 'node-cron';
-import type { JobDefinition } from '../../jobs/index.js';
+import type { JobDefinition } from './job-definition.js';
 import { secretsOf, type Config, type ListConfig } from '../config.js';
 import { explainDatabaseError, type Knex } from '../db.js';
 import { LockedError } from '../errors.js';

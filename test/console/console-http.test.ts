@@ -11,7 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningConsole } from '../../src/console/server.js';
 import type { Knex } from '../../src/db.js';
 import { SAMPLE_FIELDS as F } from '../../src/emulator/index.js';
-import { startServe } from '../../src/serve.js';
+import { jobs } from '../../jobs/index.js';
+import { startServe } from '../../src/serve/start-serve.js';
 import { startWorld, type World } from '../helpers/world.js';
 import { CONSOLE_TOKEN, DB_PASSWORD, consoleOn, consolePaths, stageConflict, withPassword } from './support.js';
 
@@ -148,7 +149,7 @@ describe('console over HTTP', () => {
   });
 
   it('the webhook listener answers 404 for every console path', async () => {
-    const s = await startServe({ ...w.deps(), port: 0, host: '127.0.0.1', schedule: false });
+    const s = await startServe({ jobs, ...w.deps(), port: 0, host: '127.0.0.1', schedule: false });
     try {
       for (const path of [...consolePaths(staged.conflictId), `/conflicts/${staged.conflictId}/resolve`]) {
         expect((await fetch(`${s.url}${path}`, { headers: auth })).status, path).toBe(404);

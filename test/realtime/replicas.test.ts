@@ -10,7 +10,8 @@ import { parseConfig, type Config } from '../../src/config.js';
 import { createClient } from '../../src/context.js';
 import { createDb } from '../../src/db.js';
 import { removeSubscription, startRealtime, type Realtime } from '../../src/realtime/index.js';
-import { startServe } from '../../src/serve.js';
+import { jobs } from '../../jobs/index.js';
+import { startServe } from '../../src/serve/start-serve.js';
 import { createHookReceiver, HOOKS_PATH } from '../../src/webhooks/index.js';
 import { startWorld, type World } from '../helpers/world.js';
 import { APP, LIST } from './support.js';
@@ -37,6 +38,7 @@ async function startReplica(w: World, config: Config, callbackBase?: string): Pr
   const ref: { rt?: Realtime } = {};
   const hooks = createHookReceiver({ db, config, logger: w.logger, onItemEvent: (e) => ref.rt?.onItemEvent(e) ?? 'deferred' });
   const serve = await startServe({
+    jobs,
     config,
     db,
     client,

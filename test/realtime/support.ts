@@ -7,7 +7,8 @@ import { parseConfig, type Config } from '../../src/config.js';
 import { createClient } from '../../src/context.js';
 import type { PlatformClient } from '../../src/platform/client.js';
 import { startRealtime, type Realtime, type RealtimeOptions } from '../../src/realtime/index.js';
-import { startServe, type RunningServe } from '../../src/serve.js';
+import { jobs } from '../../jobs/index.js';
+import { startServe, type RunningServe } from '../../src/serve/start-serve.js';
 import { pullList } from '../../src/sync/pull.js';
 import { createHookReceiver, HOOKS_PATH } from '../../src/webhooks/index.js';
 import { startWorld, type World } from '../helpers/world.js';
@@ -71,6 +72,7 @@ export async function start(opts: StartOptions = {}): Promise<Running> {
   const ref: { rt?: Realtime } = {};
   const hooks = createHookReceiver({ db: w.t.db, config, logger: w.logger, onItemEvent: (e) => ref.rt?.onItemEvent(e) ?? 'deferred' });
   const serve = await startServe({
+    jobs,
     config,
     db: w.t.db,
     client,

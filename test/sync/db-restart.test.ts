@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, migrateLatest, type Knex } from '../../src/db.js';
 import { startEmbeddedDb, type EmbeddedDb } from '../../src/embedded-db.js';
 import { startEmulator, type RunningEmulator } from '../../src/emulator/index.js';
-import { postgresRunCoordinator } from '../../src/serve.js';
+import { postgresRunCoordinator } from '../../src/serve/start-serve.js';
 import { silentLogger } from '../../src/logger.js';
 import { BIN, childEnv, runCli } from '../helpers/cli.js';
 

@@ -8,7 +8,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMetrics } from '../../src/metrics.js';
-import { startServe } from '../../src/serve.js';
+import { jobs } from '../../jobs/index.js';
+import { startServe } from '../../src/serve/start-serve.js';
 import { pullUsers } from '../../src/sync/users.js';
 import { runCli } from '../helpers/cli.js';
 import { startWorld, type World } from '../helpers/world.js';
@@ -111,6 +112,7 @@ describe('a run that fails at its first request is recorded', () => {
     const bad = { ...w.config, platform: { ...w.config.platform, baseUrl: `http://127.0.0.1:${await closedPort()}/v1`, retries: 0 } };
     const metrics = createMetrics({ db: w.t.db, config: w.config, logger: w.logger, defaultMetrics: false });
     const serve = await startServe({
+      jobs,
       config: w.config,
       db: w.t.db,
       client: w.client,

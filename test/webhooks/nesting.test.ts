@@ -8,7 +8,8 @@ import { createClient } from '../../src/context.js';
 import { startEmulator, type RunningEmulator } from '../../src/emulator/index.js';
 import { silentLogger } from '../../src/logger.js';
 import type { PlatformClient } from '../../src/platform/client.js';
-import { startServe, type RunningServe } from '../../src/serve.js';
+import { jobs } from '../../jobs/index.js';
+import { startServe, type RunningServe } from '../../src/serve/start-serve.js';
 import { createHookReceiver } from '../../src/webhooks/index.js';
 import { runCli } from '../helpers/cli.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
@@ -29,6 +30,7 @@ describe('webhook nesting depth', () => {
     client = createClient(config, logger);
     const hooks = createHookReceiver({ db: t.db, config, logger });
     serve = await startServe({
+      jobs,
       config,
       db: t.db,
       client,

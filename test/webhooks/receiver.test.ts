@@ -13,7 +13,8 @@ import { startEmulator, type RunningEmulator } from '../../src/emulator/index.js
 import { createLogger } from '../../src/logger.js';
 import { createMetrics, type Metrics } from '../../src/metrics.js';
 import type { PlatformClient } from '../../src/platform/client.js';
-import { startServe, type RunningServe } from '../../src/serve.js';
+import { jobs } from '../../jobs/index.js';
+import { startServe, type RunningServe } from '../../src/serve/start-serve.js';
 import { createHookReceiver, earlyPullOnItemEvent, listsToPullFor, type ItemEvent } from '../../src/webhooks/index.js';
 import { runCli } from '../helpers/cli.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
@@ -92,6 +93,7 @@ describe('webhooks', () => {
       onOutcome: metrics.onWebhook,
     });
     serve = await startServe({
+      jobs,
       config,
       db: t.db,
       client,

@@ -2,12 +2,13 @@
  * What a scheduled job is: a name, where its schedule comes from, what it runs
  * and how it is asked for. Every job hands the run context's abort signal to
  * its run, which stops at the next safe point (after the page or change in
- * flight) when `serve` shuts down.
+ * flight) when `serve` shuts down. The jobs themselves are defined in jobs/,
+ * built on src/; src/ knows only their shape.
  */
-import type { Config, ListConfig } from '../src/config.js';
-import type { Knex } from '../src/db.js';
-import type { Logger } from '../src/logger.js';
-import type { PlatformClient } from '../src/platform/client.js';
+import type { Config, ListConfig } from '../config.js';
+import type { Knex } from '../db.js';
+import type { Logger } from '../logger.js';
+import type { PlatformClient } from '../platform/client.js';
 
 export interface JobContext {
   db: Knex;

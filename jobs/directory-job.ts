@@ -1,5 +1,5 @@
 import { pullDirectory } from '../src/sync/directory.js';
-import type { JobDefinition } from './job.js';
+import type { JobDefinition } from '../src/serve/job-definition.js';
 
 /** Departments, groups and positions; scheduled by `directory.schedule`. Stops between parts; a request in flight is cancelled. */
 export const directoryJob: JobDefinition = {

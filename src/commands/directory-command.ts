@@ -2,7 +2,9 @@
 import type { AppContext } from '../context.js';
 import { UsageError } from '../errors.js';
 import { pullDirectory } from '../sync/directory.js';
-import { WAIT_FLAGS, reportJobFailure, type CommandKit } from './kit.js';
+import type { CommandKit } from './command-kit.js';
+import { reportJobFailure } from './explain-failure.js';
+import { WAIT_FLAGS } from './options.js';
 import { progressReporter } from './progress.js';
 
 export async function runDirectory(ctx: AppContext, options: { wait: boolean }): Promise<number> {

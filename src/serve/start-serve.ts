@@ -1,5 +1,6 @@
 /**
- * The long-running process, composed of named parts:
+ * The long-running process, composed of named parts, scheduling the jobs it
+ * is handed (the entry point, bin/listsync.js, hands it jobs/index.ts):
  * - the scheduler (src/serve/scheduler.ts): every job's schedule from the
  *   config into one queue with a fixed number of workers sized to the pool
  *   (job-queue.ts), locks on a pool of their own (lock-pool.ts), one fire run
@@ -13,30 +14,31 @@
  *   record what is left, close HTTP last.
  */
 import type { Server } from 'node:http';
-import { jobs as allJobs, type JobDefinition } from '../jobs/index.js';
-import type { Config } from './config.js';
-import type { Knex } from './db.js';
-import type { Logger } from './logger.js';
-import type { PlatformClient } from './platform/client.js';
-import { createHealth } from './serve/health.js';
-import { startHttp, type HealthExtra, type RouteHandler } from './serve/http.js';
-import { workerCount } from './serve/job-queue.js';
-import { createLockPool } from './serve/lock-pool.js';
-import { createRunOutcomes, type RunOutcomes } from './serve/run-outcomes.js';
-import { describeBudget, scheduleBudget } from './serve/schedule-budget.js';
-import { createScheduler } from './serve/scheduler.js';
-import { closeOpenRun } from './store/runs.js';
-import { createRunTracker, createShutdown } from './serve/shutdown.js';
+import type { Config } from '../config.js';
+import type { Knex } from '../db.js';
+import type { Logger } from '../logger.js';
+import type { PlatformClient } from '../platform/client.js';
+import { createHealth } from './health.js';
+import { startHttp, type HealthExtra, type RouteHandler } from './http.js';
+import { workerCount } from './job-queue.js';
+import { createLockPool } from './lock-pool.js';
+import { createRunOutcomes, type RunOutcomes } from './run-outcomes.js';
+import { describeBudget, scheduleBudget } from './schedule-budget.js';
+import type { JobDefinition } from './job-definition.js';
+import { createScheduler } from './scheduler.js';
+import { closeOpenRun } from '../store/runs.js';
+import { createRunTracker, createShutdown } from './shutdown.js';
 
-export { json, type RouteHandler } from './serve/http.js';
-export { postgresRunCoordinator } from './serve/scheduler.js';
+export { json, type RouteHandler } from './http.js';
+export { postgresRunCoordinator } from './scheduler.js';
 
 export interface ServeOptions {
   config: Config;
   db: Knex;
   client: PlatformClient;
   logger: Logger;
-  jobs?: readonly JobDefinition[];
+  /** The jobs to schedule (jobs/index.ts, handed in by the entry point: nothing in src/ imports jobs/). */
+  jobs: readonly JobDefinition[];
   /** Overrides config.serve.port (0 = any free port). */
   port?: number;
   host?: string;
@@ -68,7 +70,7 @@ export interface RunningServe {
 
 export async function startServe(opts: ServeOptions): Promise<RunningServe> {
   const { config, db, logger } = opts;
-  const jobs = opts.jobs ?? allJobs;
+  const { jobs } = opts;
   const runs = createRunTracker();
   const workers = workerCount(config.database.poolMax);
   const lockDb = createLockPool(db, workers);
