@@ -13,85 +13,42 @@ import { InvalidArgumentError } from 'commander';
 import type { CommandKit } from './command-kit.js';
 import { wholeNumber } from './options.js';
 
-export async function runServe(
-  ctx: AppContext,
-  opts: { port?: number; console?: string; jobs: readonly JobDefinition[] },
-): Promise<number> {
-  // Every fire's outcome: /metrics counts those not written to sync_runs yet (the database away).
-  const outcomes = createRunOutcomes({ db: ctx.db, logger: ctx.logger });
-  const metrics = createMetrics({ db: ctx.db, config: ctx.config, logger: ctx.logger, unrecorded: () => outcomes.unrecorded() });
-  // serve's own client reports every request to /metrics; its budget is shared through Postgres like any other.
-  const client = createClient(ctx.config, ctx.logger, ctx.db, metrics.onRequest);
-  // Early pulls go to the serve instance, which exists once the routes are mounted.
-  const started: { serve?: RunningServe } = {};
-  const requestPull = (list: string): void => started.serve?.requestPull(list);
+/**
+ * Where the receiver's callbacks go: a list's own item events to the real-time applier (kept until it
+ * has started), workflow events to an early pull; a refused callback asks the list for a catch-up pull.
+ */
+function callbackRouting(ctx: AppContext, requestPull: (list: string) => void) {
   const earlyPull = earlyPullOnItemEvent(ctx.config, requestPull);
-  // A list's own item events go to the realtime applier; workflow events ask for an early pull.
-  const realtimeRef: { rt?: Realtime } = {};
+  const ref: { rt?: Realtime } = {};
   const arrivedEarly: ItemEvent[] = [];
-  const onItemEvent = (event: ItemEvent): 'deferred' | void => {
-    if (!event.resource.startsWith('lists/')) return earlyPull(event);
-    if (realtimeRef.rt) return realtimeRef.rt.onItemEvent(event);
-    arrivedEarly.push(event); // stored; queued once realtime has started
-    return 'deferred';
-  };
-  // A callback refused (the database away, a shutdown): the list catches up with an incremental pull once it can.
   const gaps = new Set<string>();
-  const onRefused = (list: string | null): void => {
-    // Not known whose callback it was: any real-time list may have missed it.
-    for (const name of list === null ? ctx.config.lists.filter((l) => l.realtime).map((l) => l.name) : [list]) {
-      if (realtimeRef.rt) realtimeRef.rt.gap(name, 'callbacks refused');
-      else gaps.add(name);
-    }
+  return {
+    onItemEvent(event: ItemEvent): 'deferred' | void {
+      if (!event.resource.startsWith('lists/')) return earlyPull(event);
+      if (ref.rt) return ref.rt.onItemEvent(event);
+      arrivedEarly.push(event); // stored; queued once realtime has started
+      return 'deferred';
+    },
+    onRefused(list: string | null): void {
+      // Not known whose callback it was: any real-time list may have missed it.
+      for (const name of list === null ? ctx.config.lists.filter((l) => l.realtime).map((l) => l.name) : [list]) {
+        if (ref.rt) ref.rt.gap(name, 'callbacks refused');
+        else gaps.add(name);
+      }
+    },
+    realtime: (): Realtime | undefined => ref.rt,
+    /** Real time has started: what arrived before it is handed over. */
+    attach(rt: Realtime): void {
+      ref.rt = rt;
+      for (const list of gaps) rt.gap(list, 'callbacks refused');
+      for (const event of arrivedEarly.splice(0)) rt.onItemEvent(event);
+    },
   };
-  const hooks = createHookReceiver({
-    db: ctx.db,
-    config: ctx.config,
-    logger: ctx.logger,
-    onItemEvent,
-    onOutcome: metrics.onWebhook,
-    onRefused,
-  });
-  const serve = await startServe({
-    config: ctx.config,
-    db: ctx.db,
-    client,
-    logger: ctx.logger,
-    jobs: opts.jobs,
-    port: opts.port,
-    routes: { '/metrics': metrics.handler, [HOOKS_PATH]: hooks },
-    outcomes,
-    health: async () => (realtimeRef.rt ? realtimeRef.rt.health() : { degraded: false }),
-    // The applier stops before the listener closes: callbacks are taken (stored) until the last moment.
-    beforeHttpClose: async () => realtimeRef.rt?.close(),
-  });
-  started.serve = serve;
-  realtimeRef.rt = await startRealtime({
-    db: ctx.db,
-    client,
-    config: ctx.config,
-    logger: ctx.logger,
-    requestPull,
-    onFlush: metrics.onRealtimeFlush,
-    catchUpAtStart: true,
-    // Catch-up and backlog pulls take their turn in serve's one queue, recorded like any other run.
-    runPull: async (name) => (await serve.runNow('pull', name)) as { status: string } | undefined,
-  });
-  for (const list of gaps) realtimeRef.rt.gap(list, 'callbacks refused');
-  for (const event of arrivedEarly.splice(0)) realtimeRef.rt.onItemEvent(event);
-  let consoleServer: RunningConsole | undefined;
-  try {
-    consoleServer = await startConsoleOf(ctx, client, opts.console);
-  } catch (err) {
-    // A console that cannot listen ends serve, as the webhook port does: nothing keeps running behind the error.
-    await serve.close();
-    await realtimeRef.rt.close();
-    await client.close();
-    throw err;
-  }
-  const replayed = await replayUnprocessedEvents(ctx.db, ctx.config, requestPull);
-  if (replayed) ctx.logger.info({ events: replayed }, 'webhook events left unprocessed by a previous run: early pull requested');
-  await new Promise<void>((resolve) => {
+}
+
+/** Resolves once SIGTERM or SIGINT has closed serve (the applier, then the listener) and the console. */
+function untilStopped(ctx: AppContext, serve: RunningServe, consoleServer: RunningConsole | undefined): Promise<void> {
+  return new Promise<void>((resolve) => {
     const stop = (signal: string) => {
       ctx.logger.info({ signal }, 'signal received');
       process.off('SIGTERM', onTerm);
@@ -111,6 +68,68 @@ export async function runServe(
       `listsync serve on ${serve.url} (healthz: ${serve.url}/healthz, metrics: ${serve.url}/metrics, webhooks: ${serve.url}${HOOKS_PATH}<token>)`,
     );
   });
+}
+
+export async function runServe(
+  ctx: AppContext,
+  opts: { port?: number; console?: string; jobs: readonly JobDefinition[] },
+): Promise<number> {
+  // Every fire's outcome: /metrics counts those not written to sync_runs yet (the database away).
+  const outcomes = createRunOutcomes({ db: ctx.db, logger: ctx.logger });
+  const metrics = createMetrics({ db: ctx.db, config: ctx.config, logger: ctx.logger, unrecorded: () => outcomes.unrecorded() });
+  // serve's own client reports every request to /metrics; its budget is shared through Postgres like any other.
+  const client = createClient(ctx.config, ctx.logger, ctx.db, metrics.onRequest);
+  // Early pulls go to the serve instance, which exists once the routes are mounted.
+  const started: { serve?: RunningServe } = {};
+  const requestPull = (list: string): void => started.serve?.requestPull(list);
+  const routing = callbackRouting(ctx, requestPull);
+  const hooks = createHookReceiver({
+    db: ctx.db,
+    config: ctx.config,
+    logger: ctx.logger,
+    onItemEvent: routing.onItemEvent,
+    onOutcome: metrics.onWebhook,
+    onRefused: routing.onRefused,
+  });
+  const serve = await startServe({
+    config: ctx.config,
+    db: ctx.db,
+    client,
+    logger: ctx.logger,
+    jobs: opts.jobs,
+    port: opts.port,
+    routes: { '/metrics': metrics.handler, [HOOKS_PATH]: hooks },
+    outcomes,
+    health: async () => routing.realtime()?.health() ?? { degraded: false },
+    // The applier stops before the listener closes: callbacks are taken (stored) until the last moment.
+    beforeHttpClose: async () => routing.realtime()?.close(),
+  });
+  started.serve = serve;
+  const rt = await startRealtime({
+    db: ctx.db,
+    client,
+    config: ctx.config,
+    logger: ctx.logger,
+    requestPull,
+    onFlush: metrics.onRealtimeFlush,
+    catchUpAtStart: true,
+    // Catch-up and backlog pulls take their turn in serve's one queue, recorded like any other run.
+    runPull: async (name) => (await serve.runNow('pull', name)) as { status: string } | undefined,
+  });
+  routing.attach(rt);
+  let consoleServer: RunningConsole | undefined;
+  try {
+    consoleServer = await startConsoleOf(ctx, client, opts.console);
+  } catch (err) {
+    // A console that cannot listen ends serve, as the webhook port does: nothing keeps running behind the error.
+    await serve.close();
+    await rt.close();
+    await client.close();
+    throw err;
+  }
+  const replayed = await replayUnprocessedEvents(ctx.db, ctx.config, requestPull);
+  if (replayed) ctx.logger.info({ events: replayed }, 'webhook events left unprocessed by a previous run: early pull requested');
+  await untilStopped(ctx, serve, consoleServer);
   await client.close();
   ctx.io.out('listsync serve stopped');
   return 0;
