@@ -16,7 +16,7 @@ import type { AppContext } from '../src/context.js';
 import { createClient } from '../src/context.js';
 import { startEmulator } from '../src/emulator/index.js';
 import { createLogger } from '../src/logger.js';
-import { runPulls } from '../src/commands/pull.js';
+import { runPulls } from '../src/commands/pull-command.js';
 import { fleetConfigLists, fleetSeed } from '../test/helpers/many-lists.js';
 import { benchDatabase } from './support.js';
 

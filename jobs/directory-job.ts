@@ -1,4 +1,4 @@
-import { pullDirectory } from '../src/sync/directory.js';
+import { pullDirectory } from '../src/sync/directory-sync.js';
 import type { JobDefinition } from '../src/serve/job-definition.js';
 
 /** Departments, groups and positions; scheduled by `directory.schedule`. Stops between parts; a request in flight is cancelled. */

@@ -1,8 +1,8 @@
 import type { JobDefinition } from '../src/serve/job-definition.js';
-import { pullJob } from './pull.js';
-import { pushJob } from './push.js';
-import { reconcileFullJob, reconcileJob } from './reconcile.js';
-import { usersJob } from './users.js';
+import { pullJob } from './pull-job.js';
+import { pushJob } from './push-job.js';
+import { reconcileFullJob, reconcileJob } from './reconcile-job.js';
+import { usersJob } from './users-job.js';
 import { directoryJob } from './directory-job.js';
 
 export type { JobContext, JobDefinition } from '../src/serve/job-definition.js';

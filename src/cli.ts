@@ -21,12 +21,12 @@ import * as exporter from './commands/export.js';
 import * as hooks from './commands/hooks.js';
 import * as init from './commands/init.js';
 import * as migrate from './commands/migrate.js';
-import * as pull from './commands/pull.js';
-import * as push from './commands/push.js';
-import * as reconcile from './commands/reconcile.js';
+import * as pull from './commands/pull-command.js';
+import * as push from './commands/push-command.js';
+import * as reconcile from './commands/reconcile-command.js';
 import * as serve from './commands/serve.js';
 import * as status from './commands/status.js';
-import * as users from './commands/users.js';
+import * as users from './commands/users-command.js';
 
 /** The program with every command; `jobs`: what `serve` schedules (handed in by the entry point). */
 export function buildProgram(

@@ -10,8 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from './helpers/cli.js';
 import { createTestDatabase, type TestDatabase } from './helpers/db.js';
 import { startWorld, type World } from './helpers/world.js';
-import { acquireLock, type HeldLock } from '../src/sync/lock.js';
-import { listLockName } from '../src/sync/exclusive.js';
+import { acquireLock, listLockName, type HeldLock } from '../src/sync/lock.js';
 
 async function closedPort(): Promise<number> {
   const s = createServer();

@@ -141,7 +141,7 @@ describe('the import graph of src/ and jobs/', () => {
 
   it('sees the modules and their imports', () => {
     expect(graph.get('src/cli.ts')).toContain('src/errors.ts');
-    expect(graph.get('jobs/reconcile.ts')).toContain('src/sync/reconcile.ts');
+    expect(graph.get('jobs/reconcile-job.ts')).toContain('src/sync/reconcile.ts');
     for (const [file, imports] of graph)
       for (const target of imports) expect(existsSync(join(ROOT, target)), `${file} imports ${target}`).toBe(true);
   });
@@ -161,6 +161,16 @@ describe('the import graph of src/ and jobs/', () => {
       .map(([file]) => file)
       .sort();
     expect(importers).toEqual([]);
-    expect(graph.get('jobs/pull.ts')).toContain('src/serve/job-definition.ts');
+    expect(graph.get('jobs/pull-job.ts')).toContain('src/serve/job-definition.ts');
+  });
+
+  it('nothing in src/store/ imports src/mirror/: the store is the layer the mirror writes through, never above it', () => {
+    const importers = [...graph]
+      .filter(([file, imports]) => file.startsWith('src/store/') && imports.some((t) => t.startsWith('src/mirror/')))
+      .map(([file]) => file)
+      .sort();
+    expect(importers).toEqual([]);
+    // The shared leaves both layers use sit below them.
+    expect(graph.get('src/store/runs.ts')).toContain('src/storable.ts');
   });
 });

@@ -1,6 +1,6 @@
 /** What the schedules cost the request budget when nothing changed, as `check` prints it and `serve` logs it. */
 import { afterEach, describe, expect, it } from 'vitest';
-import { pullJob } from '../jobs/pull.js';
+import { pullJob } from '../jobs/pull-job.js';
 import { parseConfig, REALTIME_PULL_SCHEDULE } from '../src/config.js';
 import { runCheck } from '../src/commands/check.js';
 import { describeBudget, firesPerSecond, scheduleBudget } from '../src/serve/schedule-budget.js';

@@ -1,7 +1,7 @@
 /** `listsync directory`: one read of the organization directory. Exit 1 when the run failed. */
 import type { AppContext } from '../context.js';
 import { UsageError } from '../errors.js';
-import { pullDirectory } from '../sync/directory.js';
+import { pullDirectory } from '../sync/directory-sync.js';
 import type { CommandKit } from './command-kit.js';
 import { reportJobFailure } from './explain-failure.js';
 import { WAIT_FLAGS } from './options.js';

@@ -25,7 +25,7 @@ import { appLogger, createClient, loadAppConfig } from '../context.js';
 import { createDb } from '../db.js';
 import { UsageError, coerceError } from '../errors.js';
 import { isAnotherField, readRegistry } from '../mirror/registry.js';
-import { selectLists } from './pull.js';
+import { selectLists } from './pull-command.js';
 import type { CommandKit } from './command-kit.js';
 import { LIST_FLAGS, LIST_HELP } from './options.js';
 

@@ -13,7 +13,7 @@ import {
 } from '../webhooks/subscribe.js';
 import { loadAppConfig } from '../context.js';
 import { UsageError } from '../errors.js';
-import { selectLists } from './pull.js';
+import { selectLists } from './pull-command.js';
 import type { CommandKit } from './command-kit.js';
 import { LIST_FLAGS } from './options.js';
 

@@ -12,7 +12,7 @@ import { USERS_JOB_LIST } from '../sync/users.js';
 import type { CommandKit } from './command-kit.js';
 import { LIST_FLAGS } from './options.js';
 import { recentSchemaChanges, type RecordedSchemaChange as SchemaChange } from '../store/schema-changes.js';
-import { selectLists } from './pull.js';
+import { selectLists } from './pull-command.js';
 
 /** What `status` reports, for the lists asked about. */
 export interface StatusReport {

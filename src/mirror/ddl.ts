@@ -40,11 +40,11 @@ import {
   type ViewSpec,
 } from './reporting.js';
 import { recordSchemaChanges } from '../store/schema-changes.js';
-import { describeSchemaChange, WARNING_KINDS, type SchemaChange } from './schema-change.js';
+import { describeSchemaChange, WARNING_KINDS, type SchemaChange } from '../schema-change.js';
 import { FIXED_COLUMN_TYPES, planSchema, TRAILING_COLUMN_TYPES, type SchemaPlan, type TableDescription } from './schema-plan.js';
 import { assertCaptureFunction, attachCaptureTriggers, tableOwner } from './triggers.js';
-import { escapeStorable } from './storable.js';
-import { isTransaction, markListsyncWriter } from './writer.js';
+import { escapeStorable } from '../storable.js';
+import { isTransaction, markListsyncWriter } from './own-writes.js';
 
 export interface MirrorListRef {
   name: string;

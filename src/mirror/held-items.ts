@@ -6,7 +6,7 @@
  * tables the same way).
  *
  * - `knownVersions` is `listsync.mirror_base_version`: the greater of
- *   `row_version` and the version a write left in `_raw` (src/mirror/written.ts).
+ *   `row_version` and the version a write left in `_raw` (src/mirror/write-results.ts).
  * - `adoptCreatedId` runs in the transaction that settles the create, as the
  *   listsync writer (no change captured): the local row takes the platform's
  *   ID, or gives way to the row a pull already brought for it
@@ -15,7 +15,7 @@
 import type { Knex } from '../db.js';
 import type { Item } from '../platform/types.js';
 import type { TableMapping } from './table-mapping.js';
-import { markListsyncWriter } from './writer.js';
+import { markListsyncWriter } from './own-writes.js';
 
 /** The item as the mirror last read it (`_raw`), or null. */
 export async function heldItem(db: Knex | Knex.Transaction, mapping: TableMapping, id: string): Promise<Item | null> {

@@ -62,7 +62,7 @@ export {
   type SkippedPending,
   type UsersUpsertResult,
 } from './upsert.js';
-export { markListsyncWriter, withListsyncWriter, isTransaction, WRITER_SETTING } from './writer.js';
+export { markListsyncWriter, withListsyncWriter, isTransaction, WRITER_SETTING } from './own-writes.js';
 export {
   attachCaptureTriggers,
   assertCaptureFunction,
@@ -73,8 +73,8 @@ export {
   TRIGGER_NAMES,
 } from './triggers.js';
 export { pendingChanges, OPEN_STATUSES, type OutboxChange } from '../store/outbox.js';
-export { describeSchemaChange, FIELD_APPEARED_KINDS, type SchemaChange, type SchemaChangeKind } from './schema-change.js';
+export { describeSchemaChange, FIELD_APPEARED_KINDS, type SchemaChange, type SchemaChangeKind } from '../schema-change.js';
 export { recordSchemaChanges, recentSchemaChanges, countSchemaChanges, type RecordedSchemaChange } from '../store/schema-changes.js';
-export { decodeStorable, escapeStorable, unescapeStorable, storableValue, closestText, STORABLE_MARK } from './storable.js';
+export { decodeStorable, escapeStorable, unescapeStorable, storableValue, closestText, STORABLE_MARK } from '../storable.js';
 export { historyTableName, ensureHistoryTable, closeDeletedVersions, reopenVersions } from './history.js';
 export { tableComment, fieldColumnComment, SYSTEM_COLUMN_COMMENTS, ensureView, liveViewSpec, historyViewSpec } from './reporting.js';

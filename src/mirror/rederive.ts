@@ -15,8 +15,8 @@ import { SQL_TYPE, type ColumnKind } from './column-types.js';
 import { fromPlatformToSql, NOT_CONVERTED } from './convert.js';
 import { qualifiedName, quoteIdent } from './naming.js';
 import { arrayLiteral } from './pg-text.js';
-import { closestText, decodeStorable } from './storable.js';
-import { markListsyncWriter } from './writer.js';
+import { closestText, decodeStorable } from '../storable.js';
+import { markListsyncWriter } from './own-writes.js';
 
 export interface DerivedColumn {
   field: string;

@@ -14,7 +14,7 @@ import type { FieldMeta } from '../platform/types.js';
 import { selectRegistryRow, upsertRegistryRow } from '../store/registry.js';
 import { columnKindFor, describeField, isColumnKind, parseRules, type ColumnKind, type KindSource } from './column-types.js';
 import { readOnlyFromSystemFlag } from './read-only.js';
-import { decodeStorable, escapeStorable, storableValue, unescapeStorable } from './storable.js';
+import { decodeStorable, escapeStorable, storableValue, unescapeStorable } from '../storable.js';
 import { createTableMapping, FIXED_COLUMNS, type MappedColumn, type TableMapping } from './table-mapping.js';
 
 export interface RegistryField {

@@ -20,7 +20,7 @@ import type { Knex } from '../db.js';
 import { ConfigError } from '../errors.js';
 import { objectName, qualifiedName, quoteIdent, quoteLiteral } from './naming.js';
 import type { RegistryField } from './registry.js';
-import { escapeStorable } from './storable.js';
+import { escapeStorable } from '../storable.js';
 import { HISTORY_COLUMNS, OWN_COLUMNS_OF, VIEW_SYNCED_AT } from './own-columns.js';
 import { FIXED_COLUMNS } from './table-mapping.js';
 
@@ -97,7 +97,7 @@ export async function syncComments(
   if (res.rows.length === 0) return;
   const what = res.rows[0]!.relkind === 'v' ? 'view' : 'table';
   // Comments quote the platform's names: one holding NUL or a lone surrogate (which PostgreSQL text cannot hold) is
-  // stored escaped (src/mirror/storable.ts), so unescapeStorable gives it back exactly.
+  // stored escaped (src/storable.ts), so unescapeStorable gives it back exactly.
   const rel = relation === undefined ? undefined : escapeStorable(relation);
   if (rel !== undefined && res.rows[0]!.rel !== rel) await trx.raw(`comment on ${what} ${q} is ${quoteLiteral(rel)}`);
   for (const r of res.rows) {

@@ -23,7 +23,7 @@ import type { DerivedColumn } from './rederive.js';
 import { fieldIdOf, fieldsFingerprint, isAnotherField, type RegistryEntry, type RegistryField } from './registry.js';
 import { isReadOnlyField } from './read-only.js';
 import { flag } from '../platform/field-meta.js';
-import type { SchemaChange } from './schema-change.js';
+import type { SchemaChange } from '../schema-change.js';
 import { FIXED_COLUMNS } from './table-mapping.js';
 
 /** What the catalog says of the table's name: missing, another kind of relation, or a table and its columns' types (`format_type`). */

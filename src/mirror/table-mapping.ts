@@ -6,7 +6,7 @@
  */
 import type { ColumnKind } from './column-types.js';
 import { qualifiedName } from './naming.js';
-import type { SchemaChange } from './schema-change.js';
+import type { SchemaChange } from '../schema-change.js';
 
 export { FIXED_COLUMNS } from './own-columns.js';
 

@@ -25,7 +25,7 @@
  */
 import type { Knex } from '../db.js';
 import { qualifiedName, quoteLiteral } from './naming.js';
-import { escapeStorable } from './storable.js';
+import { escapeStorable } from '../storable.js';
 import type { MappedColumn } from './table-mapping.js';
 
 export const CAPTURE_FUNCTION = 'listsync.mirror_capture';

@@ -45,11 +45,11 @@ import { qualifiedName, quoteIdent, quoteLiteral } from './naming.js';
 import { arrayLiteral } from './pg-text.js';
 import { historyStatement } from './history.js';
 import { RawJsonWriter } from './raw-json.js';
-import { closestText, escapeStorable, hasUnstorable, isStorable, storableJson, storableValue } from './storable.js';
+import { closestText, escapeStorable, hasUnstorable, isStorable, storableJson, storableValue } from '../storable.js';
 import { FIXED_COLUMNS, type TableMapping } from './table-mapping.js';
-import { inTransaction, isMarked, markListsyncWriter, noteMarked, withListsyncWriter, WRITER_MARK } from './writer.js';
+import { inTransaction, isMarked, markListsyncWriter, noteMarked, withListsyncWriter, WRITER_MARK } from './own-writes.js';
 
-export { markListsyncWriter, withListsyncWriter } from './writer.js';
+export { markListsyncWriter, withListsyncWriter } from './own-writes.js';
 
 /** Items per batch (one read, at most one insert and one update). */
 export const UPSERT_BATCH_SIZE = 1000;
@@ -100,7 +100,7 @@ export interface UpsertResult {
   missingKeys: number;
   /**
    * Rows written with text PostgreSQL cannot hold (NUL, lone surrogates): the typed columns have the
-   * closest text (U+FFFD in their place), `_raw` the exact values, escaped (src/mirror/storable.ts).
+   * closest text (U+FFFD in their place), `_raw` the exact values, escaped (src/storable.ts).
    */
   unstorable: number;
 }
@@ -718,7 +718,7 @@ function instant(r: BatchRow, field: string, zone: string, fail: (f: UpsertFailu
 
 /**
  * The item as JSON for `_raw`. Strings jsonb cannot hold (NUL, lone surrogates) are kept exactly,
- * escaped (src/mirror/storable.ts), and counted as unstorable.
+ * escaped (src/storable.ts), and counted as unstorable.
  */
 function rawJson(r: BatchRow, writer: RawJsonWriter): { json: string; escaped: boolean } {
   let json: string;

@@ -18,7 +18,7 @@ import { LockedError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { PlatformClient } from '../platform/client.js';
 import { scrubSecrets } from '../secrets.js';
-import { DIRECTORY_JOB_LIST } from '../sync/directory.js';
+import { DIRECTORY_JOB_LIST } from '../sync/directory-sync.js';
 import { runInFire, type FireScope } from '../sync/fire-scope.js';
 import { USERS_JOB_LIST } from '../sync/users.js';
 import { claimLease, deleteStaleLeases } from '../store/leases.js';

@@ -4,7 +4,7 @@
  * `listsync conflicts resolve`.
  */
 import type { Knex } from '../db.js';
-import { decodeStorable, storableJson } from '../mirror/storable.js';
+import { decodeStorable, storableJson } from '../storable.js';
 import type { Item } from '../platform/types.js';
 
 export const CONFLICTS_TABLE = 'listsync.conflicts';
@@ -52,7 +52,7 @@ export const LATEST_CONFLICT_ID_SQL = `select max(id) as id from ${CONFLICTS_TAB
 
 export async function insertConflict(db: Db, c: NewConflict): Promise<void> {
   await db(CONFLICTS_TABLE).insert({
-    // The platform's strings as storable text (src/mirror/storable.ts); reads decode them.
+    // The platform's strings as storable text (src/storable.ts); reads decode them.
     base: c.base ? storableJson(c.base) : null,
     outbox_id: c.outboxId,
     op: c.op,

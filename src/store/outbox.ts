@@ -19,7 +19,7 @@
  * text PostgreSQL can hold (`closestText`), so an error never fails its write.
  */
 import type { Knex } from '../db.js';
-import { closestText } from '../mirror/storable.js';
+import { closestText } from '../storable.js';
 
 export const OUTBOX_TABLE = 'listsync.outbox';
 

@@ -16,7 +16,7 @@
  */
 import type { Knex } from '../db.js';
 import type { FieldMeta } from '../platform/types.js';
-import { decodeStorable, escapeStorable, storableValue, unescapeStorable } from '../mirror/storable.js';
+import { decodeStorable, escapeStorable, storableValue, unescapeStorable } from '../storable.js';
 
 export const REGISTRY_TABLE = 'listsync.lists';
 

@@ -4,7 +4,7 @@
  */
 import { hostname } from 'node:os';
 import type { Knex } from '../db.js';
-import { closestText, storableJson } from '../mirror/storable.js';
+import { closestText, storableJson } from '../storable.js';
 
 export const RUNS_TABLE = 'listsync.sync_runs';
 

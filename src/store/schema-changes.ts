@@ -1,11 +1,11 @@
 /**
  * `listsync.schema_changes`: every change listsync saw in a list's fields
- * (kinds and messages: src/mirror/schema-change.ts), written in the DDL's
+ * (kinds and messages: src/schema-change.ts), written in the DDL's
  * transaction; read by `status` and `/metrics`.
  */
 import type { Knex } from '../db.js';
-import { closestText, escapeStorable, unescapeStorable } from '../mirror/storable.js';
-import { describeSchemaChange, type SchemaChange, type SchemaChangeKind } from '../mirror/schema-change.js';
+import { closestText, escapeStorable, unescapeStorable } from '../storable.js';
+import { describeSchemaChange, type SchemaChange, type SchemaChangeKind } from '../schema-change.js';
 
 export const SCHEMA_CHANGES_TABLE = 'listsync.schema_changes';
 

@@ -2,10 +2,18 @@
  * One run per list and job family at a time, across processes: a Postgres
  * session advisory lock held on a dedicated connection for the whole run. A
  * killed process loses its connection, so its lock goes with it and the next
- * run can resume at once.
+ * run can resume at once. The lock names live here too: every job of a list
+ * shares one (`listLockName`).
  */
 import type { Knex } from '../db.js';
 import { LockedError } from '../errors.js';
+import type { Job } from '../store/runs.js';
+
+/** Name of the lock every job of a list shares: pull, backfill, push and reconcile never interleave. */
+export const listLockName = (list: string): string => `list:${list}`;
+
+/** The jobs that share a list's lock. */
+export const LIST_JOBS = ['pull', 'backfill', 'push', 'reconcile'] as const satisfies readonly Job[];
 
 export interface HeldLock {
   name: string;

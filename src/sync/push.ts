@@ -21,7 +21,7 @@
  *   and the item deleted if it was created after all.
  * - A change is settled with its row: what a write is known to have produced
  *   (the new version, the new ID, the values sent) goes into the mirror row
- *   (src/mirror/written.ts) in the transaction that marks the change applied,
+ *   (src/mirror/write-results.ts) in the transaction that marks the change applied,
  *   flagged `mirror_behind` until the item is re-read. Before sending
  *   anything, and after each batch, those items are re-read
  *   (src/sync/push/settle-mirror.ts); versions never go backwards in the mirror.
@@ -64,7 +64,7 @@ import { AuthError, PlatformError } from '../platform/errors.js';
 import { finishRun, zeroCounters, type RunCounters } from '../store/runs.js';
 import * as outbox from '../store/outbox.js';
 import type { OutboxRow } from '../store/outbox.js';
-import { LIST_JOBS, listLockName } from './exclusive.js';
+import { LIST_JOBS, listLockName } from './lock.js';
 import { noteFieldRefusal } from './list-fields.js';
 import { pushCreate, withdrawCreate } from './push/create.js';
 import { pushDelete } from './push/delete.js';

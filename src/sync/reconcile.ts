@@ -60,7 +60,7 @@ import { loadTableMapping, markListsyncWriter } from '../mirror/index.js';
 import { mirrorTableExists, SweepTables } from '../mirror/sweep-tables.js';
 import { finishRun, zeroCounters, type RunCounters } from '../store/runs.js';
 import { coerceError } from '../errors.js';
-import { LIST_JOBS, listLockName } from './exclusive.js';
+import { LIST_JOBS, listLockName } from './lock.js';
 import { runJob, type ActiveRun } from './run-job.js';
 import { confirmCandidates, healRows } from './reconcile/heal.js';
 import { sweepFailure } from './reconcile/refusal.js';

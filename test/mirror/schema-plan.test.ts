@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/errors.js';
 import type { ColumnKind } from '../../src/mirror/column-types.js';
-import { describeSchemaChange, type SchemaChange } from '../../src/mirror/schema-change.js';
+import { describeSchemaChange, type SchemaChange } from '../../src/schema-change.js';
 import { planSchema, type SchemaPlan, type SchemaPlanInput, type TableDescription } from '../../src/mirror/schema-plan.js';
 import type { FieldMeta } from '../../src/platform/types.js';
 

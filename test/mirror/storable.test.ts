@@ -8,7 +8,7 @@ import {
   storableValue,
   unescapeStorable,
   STORABLE_MARK,
-} from '../../src/mirror/storable.js';
+} from '../../src/storable.js';
 
 const ODD = [
   'a\u0000b',

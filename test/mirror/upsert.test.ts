@@ -8,7 +8,7 @@ import {
   withListsyncWriter,
   type TableMapping,
 } from '../../src/mirror/index.js';
-import { decodeStorable } from '../../src/mirror/storable.js';
+import { decodeStorable } from '../../src/storable.js';
 import type { Item } from '../../src/platform/types.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { orderId, orderItem, ordersTable } from './fixtures.js';

@@ -3,7 +3,7 @@
  * positions, from the emulator's seed over HTTP into real Postgres tables.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { pullDirectory } from '../../src/sync/directory.js';
+import { pullDirectory } from '../../src/sync/directory-sync.js';
 import { runCli } from '../helpers/cli.js';
 import { startWorld, type World } from '../helpers/world.js';
 

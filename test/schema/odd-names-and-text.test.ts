@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { decodeStorable, loadTableMapping, readRegistry } from '../../src/mirror/index.js';
-import { unescapeStorable } from '../../src/mirror/storable.js';
+import { unescapeStorable } from '../../src/storable.js';
 import { recentSchemaChanges } from '../../src/store/schema-changes.js';
 import type { SeedFile } from '../../src/emulator/seed.js';
 import { pullList } from '../../src/sync/pull.js';

@@ -4,7 +4,7 @@
  * the new field gets a column of its own. Against the emulator over HTTP and a real PostgreSQL.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { decodeStorable } from '../../src/mirror/storable.js';
+import { decodeStorable } from '../../src/storable.js';
 import { pullList } from '../../src/sync/pull.js';
 import { startWorld, type World } from '../helpers/world.js';
 

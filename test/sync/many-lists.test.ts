@@ -1,6 +1,6 @@
 /**
  * What a pull of many small lists costs (src/sync/pull.ts I6, I7;
- * src/sync/list-fields.ts; src/commands/pull.ts): a first pull is each list's
+ * src/sync/list-fields.ts; src/commands/pull-command.ts): a first pull is each list's
  * page and field metadata, the titles one listing per application; an idle
  * pull is one request per list; the field metadata is asked again only for a
  * reason (a key the mirror does not know, `--refresh-schema`, its age). The

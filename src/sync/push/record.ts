@@ -5,7 +5,7 @@
  * - 'sending' with a snapshot of what is sent, before the request; edits
  *   made meanwhile stay pending as the remainder (test/sync/latest-edit.test.ts);
  * - applied, with what the write is known to have produced written into the
- *   mirror row (src/mirror/written.ts), flagged `mirror_behind` until re-read;
+ *   mirror row (src/mirror/write-results.ts), flagged `mirror_behind` until re-read;
  *   the part naming removed fields kept, failed (test/sync/write-back.test.ts);
  * - a failure, pending with backoff or failed (push/outcome.ts › failureRecord);
  * - interrupted by an error that ends the push: pending again, the attempt
@@ -14,7 +14,7 @@
 import type { Knex } from '../../db.js';
 import { coerceError } from '../../errors.js';
 import type { TableMapping } from '../../mirror/index.js';
-import { recordWrite } from '../../mirror/written.js';
+import { recordWrite } from '../../mirror/write-results.js';
 import * as outbox from '../../store/outbox.js';
 import type { OutboxRow } from '../../store/outbox.js';
 import { failureRecord, type Outcome } from './outcome.js';

@@ -23,8 +23,7 @@ import { itemId } from '../../platform/item-identity.js';
 import { versionOf } from './write-verdict.js';
 import { getConflict, type ConflictRow } from '../../store/conflicts.js';
 import { resolveConflict } from './conflicts.js';
-import { listLockName } from '../exclusive.js';
-import { withLock } from '../lock.js';
+import { listLockName, withLock } from '../lock.js';
 import { loadMappingOrExplain } from './mapping.js';
 import { rereadItems } from './remote.js';
 

@@ -10,10 +10,10 @@ import type { Knex } from '../db.js';
 import { assertIdentifier, qualifiedName, quoteIdent } from './naming.js';
 import { DIRECTORY_OWN_COLUMNS } from './own-columns.js';
 import { arrayLiteral } from './pg-text.js';
-import { closestText, storableJson } from './storable.js';
+import { closestText, storableJson } from '../storable.js';
 import { createSchemaIfMissing, syncComments } from './reporting.js';
 import { scalarString } from './convert.js';
-import { withListsyncWriter } from './writer.js';
+import { withListsyncWriter } from './own-writes.js';
 
 export interface DirectoryColumn {
   column: string;

@@ -7,7 +7,7 @@ import type { AppContext } from '../context.js';
 import { humanNumber, plural } from '../format.js';
 import { progressReporter } from './progress.js';
 import { reconcileList, type ReconcileResult } from '../sync/reconcile.js';
-import { selectLists } from './pull.js';
+import { selectLists } from './pull-command.js';
 import type { CommandKit } from './command-kit.js';
 import { reportJobFailure } from './explain-failure.js';
 import { jobDeps } from './job-deps.js';

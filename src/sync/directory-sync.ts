@@ -1,7 +1,7 @@
 /**
  * The organization directory besides users: departments, groups with their
  * members, and positions, each read whole into its mirror table (see
- * src/mirror/directory.ts), recorded as one `directory` run.
+ * src/mirror/directory-tables.ts), recorded as one `directory` run.
  *
  * A part the platform does not have (HTTP 404, or an answer with a non-zero
  * Status that is not about the key or the rate) is skipped, not fatal: it is
@@ -16,7 +16,7 @@ import {
   replaceDirectoryRows,
   type DirectorySyncResult,
   type DirectoryTableSpec,
-} from '../mirror/directory.js';
+} from '../mirror/directory-tables.js';
 import { runJob, type JobDeps, type PageDone } from './run-job.js';
 import { finishRun, zeroCounters, type RunCounters } from '../store/runs.js';
 import { completeState, readState, writeCheckpoint } from '../store/state.js';

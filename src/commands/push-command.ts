@@ -10,7 +10,7 @@ import { settleConflict } from '../sync/push/settle-conflict.js';
 import { loadMappingOrExplain, pushList, type PushResult } from '../sync/push.js';
 import { previewPush, type PushPreview } from '../sync/push/preview.js';
 import { Option } from 'commander';
-import { selectLists, runPulls } from './pull.js';
+import { selectLists, runPulls } from './pull-command.js';
 import { progressReporter } from './progress.js';
 import type { CommandKit } from './command-kit.js';
 import { reportJobFailure } from './explain-failure.js';

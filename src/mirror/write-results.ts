@@ -14,7 +14,7 @@
  * version is already as new is left alone.
  */
 import type { Knex } from '../db.js';
-import { markListsyncWriter } from './writer.js';
+import { markListsyncWriter } from './own-writes.js';
 import type { TableMapping } from './table-mapping.js';
 
 export interface KnownWrite {
