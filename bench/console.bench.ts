@@ -8,7 +8,7 @@
  * never called to draw a page.
  */
 import { parseConfig } from '../src/config.js';
-import { startConsole } from '../src/console/server.js';
+import { startConsole } from '../src/console/console-server.js';
 import type { Knex } from '../src/db.js';
 import { silentLogger } from '../src/logger.js';
 import { benchClient, benchDatabase } from './support.js';

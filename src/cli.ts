@@ -24,8 +24,8 @@ import * as migrate from './commands/migrate.js';
 import * as pull from './commands/pull-command.js';
 import * as push from './commands/push-command.js';
 import * as reconcile from './commands/reconcile-command.js';
-import * as serve from './commands/serve.js';
-import * as status from './commands/status.js';
+import * as serve from './commands/serve-command.js';
+import * as status from './commands/status-command.js';
 import * as users from './commands/users-command.js';
 
 /** The program with every command; `jobs`: what `serve` schedules (handed in by the entry point). */

@@ -12,7 +12,7 @@ import { dirname, join } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
 import { redactUrl } from './config.js';
-import { PlatformError } from './platform/errors.js';
+import { PlatformError } from './platform/platform-errors.js';
 import { parseJson } from './platform/json.js';
 import { ConfigError, PG, coerceError, pgCode } from './errors.js';
 

@@ -4,11 +4,11 @@
  * failed at run time (database or platform unreachable, a run failed). The
  * error and every cause under it (up to five deep) are looked at, so a job
  * that wraps a `ConfigError` still exits 2. Above both src/errors.ts and
- * platform/errors.ts, so neither imports the other (test/import-graph.test.ts);
+ * platform/platform-errors.ts, so neither imports the other (test/import-graph.test.ts);
  * only the command line uses it. (test/exit-codes.test.ts.)
  */
 import { ConfigError, UsageError } from './errors.js';
-import { AuthError } from './platform/errors.js';
+import { AuthError } from './platform/platform-errors.js';
 
 export function exitCodeFor(err: unknown): 1 | 2 {
   for (let e: unknown = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../src/config.js';
 import { ConfigError } from '../src/errors.js';
-import { scrub } from '../src/platform/errors.js';
+import { scrub } from '../src/platform/platform-errors.js';
 import { DEFAULT_API_KEY } from '../src/emulator/index.js';
 import { PUBLIC_VALUES, registerSecrets, scrubSecrets, secretForms } from '../src/secrets.js';
 import { runCli } from './helpers/cli.js';

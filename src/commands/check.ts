@@ -7,7 +7,7 @@ import type { Config } from '../config.js';
 import { redactUrl } from '../config.js';
 import { createDb, pendingMigrations, ping } from '../db.js';
 import type { PlatformClient } from '../platform/client.js';
-import { AuthError } from '../platform/errors.js';
+import { AuthError } from '../platform/platform-errors.js';
 import { mirrorTableFindings } from './mirror-tables.js';
 import type { Finding } from './finding.js';
 import { checkList } from './list-check.js';

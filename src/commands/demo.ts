@@ -9,7 +9,7 @@ import { join, resolve } from 'node:path';
 import pg from 'pg';
 import { consoleListen, loadConfig, redactUrl, runtimeEnv } from '../config.js';
 import { consoleAnnouncement, consoleToken } from '../console/console-token.js';
-import { startConsole } from '../console/server.js';
+import { startConsole } from '../console/console-server.js';
 import { createClient } from '../context.js';
 import { createDb } from '../db.js';
 import { silentLogger } from '../logger.js';

@@ -18,13 +18,13 @@ import {
   type RegistryEntry,
 } from '../mirror/index.js';
 import type { PlatformClient } from '../platform/client.js';
-import { AuthError, NotFoundError, PlatformError, RateLimitError, TransportError } from '../platform/errors.js';
+import { AuthError, NotFoundError, PlatformError, RateLimitError, TransportError } from '../platform/platform-errors.js';
 import type { FieldMeta, PlatformApplication, PlatformListRef } from '../platform/types.js';
 import { describeDuplicates } from './mirror-tables.js';
 import { appLogger, createClient, loadAppConfig } from '../context.js';
 import { createDb } from '../db.js';
 import { UsageError, coerceError } from '../errors.js';
-import { isAnotherField, readRegistry } from '../mirror/registry.js';
+import { isAnotherField, readRegistry } from '../mirror/list-registry.js';
 import { selectLists } from './pull-command.js';
 import type { CommandKit } from './command-kit.js';
 import { LIST_FLAGS, LIST_HELP } from './options.js';

@@ -7,7 +7,7 @@ import type { AppContext } from '../context.js';
 import type { ListConfig } from '../config.js';
 import { ConfigError, LockedError, UsageError, coerceError } from '../errors.js';
 import { exitCodeFor } from '../exit-code.js';
-import { AuthError, PlatformError, TransportError } from '../platform/errors.js';
+import { AuthError, PlatformError, TransportError } from '../platform/platform-errors.js';
 import { checkList } from './list-check.js';
 
 /**

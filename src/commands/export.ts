@@ -15,7 +15,7 @@ import type { Config, ListConfig } from '../config.js';
 import type { AppContext } from '../context.js';
 import type { Knex } from '../db.js';
 import { UsageError, coerceError } from '../errors.js';
-import { readRegistry } from '../mirror/registry.js';
+import { readRegistry } from '../mirror/list-registry.js';
 import type { CommandKit } from './command-kit.js';
 
 interface DbtColumn {

@@ -8,7 +8,7 @@
 import type { ListConfig } from '../config.js';
 import { coerceError } from '../errors.js';
 import type { PlatformClient } from '../platform/client.js';
-import { AuthError, NotFoundError } from '../platform/errors.js';
+import { AuthError, NotFoundError } from '../platform/platform-errors.js';
 import type { Finding } from './finding.js';
 import { describeDuplicates, reservedNameNotes } from './mirror-tables.js';
 

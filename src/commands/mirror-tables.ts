@@ -6,7 +6,7 @@
  */
 import { pinnedNames, type Config, type ListConfig } from '../config.js';
 import type { Knex } from '../db.js';
-import { readRegistry } from '../mirror/registry.js';
+import { readRegistry } from '../mirror/list-registry.js';
 import { assignColumnNames, FIXED_COLUMNS, isReservedColumn, preferredColumnName } from '../mirror/index.js';
 import type { FieldMeta } from '../platform/types.js';
 import type { Finding } from './finding.js';

@@ -5,7 +5,7 @@ import { UsageError } from '../errors.js';
 import { plural, table } from '../format.js';
 import { getConflict, listConflicts } from '../store/conflicts.js';
 import { OUTBOX_TABLE, requeueFailed } from '../store/outbox.js';
-import { conflictFields } from '../sync/push/conflicts.js';
+import { conflictFields } from '../sync/push/conflict-handling.js';
 import { settleConflict } from '../sync/push/settle-conflict.js';
 import { loadMappingOrExplain, pushList, type PushResult } from '../sync/push.js';
 import { previewPush, type PushPreview } from '../sync/push/preview.js';

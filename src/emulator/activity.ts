@@ -5,7 +5,7 @@ import { Prng, deriveSeed } from './prng.js';
 import { genericRowFiller, valueGenerator } from './sample.js';
 import type { EmulatorStore, ListData, TextColumn, User } from './store.js';
 import type { WebhookHub } from './webhooks.js';
-import type { EmulatorClock } from './clock.js';
+import type { EmulatorClock } from './emulated-clock.js';
 import type { QueryLag } from './query-lag.js';
 
 /**

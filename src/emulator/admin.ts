@@ -6,7 +6,7 @@ import { MULTI_VALUE_NUMBERS, type EmulatorState, type ResetOptions } from './em
 import { FaultSettingsError } from './faults.js';
 import { type FieldSpec, fieldIdFor, userFieldMeta } from './field-types.js';
 import { readBody, sendJson } from './http-io.js';
-import { FIELD_FLAG_STYLES, FIELD_META_ARRANGEMENTS } from './field-meta.js';
+import { FIELD_FLAG_STYLES, FIELD_META_ARRANGEMENTS } from './field-meta-forms.js';
 import { ItemHookError } from './item-hooks.js';
 import { createItem, deleteItem, requireItem, updateItem, validateWriteData } from './items.js';
 import { formatNaive } from './platform-time.js';

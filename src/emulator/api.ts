@@ -1,7 +1,7 @@
 import { ApiError, STATUS, badRequest } from './api-error.js';
 import { envelopeJson } from './envelope.js';
 import type { EmulatorState } from './emulator-state.js';
-import { presentFields } from './field-meta.js';
+import { presentFields } from './field-meta-forms.js';
 import { buildProjection, itemsJson, type ItemProjection } from './item-json.js';
 import type { PageFault } from './faults.js';
 import { createItem, deleteItem, requireItem, updateItem, validateWriteData, type WriteData } from './items.js';

@@ -1,4 +1,4 @@
-import type { FieldFlagStyle, FieldMetaArrangement } from './field-meta.js';
+import type { FieldFlagStyle, FieldMetaArrangement } from './field-meta-forms.js';
 import { generateDirectory } from './directory-data.js';
 import { type FieldSpec, userFieldMeta } from './field-types.js';
 import { snowflakeId, userIdFor } from './ids.js';

@@ -1,10 +1,10 @@
 import { type Command, InvalidArgumentError } from 'commander';
 import type { ActivitySettings } from './activity.js';
 import type { FaultSettingsPatch } from './faults.js';
-import { FIELD_META_ARRANGEMENTS, type FieldMetaArrangement, isFieldMetaArrangement } from './field-meta.js';
+import { FIELD_META_ARRANGEMENTS, type FieldMetaArrangement, isFieldMetaArrangement } from './field-meta-forms.js';
 import { type EmulatorOptions, type EmulatorSummary, type RunningEmulator, startEmulator } from './index.js';
 import { PlatformZone } from './platform-time.js';
-import { RATE_MODELS, type RateModel, isRateModel } from './rate-limiter.js';
+import { RATE_MODELS, type RateModel, isRateModel } from './rate-models.js';
 import { SeedError } from './seed.js';
 
 /** `listsync emulator`: runs the platform emulator until SIGINT/SIGTERM. */

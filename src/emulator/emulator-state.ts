@@ -1,12 +1,12 @@
 import { ActivitySimulator } from './activity.js';
 import { type StoreOptions, buildStore, referenceMsOf, seedSettingsOf } from './build-store.js';
 import type { SeedFile } from './seed.js';
-import { EmulatorClock } from './clock.js';
+import { EmulatorClock } from './emulated-clock.js';
 import { FaultInjector, type FaultSettingsPatch } from './faults.js';
-import { DEFAULT_FIELD_META_SHAPE, type FieldMetaShape } from './field-meta.js';
+import { DEFAULT_FIELD_META_SHAPE, type FieldMetaShape } from './field-meta-forms.js';
 import { QueryEngine } from './query-engine.js';
 import { QueryLag } from './query-lag.js';
-import { type AccountRateLimiter, type RateLimitSettings, createRateLimiter } from './rate-limiter.js';
+import { type AccountRateLimiter, type RateLimitSettings, createRateLimiter } from './rate-models.js';
 import { Prng } from './prng.js';
 import { RequestLog } from './request-log.js';
 import type { EmulatorStore } from './store.js';

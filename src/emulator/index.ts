@@ -4,12 +4,12 @@ import type { ActivitySettings } from './activity.js';
 import { EmulatorAdminClient } from './admin-client.js';
 import { referenceMsOf, seedSettingsOf } from './build-store.js';
 import { EmulatorState, type RuntimeSettings } from './emulator-state.js';
-import type { FieldFlagStyle, FieldMetaArrangement } from './field-meta.js';
+import type { FieldFlagStyle, FieldMetaArrangement } from './field-meta-forms.js';
 import type { FaultSettingsPatch } from './faults.js';
-import { DEFAULT_RATE_LIMIT, type RateLimitSettings, type RateModel } from './rate-limiter.js';
+import { DEFAULT_RATE_LIMIT, type RateLimitSettings, type RateModel } from './rate-models.js';
 import { type SeedFile, loadSeedFile } from './seed.js';
 import { withManyLists } from './many-lists.js';
-import { createRequestListener } from './server.js';
+import { createRequestListener } from './http-server.js';
 
 /**
  * The platform emulator: a real HTTP server that behaves like the platform's
@@ -196,16 +196,16 @@ export type { ActivityState, ClockState, ExportedList, ResetResult } from './adm
 export type { ActivityCounts, ActivitySettings } from './activity.js';
 export { DEFAULT_API_KEY, DEFAULT_TIME_ZONE } from './build-store.js';
 export type { ResetOptions, RuntimeSettings } from './emulator-state.js';
-export { FIELD_FLAG_STYLES, FIELD_META_ARRANGEMENTS } from './field-meta.js';
-export type { FieldFlagStyle, FieldMetaArrangement } from './field-meta.js';
+export { FIELD_FLAG_STYLES, FIELD_META_ARRANGEMENTS } from './field-meta-forms.js';
+export type { FieldFlagStyle, FieldMetaArrangement } from './field-meta-forms.js';
 export { DEFAULT_FAULTS } from './faults.js';
 export { DEFAULT_ITEM_DELIVERY, ITEM_EVENT_TYPES } from './item-hooks.js';
 export type { ItemDeliverySettings, ItemDeliveryStats, ItemHook } from './item-hooks.js';
 export type { FaultSettings, FaultSettingsPatch } from './faults.js';
 export type { FieldMeta, FieldSpec } from './field-types.js';
 export { OPERATORS } from './query-engine.js';
-export { DEFAULT_RATE_JITTER_MS, DEFAULT_RATE_LIMIT, RATE_MODELS } from './rate-limiter.js';
-export type { RateLimitSettings, RateModel } from './rate-limiter.js';
+export { DEFAULT_RATE_JITTER_MS, DEFAULT_RATE_LIMIT, RATE_MODELS } from './rate-models.js';
+export type { RateLimitSettings, RateModel } from './rate-models.js';
 export type { EmulatorStats, RequestLogEntry } from './request-log.js';
 export { SAMPLE_APP_ID, SAMPLE_FIELDS, SAMPLE_LIST_ID, SAMPLE_STATUSES, SAMPLE_TAGS } from './sample.js';
 export { SeedError, loadSeedFile, parseSeedFile } from './seed.js';

@@ -1,7 +1,7 @@
 import { directorySchema } from './directory-data.js';
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
-import { FIELD_FLAG_STYLES, FIELD_META_ARRANGEMENTS } from './field-meta.js';
+import { FIELD_FLAG_STYLES, FIELD_META_ARRANGEMENTS } from './field-meta-forms.js';
 import { FIELD_TYPE_PAIRS, SYSTEM_FIELD_NAMES } from './field-types.js';
 import { PlatformZone } from './platform-time.js';
 import { formatZodIssues } from './validation.js';

@@ -24,7 +24,7 @@ import { SQL_TYPE, type ColumnKind } from './column-types.js';
 import { assertIdentifier, objectName, qualifiedName, quoteIdent, quoteLiteral, type ColumnNaming } from './naming.js';
 import { DIRECTORY_OWN_COLUMNS, OWN_COLUMNS_OF } from './own-columns.js';
 import { rederiveColumns } from './rederive.js';
-import { keptRawKeys, mappedColumn, readRegistry, writeRegistry, type RegistryEntry, type RegistryField } from './registry.js';
+import { keptRawKeys, mappedColumn, readRegistry, writeRegistry, type RegistryEntry, type RegistryField } from './list-registry.js';
 import { createTableMapping, FIXED_COLUMNS, type MappedColumn, type TableMapping } from './table-mapping.js';
 import { ensureHistoryTable, historyTableName } from './history.js';
 import {

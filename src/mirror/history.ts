@@ -16,7 +16,7 @@ import type { Knex } from '../db.js';
 import { SQL_TYPE } from './column-types.js';
 import { arrayLiteral } from './pg-text.js';
 import { objectName, qualifiedName, quoteIdent } from './naming.js';
-import type { RegistryField } from './registry.js';
+import type { RegistryField } from './list-registry.js';
 import { HISTORY_COLUMNS } from './own-columns.js';
 import { FIXED_COLUMNS, type MappedColumn, type TableMapping } from './table-mapping.js';
 

@@ -49,7 +49,14 @@ export {
   type MappedColumn,
 } from './table-mapping.js';
 export { rederiveColumns, type DerivedColumn, type RederiveResult } from './rederive.js';
-export { readRegistry, writeRegistry, loadTableMapping, fieldsFingerprint, type RegistryEntry, type RegistryField } from './registry.js';
+export {
+  readRegistry,
+  writeRegistry,
+  loadTableMapping,
+  fieldsFingerprint,
+  type RegistryEntry,
+  type RegistryField,
+} from './list-registry.js';
 export {
   upsertItems,
   upsertUsers,

@@ -19,7 +19,7 @@
 import type { Knex } from '../db.js';
 import { ConfigError } from '../errors.js';
 import { objectName, qualifiedName, quoteIdent, quoteLiteral } from './naming.js';
-import type { RegistryField } from './registry.js';
+import type { RegistryField } from './list-registry.js';
 import { escapeStorable } from '../storable.js';
 import { HISTORY_COLUMNS, OWN_COLUMNS_OF, VIEW_SYNCED_AT } from './own-columns.js';
 import { FIXED_COLUMNS } from './table-mapping.js';

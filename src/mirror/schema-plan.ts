@@ -20,7 +20,7 @@ import type { FieldMeta } from '../platform/types.js';
 import { columnKindFor, describeField, SQL_TYPE, type ColumnKind } from './column-types.js';
 import { assignColumnNames, freeColumnName, isReservedColumn, preferredColumnName, withSuffix, type ColumnNaming } from './naming.js';
 import type { DerivedColumn } from './rederive.js';
-import { fieldIdOf, fieldsFingerprint, isAnotherField, type RegistryEntry, type RegistryField } from './registry.js';
+import { fieldIdOf, fieldsFingerprint, isAnotherField, type RegistryEntry, type RegistryField } from './list-registry.js';
 import { isReadOnlyField } from './read-only.js';
 import { flag } from '../platform/field-meta.js';
 import type { SchemaChange } from '../schema-change.js';

@@ -48,7 +48,7 @@ import {
   sanitizeCause,
   scrub,
   surelyNotSent,
-} from './errors.js';
+} from './platform-errors.js';
 import { type PlatformHttp, createPlatformHttp } from './http.js';
 import { itemId } from './item-identity.js';
 import { parseJson } from './json.js';

@@ -26,7 +26,7 @@ export {
   TransportError,
   classifyFailure,
   type PlatformErrorDetails,
-} from './errors.js';
+} from './platform-errors.js';
 export { parseJson } from './json.js';
 export { RateLimiter, type RateLimiterOptions, type SendSlot, type SlotSource } from './rate-limiter.js';
 export { SharedBudget, budgetAccount, type SharedBudgetOptions } from './shared-budget.js';

@@ -11,7 +11,7 @@
  *   2. an `In` query for that ID returns no item.
  * Either way of asking that shows the item makes it present.
  */
-import { AuthError, PlatformError, RateLimitError, TransportError } from './errors.js';
+import { AuthError, PlatformError, RateLimitError, TransportError } from './platform-errors.js';
 import type { PlatformClient } from './client.js';
 import { itemId } from './item-identity.js';
 import { MAX_PAGE_SIZE } from './paging.js';

@@ -21,7 +21,7 @@
  * (`emptyPageRetries` times) and then fails the run rather than skip items.
  */
 import type { Page } from './types.js';
-import { PlatformError, ValidationError } from './errors.js';
+import { PlatformError, ValidationError } from './platform-errors.js';
 import { abortReason } from './clock.js';
 
 export const MAX_PAGE_SIZE = 1000;

@@ -18,7 +18,7 @@
  */
 import { DateTime } from 'luxon';
 import { type Instant, platformDate } from './dates.js';
-import { ValidationError } from './errors.js';
+import { ValidationError } from './platform-errors.js';
 import { assertPageSize } from './paging.js';
 import { type Filter, type ItemQuery, Operator, type OperatorCode, type OperatorName, type Sort } from './types.js';
 

@@ -57,7 +57,7 @@ import {
 } from '../mirror/index.js';
 import { arrayLiteral } from '../mirror/pg-text.js';
 import type { PlatformClient } from '../platform/client.js';
-import type { PlatformError } from '../platform/errors.js';
+import type { PlatformError } from '../platform/platform-errors.js';
 import { confirmAbsent, isPlatformId, isRefusalAnswer, queryItemsByIds } from '../platform/item-lookup.js';
 import { itemId, itemVersionNumber } from '../platform/item-identity.js';
 import { parseJson } from '../platform/json.js';
@@ -71,7 +71,7 @@ import {
   unprocessedEvents,
   type ItemEventRow,
 } from '../store/webhook-inbox.js';
-import { pendingConflictHandler } from '../sync/push/conflicts.js';
+import { pendingConflictHandler } from '../sync/push/conflict-handling.js';
 import { ITEM_EVENT } from './subscriptions.js';
 
 /** IDs per `In` query (the platform's largest page). */

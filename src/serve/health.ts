@@ -21,7 +21,7 @@ import type { Config } from '../config.js';
 import type { Knex } from '../db.js';
 import { coerceError } from '../errors.js';
 import { listStatuses, type ListStatus } from '../status.js';
-import { json, type HealthExtra, type RouteHandler } from './http.js';
+import { json, type HealthExtra, type RouteHandler } from './routes.js';
 import type { RunOutcomes } from './run-outcomes.js';
 
 export interface HealthOptions {

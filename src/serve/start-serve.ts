@@ -7,7 +7,7 @@
  *   once across replicas, runs asked for now or early;
  * - the outcomes (src/serve/run-outcomes.ts): every fire ends in sync_runs,
  *   kept in memory while the database is away;
- * - the HTTP routes (src/serve/http.ts): /healthz from what the process knows
+ * - the HTTP routes (src/serve/routes.ts): /healthz from what the process knows
  *   (src/serve/health.ts), and the routes other parts add (/metrics, /hooks/);
  * - shutdown (src/serve/shutdown.ts): stop the schedules, drop the queue,
  *   abort every job's run context, let the page or change in flight finish,
@@ -19,7 +19,7 @@ import type { Knex } from '../db.js';
 import type { Logger } from '../logger.js';
 import type { PlatformClient } from '../platform/client.js';
 import { createHealth } from './health.js';
-import { startHttp, type HealthExtra, type RouteHandler } from './http.js';
+import { startHttp, type HealthExtra, type RouteHandler } from './routes.js';
 import { workerCount } from './job-queue.js';
 import { createLockPool } from './lock-pool.js';
 import { createRunOutcomes, type RunOutcomes } from './run-outcomes.js';
@@ -29,7 +29,7 @@ import { createScheduler } from './scheduler.js';
 import { closeOpenRun } from '../store/runs.js';
 import { createRunTracker, createShutdown } from './shutdown.js';
 
-export { json, type RouteHandler } from './http.js';
+export { json, type RouteHandler } from './routes.js';
 export { postgresRunCoordinator } from './scheduler.js';
 
 export interface ServeOptions {

@@ -1,7 +1,7 @@
 /**
  * `listsync.lists`: the list registry, one row per mirrored list (its table,
  * field → column mapping, fingerprint, conversion settings). Parsing the
- * stored JSON into a `RegistryEntry` is `src/mirror/registry.ts`'s part.
+ * stored JSON into a `RegistryEntry` is `src/mirror/list-registry.ts`'s part.
  *
  * Beside it, the field metadata a pull last asked for (`field_meta`,
  * `field_meta_at`, `item_keys`), so a pull asks `/fields` only when it has a

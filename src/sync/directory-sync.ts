@@ -9,7 +9,7 @@
  * stays missing (kept in the run state), and its table is left as it is.
  */
 import type { PlatformClient } from '../platform/client.js';
-import { AuthError, PlatformError, RateLimitError, TransportError } from '../platform/errors.js';
+import { AuthError, PlatformError, RateLimitError, TransportError } from '../platform/platform-errors.js';
 import {
   DIRECTORY_TABLES,
   ensureDirectoryTable,

@@ -15,9 +15,9 @@
  */
 import type { ListConfig } from '../config.js';
 import type { Knex } from '../db.js';
-import type { RegistryEntry } from '../mirror/registry.js';
+import type { RegistryEntry } from '../mirror/list-registry.js';
 import type { TableMapping } from '../mirror/index.js';
-import { PlatformError } from '../platform/errors.js';
+import { PlatformError } from '../platform/platform-errors.js';
 import type { FieldMeta, Item } from '../platform/types.js';
 import { markFieldMetaStale, type KeptFieldMeta } from '../store/registry.js';
 

@@ -81,7 +81,7 @@
  */
 import { pinnedNames, pinnedTypes, type ListConfig } from '../config.js';
 import type { PlatformClient } from '../platform/client.js';
-import { ValidationError } from '../platform/errors.js';
+import { ValidationError } from '../platform/platform-errors.js';
 import type { FieldMeta, Item, ItemQuery } from '../platform/types.js';
 import type { PageResult } from '../platform/paging.js';
 import { itemId } from '../platform/item-identity.js';
@@ -94,7 +94,7 @@ import { collectUnknownKeys, fieldsAskReason, knownItemKeys } from './list-field
 import { noteItemKeys, readFieldMeta, recordFieldMeta } from '../store/registry.js';
 import { LIST_JOBS, listLockName } from './lock.js';
 import { runJob, type ActiveRun, type JobDeps, type PageDone } from './run-job.js';
-import { pendingConflictHandler } from './push/conflicts.js';
+import { pendingConflictHandler } from './push/conflict-handling.js';
 import { describeRun, finishRun, zeroCounters, type RunCounters } from '../store/runs.js';
 import { completeState, readState, writeCheckpoint, type SyncState } from '../store/state.js';
 import {

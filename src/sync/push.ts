@@ -60,7 +60,7 @@ import type { ListConfig } from '../config.js';
 import type { Knex } from '../db.js';
 import { coerceError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { AuthError, PlatformError } from '../platform/errors.js';
+import { AuthError, PlatformError } from '../platform/platform-errors.js';
 import { finishRun, zeroCounters, type RunCounters } from '../store/runs.js';
 import * as outbox from '../store/outbox.js';
 import type { OutboxRow } from '../store/outbox.js';

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig, type Config } from '../../src/config.js';
-import type { RunningConsole } from '../../src/console/server.js';
+import type { RunningConsole } from '../../src/console/console-server.js';
 import { SAMPLE_FIELDS as F } from '../../src/emulator/index.js';
 import { pullList } from '../../src/sync/pull.js';
 import { pushList } from '../../src/sync/push.js';

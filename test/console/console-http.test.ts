@@ -8,7 +8,7 @@
  */
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningConsole } from '../../src/console/server.js';
+import type { RunningConsole } from '../../src/console/console-server.js';
 import type { Knex } from '../../src/db.js';
 import { SAMPLE_FIELDS as F } from '../../src/emulator/index.js';
 import { jobs } from '../../jobs/index.js';

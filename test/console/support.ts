@@ -5,7 +5,7 @@
  */
 import { expect } from 'vitest';
 import { parseConfig, type Config } from '../../src/config.js';
-import { startConsole, type RunningConsole } from '../../src/console/server.js';
+import { startConsole, type RunningConsole } from '../../src/console/console-server.js';
 import { createDb, type Knex } from '../../src/db.js';
 import { SAMPLE_FIELDS as F } from '../../src/emulator/index.js';
 import { pullList } from '../../src/sync/pull.js';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningEmulator, startEmulator } from '../../src/emulator/index.js';
-import { FixedWindowLimiter, SlidingWindowLimiter, TokenBucketLimiter, createRateLimiter } from '../../src/emulator/rate-limiter.js';
+import { FixedWindowLimiter, SlidingWindowLimiter, TokenBucketLimiter, createRateLimiter } from '../../src/emulator/rate-models.js';
 import { type Envelope, QA_SEED, burst, call } from './helpers.js';
 
 /**

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningEmulator, SAMPLE_FIELDS as F, startEmulator } from '../../src/emulator/index.js';
 import { PlatformClient, type RequestEvent } from '../../src/platform/client.js';
-import { AuthError, ConflictError, NotFoundError, ValidationError } from '../../src/platform/errors.js';
+import { AuthError, ConflictError, NotFoundError, ValidationError } from '../../src/platform/platform-errors.js';
 import { query, where } from '../../src/platform/query.js';
 import { configFor, distinctiveKey, everythingShown, memoryLogger } from './support.js';
 

@@ -10,7 +10,7 @@ import {
   classifyFailure,
   failureMessage,
   sanitizeCause,
-} from '../../src/platform/errors.js';
+} from '../../src/platform/platform-errors.js';
 
 describe('classifyFailure', () => {
   it.each([

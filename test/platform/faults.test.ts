@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type RunningEmulator, startEmulator } from '../../src/emulator/index.js';
 import { PlatformClient, type RequestEvent } from '../../src/platform/client.js';
-import { NotFoundError, RateLimitError, TransportError } from '../../src/platform/errors.js';
+import { NotFoundError, RateLimitError, TransportError } from '../../src/platform/platform-errors.js';
 import { configFor, distinctiveKey, everythingShown, memoryLogger } from './support.js';
 
 const KEY = distinctiveKey('faults');

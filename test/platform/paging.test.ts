@@ -4,7 +4,7 @@
  * over real HTTP is covered in client.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { PlatformError, ValidationError } from '../../src/platform/errors.js';
+import { PlatformError, ValidationError } from '../../src/platform/platform-errors.js';
 import { type PageResult, paginate } from '../../src/platform/paging.js';
 
 interface Deferred {

@@ -1,6 +1,6 @@
 import { DateTime } from 'luxon';
 import { describe, expect, it } from 'vitest';
-import { ValidationError } from '../../src/platform/errors.js';
+import { ValidationError } from '../../src/platform/platform-errors.js';
 import { asc, desc, query, where } from '../../src/platform/query.js';
 import { parsePlatformDateTime, platformDate, platformDateTime, tryParsePlatformDateTime } from '../../src/platform/dates.js';
 import { Operator } from '../../src/platform/types.js';

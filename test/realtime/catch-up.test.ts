@@ -1,6 +1,6 @@
 /**
  * Catch-up after a gap (src/realtime/catch-up.ts, wired in
- * src/commands/serve.ts): PostgreSQL stops for 10 s under `listsync serve`
+ * src/commands/serve-command.ts): PostgreSQL stops for 10 s under `listsync serve`
  * with edits flowing on a real-time list. Callbacks are refused meanwhile
  * (503: nothing can be stored) and the emulator gives some up, as the
  * platform does; once the database is back, an incremental pull catches the

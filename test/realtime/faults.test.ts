@@ -6,7 +6,7 @@
  * others, and /healthz says degraded while events wait.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { runStatus } from '../../src/commands/status.js';
+import { runStatus } from '../../src/commands/status-command.js';
 import { SAMPLE_FIELDS } from '../../src/emulator/index.js';
 import { expectMirrorEqualsPlatform } from '../helpers/world.js';
 import { APP, closeRunning, LIST, liveIds, openEvents, settled, start, until, type Running } from './support.js';

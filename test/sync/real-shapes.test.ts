@@ -7,7 +7,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { SAMPLE_FIELDS as F } from '../../src/emulator/index.js';
-import { FIELD_META_ARRANGEMENTS } from '../../src/emulator/field-meta.js';
+import { FIELD_META_ARRANGEMENTS } from '../../src/emulator/field-meta-forms.js';
 import { loadTableMapping, upsertItems } from '../../src/mirror/index.js';
 import { pullList } from '../../src/sync/pull.js';
 import { pushList } from '../../src/sync/push.js';

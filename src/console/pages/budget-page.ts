@@ -8,7 +8,7 @@
 import { budgetAccount } from '../../platform/shared-budget.js';
 import { requestsByJob } from '../../store/console-budget.js';
 import { readLimiterState, type LimiterState } from '../../store/rate-budget.js';
-import { ago, duration } from '../format.js';
+import { ago, duration } from '../page-format.js';
 import { dataTable, html, type SafeHtml } from '../html.js';
 import type { PageContext } from './page-context.js';
 

@@ -6,10 +6,10 @@
  */
 import type { Config } from '../../config.js';
 import type { Knex } from '../../db.js';
-import { loadTableMapping } from '../../mirror/registry.js';
+import { loadTableMapping } from '../../mirror/list-registry.js';
 import { getConflict, openConflictsPage } from '../../store/conflicts.js';
-import { conflictFields } from '../../sync/push/conflicts.js';
-import { ago, itemValue } from '../format.js';
+import { conflictFields } from '../../sync/push/conflict-handling.js';
+import { ago, itemValue } from '../page-format.js';
 import { dataTable, html, pager, type SafeHtml } from '../html.js';
 import { PAGE_SIZE, pageOf, type PageContext } from './page-context.js';
 

@@ -5,11 +5,11 @@
  * All of it from what listsync stores; no platform request.
  */
 import { pinnedNames, pinnedTypes, type ListConfig } from '../../config.js';
-import { readRegistry, type RegistryField } from '../../mirror/registry.js';
+import { readRegistry, type RegistryField } from '../../mirror/list-registry.js';
 import { recentRuns, requestsPerHour, successfulPulls } from '../../store/console-list.js';
 import { recentSchemaChanges } from '../../store/schema-changes.js';
 import { barChart, lineChart, type Point } from '../chart.js';
-import { ago, duration } from '../format.js';
+import { ago, duration } from '../page-format.js';
 import { dataTable, html, pager, type SafeHtml } from '../html.js';
 import { PAGE_SIZE, pageOf, type PageContext } from './page-context.js';
 

@@ -6,7 +6,7 @@
  */
 import type { ListConfig } from '../../config.js';
 import { overviewRows, type OverviewRow } from '../../store/console-overview.js';
-import { ago, duration, fromNow } from '../format.js';
+import { ago, duration, fromNow } from '../page-format.js';
 import { dataTable, html, pager, type SafeHtml } from '../html.js';
 import { nextFire } from '../next-fire.js';
 import { PAGE_SIZE, pageOf, type PageContext } from './page-context.js';

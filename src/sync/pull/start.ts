@@ -18,7 +18,7 @@
  */
 import type { ListConfig } from '../../config.js';
 import type { PlatformClient } from '../../platform/client.js';
-import { ValidationError } from '../../platform/errors.js';
+import { ValidationError } from '../../platform/platform-errors.js';
 import type { PageResult } from '../../platform/paging.js';
 import type { Item, ItemQuery } from '../../platform/types.js';
 import { cursorMillis, cursorText } from './plan.js';

@@ -11,7 +11,7 @@ import type { Item } from '../../platform/types.js';
 import * as outbox from '../../store/outbox.js';
 import type { OutboxRow } from '../../store/outbox.js';
 import { conflictAction, conflictLocalSide, heldConflictMessage } from './conflict-side.js';
-import { recordConflict } from './conflicts.js';
+import { recordConflict } from './conflict-handling.js';
 import type { Outcome } from './outcome.js';
 import { exactJsonOf, fail, settleApplied } from './record.js';
 import { deleteOnPlatform } from './remote.js';

@@ -10,7 +10,7 @@
 import { coerceError } from '../../errors.js';
 import { adoptCreatedId } from '../../mirror/held-items.js';
 import { recordWrite } from '../../mirror/write-results.js';
-import { AuthError, PlatformError } from '../../platform/errors.js';
+import { AuthError, PlatformError } from '../../platform/platform-errors.js';
 import * as outbox from '../../store/outbox.js';
 import type { OutboxRow } from '../../store/outbox.js';
 import { lostAgainError, lostCreateVerdict, withdrawVerdict } from './lost-create-verdict.js';

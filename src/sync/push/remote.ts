@@ -7,7 +7,7 @@
 import type { ListConfig } from '../../config.js';
 import { coerceError } from '../../errors.js';
 import { upsertItems, type TableMapping, type UpsertResult } from '../../mirror/index.js';
-import { AuthError } from '../../platform/errors.js';
+import { AuthError } from '../../platform/platform-errors.js';
 import { isRefusalAnswer, queryItemsByIds, readItemOrGone, type ItemListRef } from '../../platform/item-lookup.js';
 import type { PushDeps } from './types.js';
 import type { ReadBack } from './write-verdict.js';

@@ -22,7 +22,7 @@ import type { Item } from '../../platform/types.js';
 import { itemId } from '../../platform/item-identity.js';
 import { versionOf } from './write-verdict.js';
 import { getConflict, type ConflictRow } from '../../store/conflicts.js';
-import { resolveConflict } from './conflicts.js';
+import { resolveConflict } from './conflict-handling.js';
 import { listLockName, withLock } from '../lock.js';
 import { loadMappingOrExplain } from './mapping.js';
 import { rereadItems } from './remote.js';

@@ -25,7 +25,7 @@ import { platformInstantMillis } from '../../mirror/convert.js';
 import type { ColumnKind } from '../../mirror/column-types.js';
 import type { MappedColumn } from '../../mirror/table-mapping.js';
 import type { PlatformClient } from '../../platform/client.js';
-import { AuthError, PlatformError } from '../../platform/errors.js';
+import { AuthError, PlatformError } from '../../platform/platform-errors.js';
 import { queryItemsByIds, readItemOrGone } from '../../platform/item-lookup.js';
 import type { Item } from '../../platform/types.js';
 import * as outbox from '../../store/outbox.js';

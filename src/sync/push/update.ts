@@ -8,7 +8,7 @@
  */
 import { coerceError } from '../../errors.js';
 import { heldItem } from '../../mirror/held-items.js';
-import { AuthError, PlatformError } from '../../platform/errors.js';
+import { AuthError, PlatformError } from '../../platform/platform-errors.js';
 import type { Item } from '../../platform/types.js';
 import type { OutboxRow } from '../../store/outbox.js';
 import { noteFieldRefusal } from '../list-fields.js';

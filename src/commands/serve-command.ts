@@ -1,7 +1,7 @@
 /** `listsync serve`: runs until SIGTERM/SIGINT, then shuts down cleanly. */
 import { consoleListen, isConsoleAddress } from '../config.js';
 import { consoleAnnouncement, consoleToken } from '../console/console-token.js';
-import { startConsole, type RunningConsole } from '../console/server.js';
+import { startConsole, type RunningConsole } from '../console/console-server.js';
 import { createClient, type AppContext } from '../context.js';
 import { createMetrics } from '../metrics.js';
 import { startServe, type RunningServe } from '../serve/start-serve.js';

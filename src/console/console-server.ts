@@ -17,7 +17,7 @@ import type { Knex } from '../db.js';
 import { coerceError, UsageError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { PlatformClient } from '../platform/client.js';
-import { startHttp } from '../serve/http.js';
+import { startHttp } from '../serve/routes.js';
 import { settleConflict } from '../sync/push/settle-conflict.js';
 import { createAccess, type ConsoleAccess } from './access.js';
 import { CSS, SCRIPT } from './assets.js';
