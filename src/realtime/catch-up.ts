@@ -88,11 +88,6 @@ export class CatchUp {
     }
   }
 
-  /** Lists with a gap not caught up yet. */
-  pending(): string[] {
-    return [...this.gaps.keys()];
-  }
-
   async close(): Promise<void> {
     this.abort.abort();
     for (const g of this.gaps.values()) if (g.timer) clearTimeout(g.timer);

@@ -166,11 +166,6 @@ export async function closeOpenRun(db: Knex, runId: number, status: 'failed' | '
   return n > 0;
 }
 
-/** At the end of serve's shutdown: whatever this process still has 'running' is 'interrupted' (its checkpoint is kept). */
-export async function interruptHolderRuns(db: Knex, holder: string, reason: string): Promise<number> {
-  return db(RUNS_TABLE).where({ holder, status: 'running' }).update({ status: 'interrupted', finished_at: db.fn.now(), error: reason });
-}
-
 /** Runs left 'running' by a process that died are closed as failed (called at start by the next run). */
 export async function closeAbandonedRuns(db: Knex, listName: string, jobs: readonly Job[]): Promise<number> {
   return db(RUNS_TABLE)
