@@ -103,10 +103,18 @@ describe('catch-up after a gap', () => {
     expect(stats.abandoned).toBeGreaterThan(0);
     await until('the mirror to equal the platform', async () => (await behind()) === 0, 60_000);
     expect(Date.now() - back).toBeLessThan(60_000);
-    const gap = (await db('listsync.realtime_stats').where({ list_name: 'orders' }).first()) as {
-      last_gap_reason: string;
-      caught_up_at: Date | null;
-    };
+    // The mirror can be equal before the catch-up pull has recorded itself: wait for the record.
+    type Gap = { last_gap_reason: string; caught_up_at: Date | null };
+    const readGap = async () => (await db('listsync.realtime_stats').where({ list_name: 'orders' }).first()) as Gap | undefined;
+    await until(
+      'the refused callbacks caught up',
+      async () => {
+        const g = await readGap();
+        return g?.last_gap_reason === 'callbacks refused' && g.caught_up_at !== null;
+      },
+      30_000,
+    );
+    const gap = (await readGap())!;
     expect(gap.last_gap_reason).toBe('callbacks refused');
     expect(gap.caught_up_at).not.toBeNull();
     const status = await runCli(['--config', configFile, 'status'], { cwd: dir, env: { PLATFORM_API_KEY: emu.apiKey } });
