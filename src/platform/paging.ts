@@ -7,11 +7,15 @@
  * consumer speed: pages asked for ahead are at most `window` and, by their
  * answers' size, `maxBytesAhead`; and pages answered (parsed) and waiting for
  * the consumer are only as many as the consumer needs. The number of pages
- * kept ahead adapts: a page that was already answered when the consumer took
- * it means the source is ahead, and one page fewer is kept ahead; a page the
- * consumer had to wait for means one more (up to `window`). So when the
- * database is the slow side, one or two parsed pages wait, not `window`; when
- * the platform is, the whole window is in flight.
+ * kept ahead adapts: a page that waited answered for the consumer longer than
+ * SOURCE_AHEAD_MS means the source is ahead, and one page fewer is kept ahead;
+ * a page the consumer had to wait for means one more (up to `window`). So when
+ * the database is the slow side, one or two parsed pages wait, not `window`;
+ * when the platform is, the whole window is in flight. A rate-limited source
+ * answers pages in clumps (the limiter lets several leave together), and the
+ * consumer takes a clump's last pages a moment after they came: that is no
+ * sign the source is ahead, and keeping fewer pages asked would leave the
+ * limiter's next slots with nothing to send.
  *
  * The first page (or `startPage`) is fetched alone to learn TotalCount, unless
  * a probe just told it (`expectedTotal`); the page count is re-evaluated on
@@ -83,6 +87,8 @@ export interface PaginateOptions<T = unknown> {
    * at the end asks it now, so it leaves with the last pages.
    */
   onLastPageAsked?: () => void;
+  /** Milliseconds for how long pages wait answered (default performance.now; tests pass their own). */
+  now?: () => number;
 }
 
 /** A read that failed a completeness check twice; pages before `page` were handed out. */
@@ -120,9 +126,12 @@ export function assertPageSize(size: number, where = { method: 'POST', path: '(p
 
 interface Fetched<T> {
   promise: Promise<PageResult<T>>;
-  /** The answer arrived (the page is parsed and waits for the consumer). */
-  answered: boolean;
+  /** When the answer arrived (the page is parsed and waits for the consumer); undefined until then. */
+  answeredAt: number | undefined;
 }
+
+/** A page that waited answered this long for the consumer shows the source is ahead of it. */
+export const SOURCE_AHEAD_MS = 50;
 
 /**
  * The pages of one read as they are asked and taken: a window of requests kept ahead of the
@@ -143,16 +152,19 @@ class PageWindow<T> {
   ) {
     this.early = options.firstPage;
     this.target = read.window;
+    this.now = options.now ?? (() => performance.now());
   }
+
+  private readonly now: () => number;
 
   private start(index: number): void {
     if (this.inFlight.has(index)) return;
     const { startPage, size } = this.read;
     const promise = index === startPage && this.early ? this.early : this.fetchPage(index, size, this.controller.signal);
     if (index === startPage) this.early = undefined;
-    const entry: Fetched<T> = { promise, answered: false };
+    const entry: Fetched<T> = { promise, answeredAt: undefined };
     promise.then(
-      () => (entry.answered = true),
+      () => (entry.answeredAt = this.now()),
       () => undefined, // awaited later, in order; no unhandled rejection meanwhile
     );
     this.inFlight.set(index, entry);
@@ -170,7 +182,8 @@ class PageWindow<T> {
   private async take(index: number): Promise<PageResult<T>> {
     this.start(index);
     const entry = this.inFlight.get(index)!;
-    this.target = entry.answered ? Math.max(1, this.target - 1) : Math.min(this.read.window, this.target + 1);
+    if (entry.answeredAt === undefined) this.target = Math.min(this.read.window, this.target + 1);
+    else if (this.now() - entry.answeredAt >= SOURCE_AHEAD_MS) this.target = Math.max(1, this.target - 1);
     try {
       return await raceAbort(entry.promise, this.controller.signal);
     } finally {

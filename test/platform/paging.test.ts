@@ -5,10 +5,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import { PlatformError, ValidationError } from '../../src/platform/platform-errors.js';
-import { type PageResult, paginate } from '../../src/platform/paging.js';
+import { type PageResult, SOURCE_AHEAD_MS, paginate } from '../../src/platform/paging.js';
 
 interface Deferred {
   index: number;
+  /** Answered by the test (resolve called). */
+  settled: boolean;
   resolve: (r: PageResult<number>) => void;
   reject: (e: unknown) => void;
 }
@@ -17,7 +19,16 @@ function controllableFetcher() {
   const calls: Deferred[] = [];
   const fetch = (index: number) =>
     new Promise<PageResult<number>>((resolve, reject) => {
-      calls.push({ index, resolve, reject });
+      const call: Deferred = {
+        index,
+        settled: false,
+        resolve: (v) => {
+          call.settled = true;
+          resolve(v);
+        },
+        reject,
+      };
+      calls.push(call);
     });
   return { calls, fetch };
 }
@@ -47,7 +58,8 @@ describe('paginate', () => {
 
   it('fetches the first page alone, then keeps `window` pages ahead, yielding in order', async () => {
     const { calls, fetch } = controllableFetcher();
-    const gen = paginate<number>(fetch, { pageSize: 10, window: 3 });
+    let now = 0;
+    const gen = paginate<number>(fetch, { pageSize: 10, window: 3, now: () => now });
     const first = gen.next();
     await tick();
     expect(calls.map((c) => c.index)).toEqual([1]);
@@ -67,9 +79,10 @@ describe('paginate', () => {
     calls[1]!.resolve({ items: [2], totalCount: 55 });
     expect((await second).value).toMatchObject({ index: 2, items: [2] });
     expect(calls.map((c) => c.index)).toEqual([1, 2, 3, 4, 5]);
+    now += SOURCE_AHEAD_MS; // the consumer took its time over page 2
     expect((await gen.next()).value).toMatchObject({ index: 3, items: [3] });
     expect((await gen.next()).value).toMatchObject({ index: 4, items: [4] });
-    // Pages 3 and 4 were answered before the consumer took them: the source is ahead, fewer pages are kept ahead.
+    // Pages 3 and 4 waited answered for the consumer: the source is ahead, fewer pages are kept ahead.
     expect(calls.map((c) => c.index)).toEqual([1, 2, 3, 4, 5]);
     const fifth = gen.next();
     await tick();
@@ -203,9 +216,11 @@ describe('paginate', () => {
       return Promise.resolve({ items: [i], totalCount: 1000 });
     };
     let waitingMost = 0;
-    for await (const page of paginate<number>(fast, { pageSize: 10, window: 8, expectedTotal: 1000 })) {
+    let now = 0;
+    for await (const page of paginate<number>(fast, { pageSize: 10, window: 8, expectedTotal: 1000, now: () => now })) {
       const waiting = asked.filter((i) => i > page.index && answered.has(i)).length;
       if (page.index > 10) waitingMost = Math.max(waitingMost, waiting);
+      now += 100; // each page takes the consumer 100 ms
     }
     expect(asked).toHaveLength(100);
     expect(waitingMost).toBe(1);
@@ -219,6 +234,25 @@ describe('paginate', () => {
       expect(calls.length).toBeGreaterThanOrEqual(Math.min(100, i - 1 + 8));
       calls[i - 1]!.resolve({ items: [i], totalCount: 1000 });
       expect((await next).value).toMatchObject({ index: i });
+    }
+    void gen.return(undefined);
+  });
+
+  it('pages answered together and taken a moment later (a rate limiter letting a clump go) keep the whole window asked', async () => {
+    const { calls, fetch } = controllableFetcher();
+    const now = 0; // the consumer takes every page at once: no page waits SOURCE_AHEAD_MS
+    const gen = paginate<number>(fetch, { pageSize: 10, window: 6, expectedTotal: 1000, now: () => now });
+    let next = 1;
+    for (let clump = 0; clump < 5; clump++) {
+      const first = gen.next();
+      await tick();
+      // Everything asked so far comes back together; the consumer then takes them one by one.
+      const open = calls.filter((c) => !c.settled);
+      for (const c of open) c.resolve({ items: [c.index], totalCount: 1000 });
+      expect((await first).value).toMatchObject({ index: next++ });
+      for (let k = 1; k < open.length; k++) expect((await gen.next()).value).toMatchObject({ index: next++ });
+      await tick();
+      expect(calls.filter((c) => !c.settled)).toHaveLength(6);
     }
     void gen.return(undefined);
   });
