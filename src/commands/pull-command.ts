@@ -73,7 +73,13 @@ export async function runPulls(
     try {
       const r = await pullList(
         // Every line of the run names the list and job, those of the table's set-up too.
-        { ...jobDeps(ctx, list, job, options, (p) => reporter?.onPage(p)), titles, refreshSchema: options.refreshSchema === true },
+        {
+          ...jobDeps(ctx, list, job, options, (p) => reporter?.onPage(p)),
+          titles,
+          refreshSchema: options.refreshSchema === true,
+          // One list is bound by round trips: its start probes leave with its first page.
+          startProbesEarly: lists.length === 1,
+        },
         list,
         mode,
       );

@@ -132,6 +132,11 @@ export interface PullDeps extends JobDeps {
   refreshSchema?: boolean;
   /** Where a list without a title gets one: shared by the lists of one pull (one listing per application). */
   titles?: ListTitles;
+  /**
+   * A first load asks its start probes with its first page (see pull/start.ts): for a pull of one
+   * list, bound by round trips; lists pulled together, bound by the budget, ask page 1 alone first.
+   */
+  startProbesEarly?: boolean;
 }
 
 export interface PullResult {
@@ -167,6 +172,8 @@ interface PullCheckpoint {
   /** Distinct IDs received by the committed pages. */
   received: number;
   highWaterAtStart: string | null;
+  /** Where the follow-up reads back to when earlier than the mark (pull/start.ts); absent: the mark. */
+  followUpFrom?: string | null;
 }
 
 /** Asked of a newest-first read that cannot go on; the run reads by-created instead. */
@@ -258,7 +265,9 @@ async function startRun(deps: PullDeps, list: ListConfig, mode: PullMode, job: '
   const now = deps.clock ?? (() => new Date());
 
   const state = await readState<PullCheckpoint>(db, list.name, job);
-  const early = firstLoad(mode, state) ? startEarly(deps.client, list, zone, buildQuery(list, FULL_READ)) : null;
+  const early = firstLoad(mode, state)
+    ? startEarly(deps.client, list, zone, buildQuery(list, FULL_READ), deps.startProbesEarly === true)
+    : null;
   const { mapping, fields, fieldsAsked, knownKeys } = await prepareTable(deps, list, run);
   const schemaChanges = mapping.changes ?? [];
   const refill = await markRefill(deps, mapping, mode, state);
@@ -730,9 +739,9 @@ async function readCatchUp(
   firstPage?: Promise<PageResult<Item>>,
 ): Promise<CatchUpOutcome | null> {
   const { deps, list, zone } = ctx;
-  const since = cp.highWaterAtStart;
-  const sinceMs = markMillis(ctx, cp);
-  if (since === null || sinceMs === undefined || cp.plan.fallback !== null) return null;
+  const since = followUpFrom(cp);
+  const sinceMs = since === null ? undefined : cursorMillis(since, zone);
+  if (since === null || sinceMs === undefined || markMillis(ctx, cp) === undefined || cp.plan.fallback !== null) return null;
   const plan = followUpPlan(since);
   const followChecks = new PageChecks(list.idField, list.pageSize, 'newest-first');
   const keyOf = readKey(ctx, 'newest-first');
@@ -773,6 +782,11 @@ async function readCatchUp(
   return outcome;
 }
 
+/** What the follow-up reads back to: the mark, or earlier when the first page may have been served before it. */
+function followUpFrom(cp: PullCheckpoint): string | null {
+  return cp.highWaterAtStart === null ? null : (cp.followUpFrom ?? cp.highWaterAtStart);
+}
+
 /**
  * The follow-up's first page, asked ahead (a pull job whose start mark is known; null otherwise).
  * Asked before the read's last page is answered it is still right: it vouches for what was modified
@@ -781,7 +795,7 @@ async function readCatchUp(
 function askFollowUpPage(ctx: RunContext, cp: PullCheckpoint): Promise<PageResult<Item>> | null {
   const { deps, list } = ctx;
   if (ctx.job !== 'pull' || cp.highWaterAtStart === null || markMillis(ctx, cp) === undefined || cp.plan.fallback !== null) return null;
-  const query = { ...buildQuery(list, followUpPlan(cp.highWaterAtStart)), PageIndex: 1, PageSize: list.pageSize };
+  const query = { ...buildQuery(list, followUpPlan(followUpFrom(cp)!)), PageIndex: 1, PageSize: list.pageSize };
   const page = deps.client.queryPageResult(list.appID, list.listID, query);
   page.catch(() => undefined);
   return page;
@@ -803,6 +817,7 @@ async function recordStart(ctx: RunContext, cp: PullCheckpoint, answers: StartAn
     minTotal: total,
   };
   cp.highWaterAtStart = answers.newest;
+  cp.followUpFrom = answers.followUpFrom ?? null;
   await writeCheckpoint(deps.db, list.name, ctx.job, { ...cp, runId: ctx.run.runId });
 }
 

@@ -242,3 +242,94 @@ describe('what a first full load costs in requests', () => {
     await expectMirrorEqualsPlatform(w);
   });
 });
+
+describe('a pull of one list: the start probes leave with page 1', () => {
+  type Query = { PageSize?: number; PageIndex?: number; Filters?: unknown[]; Sorts?: { Field: string }[] };
+  const body = (e: { body?: string | null }) => JSON.parse(e.body ?? '{}') as Query;
+
+  it('fields, title, page 1 and both probes go together; page 1 is believed, not asked again; pages 2..4 follow the probes', async () => {
+    w = await startWorld({ emulator: { items: 400, faults: { latencyMs: 100 } }, list: { pageSize: 100 } });
+    const r = await pullList({ ...w.deps(), startProbesEarly: true }, w.config.lists[0]!);
+    expect(r.status).toBe('succeeded');
+    expect(r.counters.rows_inserted).toBe(400);
+    const log = await w.emu.admin.requests();
+    const queries = log.filter((e) => e.path.endsWith('/items/query'));
+    const probes = queries.filter((e) => body(e).PageSize === 1);
+    const pages = queries.filter((e) => body(e).PageSize === 100 && !body(e).Filters?.length);
+    expect(log).toHaveLength(2 + 1 + 2 + 3 + 1); // fields, title, page 1, probes, pages 2..4, follow-up
+    expect(pages.map((e) => e.pageIndex).sort()).toEqual([1, 2, 3, 4]);
+    const together = [...log.filter((e) => !e.path.endsWith('/items/query')), ...probes, pages.find((e) => e.pageIndex === 1)!];
+    expect(together).toHaveLength(5);
+    const firstAnswer = Math.min(...together.map((e) => e.finishedAt!));
+    for (const e of together) expect(e.startedAt).toBeLessThan(firstAnswer);
+    for (const p of pages.filter((e) => e.pageIndex !== 1))
+      expect(p.startedAt).toBeGreaterThanOrEqual(Math.max(...probes.map((e) => e.finishedAt!)));
+    await expectMirrorEqualsPlatform(w);
+  });
+
+  /** The run's client, with `before` run ahead of the start probes once page 1 has been answered. */
+  function probeAfter(deps: ReturnType<World['deps']>, before: () => Promise<void>): ReturnType<World['deps']>['client'] {
+    const client = deps.client;
+    const cursor = deps.config.lists[0]!.cursorField;
+    let pageOne: Promise<unknown> | undefined;
+    let ran: Promise<void> | undefined;
+    let done = false;
+    return new Proxy(client, {
+      get(target, prop, receiver) {
+        if (prop === 'queryPageResult')
+          return (appID: string, listID: string, query: Query, signal?: AbortSignal) => {
+            const p = target.queryPageResult(appID, listID, query as never, signal);
+            if (query.PageIndex === 1 && !query.Filters?.length) pageOne ??= p;
+            return p;
+          };
+        if (prop === 'queryItems')
+          return async (appID: string, listID: string, query: Query, signal?: AbortSignal) => {
+            // Both probes wait for it; the newest-modification probe is the one that gives the mark.
+            if (query.PageSize === 1 && !done) {
+              if (query.Sorts?.[0]?.Field === cursor) done = true;
+              ran ??= Promise.resolve(pageOne).then(before);
+              await ran;
+            }
+            return target.queryItems(appID, listID, query as never, signal);
+          };
+        const v: unknown = Reflect.get(target, prop, receiver);
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+  }
+
+  it('an item of page 1 edited after page 1 was served and before the mark, in an earlier second than the mark: the follow-up reads it back', async () => {
+    w = await startWorld({ emulator: { items: 400 }, list: { pageSize: 100 } });
+    const world = w;
+    const deps = world.deps();
+    const [onPageOne] = (await world.emu.admin.exportList('demo', 'orders')).items.map((i) => String(i.ListDataID));
+    const client = probeAfter(deps, async () => {
+      await world.emu.admin.editItem('demo', 'orders', onPageOne!, { Data: { [F.customer]: 'slipped between' } });
+      // The mark is a later second than that edit: the newest modification is another item's, 1.2 s on.
+      await new Promise((r) => setTimeout(r, 1200));
+      const last = (await world.emu.admin.exportList('demo', 'orders')).items.at(-1)!;
+      await world.emu.admin.editItem('demo', 'orders', String(last.ListDataID), { Data: { [F.customer]: 'the mark' } });
+    });
+    const r = await pullList({ ...deps, client, startProbesEarly: true }, world.config.lists[0]!);
+    expect(r.status).toBe('succeeded');
+    const pages = (await queryRequests(world)).filter((e) => body(e).PageSize === 100 && !body(e).Filters?.length);
+    expect(pages.filter((e) => e.pageIndex === 1)).toHaveLength(1); // believed: the counts agreed
+    // The mirror holds the edit (its row equals the platform's).
+    await expectMirrorEqualsPlatform(world);
+  });
+
+  it('an item created after page 1 was served and before the probes: the counts differ, page 1 is asked again after them', async () => {
+    w = await startWorld({ emulator: { items: 400 }, list: { pageSize: 100 } });
+    const world = w;
+    const deps = world.deps();
+    const client = probeAfter(deps, async () => {
+      await world.emu.admin.createItem('demo', 'orders', { Data: { [F.customer]: 'created between' } });
+    });
+    const r = await pullList({ ...deps, client, startProbesEarly: true }, world.config.lists[0]!);
+    expect(r.status).toBe('succeeded');
+    const pages = (await queryRequests(world)).filter((e) => body(e).PageSize === 100 && !body(e).Filters?.length);
+    expect(pages.filter((e) => e.pageIndex === 1)).toHaveLength(2);
+    expect(r.counters.rows_inserted).toBe(401);
+    await expectMirrorEqualsPlatform(world);
+  });
+});

@@ -100,3 +100,8 @@ export function cursorMillis(value: unknown, zone: string): number | undefined {
 export function cursorText(value: string, zone: string): string {
   return parsePlatformDateTime(value, zone).toFormat('yyyy-MM-dd HH:mm:ss');
 }
+
+/** `YYYY-MM-DD HH:mm:ss`, `seconds` before a cursor value. */
+export function cursorTextBefore(value: string, seconds: number, zone: string): string {
+  return parsePlatformDateTime(value, zone).minus({ seconds }).toFormat('yyyy-MM-dd HH:mm:ss');
+}

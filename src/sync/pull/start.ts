@@ -15,18 +15,35 @@
  * vouches for. Either way the page is believed only once the answers are
  * recorded in the checkpoint (see pull.ts). (many-lists: what a first pull of
  * many small lists costs; pull-complete: what a first full load costs.)
+ *
+ * A pull of one list is bound by round trips, not by the budget: there the
+ * probes leave with the first page (`probesWithPage`), and a big list's pages
+ * flow one round trip sooner. The page may then have been served before the
+ * probes, so it is believed only when nothing can have slipped between them:
+ * - its TotalCount equals the probe's (no item created or deleted between
+ *   the two; else page 1 is asked again, as above);
+ * - an item edited between the page and the mark has a modification time no
+ *   older than the mark less the time from the page's send to the probes'
+ *   answer, so the run's follow-up (which reads what was modified while it
+ *   paged) reads back that far: `followUpFrom`, whole seconds, one more for
+ *   the rounding of modification times.
  */
 import type { ListConfig } from '../../config.js';
 import type { PlatformClient } from '../../platform/client.js';
 import { ValidationError } from '../../platform/platform-errors.js';
 import type { PageResult } from '../../platform/paging.js';
 import type { Item, ItemQuery } from '../../platform/types.js';
-import { cursorMillis, cursorText } from './plan.js';
+import { cursorMillis, cursorText, cursorTextBefore } from './plan.js';
 
 export interface StartAnswers {
   last: { items: Item[]; totalCount: number };
   /** The newest cursor value (`YYYY-MM-DD HH:mm:ss`), or null when it cannot be asked or read. */
   newest: string | null;
+  /**
+   * Where the follow-up reads back to when earlier than `newest`: a first page asked beside the
+   * probes may have been served before the mark (see above). Absent: from `newest`.
+   */
+  followUpFrom?: string;
 }
 
 export function askStart(client: PlatformClient, list: ListConfig, zone: string, query: ItemQuery): Promise<StartAnswers> {
@@ -48,11 +65,20 @@ export interface EarlyStart {
   firstPage: Promise<PageResult<Item>>;
 }
 
-export function startEarly(client: PlatformClient, list: ListConfig, zone: string, query: ItemQuery): EarlyStart {
+export function startEarly(client: PlatformClient, list: ListConfig, zone: string, query: ItemQuery, probesWithPage = false): EarlyStart {
+  const sentAt = Date.now();
   const firstPage = client.queryPageResult(list.appID, list.listID, { ...query, PageIndex: 1, PageSize: list.pageSize });
+  const probes = probesWithPage ? askStart(client, list, zone, query) : null;
+  probes?.catch(() => undefined);
   const start = firstPage.then(async (page): Promise<EarlyAnswers> => {
     const fromPage = answersFromPage(page, list, zone);
-    return fromPage ? { ...fromPage, fromFirstPage: true } : { ...(await askStart(client, list, zone, query)), fromFirstPage: false };
+    if (fromPage) return { ...fromPage, fromFirstPage: true };
+    if (!probes) return { ...(await askStart(client, list, zone, query)), fromFirstPage: false };
+    const answers = await probes;
+    const believed = page.totalCount !== undefined && page.totalCount === answers.last.totalCount && answers.newest !== null;
+    if (!believed) return { ...answers, fromFirstPage: false };
+    const slackSeconds = Math.ceil((Date.now() - sentAt) / 1000) + 1;
+    return { ...answers, followUpFrom: cursorTextBefore(answers.newest!, slackSeconds, zone), fromFirstPage: true };
   });
   start.catch(() => undefined);
   firstPage.catch(() => undefined);
