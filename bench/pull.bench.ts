@@ -1,7 +1,8 @@
 /**
  * Pull throughput against the account ceiling: the emulator at 200 ms latency
  * with the real limit (10 requests/s), 1000-item pages, a full load into
- * Postgres. Quality bar: >= 9,500 items/s sustained, zero 429s. Two figures:
+ * Postgres, timed from the first request (as the emulator logged it) to the
+ * run's end, its last commit included (product.md's bar). Quality bar: >= 9,500 items/s sustained, zero 429s. Two figures:
  * the whole run (fields, title, two probes and the 200 ms answers at both
  * ends included: 104 requests for 100 pages) and the sustained rate between
  * the first and the last page's commit.
@@ -115,11 +116,15 @@ async function measure(v: Variant): Promise<Figures> {
     const started = performance.now();
     const commits: number[] = [];
     const r = await pullList(
-      { db: b.db, client, config, logger: silentLogger(), onPage: () => commits.push(performance.now()) },
+      // As `listsync pull --list orders` runs it: one list, its start probes asked with its first page.
+      { db: b.db, client, config, logger: silentLogger(), onPage: () => commits.push(performance.now()), startProbesEarly: true },
       config.lists[0]!,
     );
-    const seconds = (performance.now() - started) / 1000;
+    const ended = performance.timeOrigin + performance.now();
     const stats = await admin.stats();
+    // From the first request (as the emulator received it) to the run's end, its last commit included (product.md).
+    const firstRequest = Math.min(...(await admin.requests()).map((e) => e.startedAt));
+    const seconds = (ended - Math.max(firstRequest, performance.timeOrigin + started)) / 1000;
     await client.close();
     const pageRequests = r.counters.pages;
     return {
