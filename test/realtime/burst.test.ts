@@ -11,7 +11,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { expectMirrorEqualsPlatform } from '../helpers/world.js';
 import { APP, closeRunning, LIST, settled, start } from './support.js';
 
-const ITEMS = Number(process.env.BURST_ITEMS ?? 5000);
+/**
+ * 2,000 at once here: this process also runs the emulator that opens every delivery's connection, beside
+ * two other test files on two cores, and an answer later than the emulator's 5 s counts as refused.
+ * The product's 20,000 (the receiver alone in its process) is `npm run bench realtime-burst`.
+ */
+const ITEMS = Number(process.env.BURST_ITEMS ?? 2000);
 
 afterEach(closeRunning);
 
