@@ -267,6 +267,19 @@ describe('a pull of one list: the start probes leave with page 1', () => {
     await expectMirrorEqualsPlatform(w);
   });
 
+  it('`listsync pull` of the one list configured does so: the probes leave before page 1 is answered, and page 1 is asked once', async () => {
+    w = await startWorld({ emulator: { items: 400, faults: { latencyMs: 100 } }, list: { pageSize: 100 } });
+    const r = await runCli(['--config', w.configFile, 'pull'], { env: { PLATFORM_API_KEY: w.emu.apiKey }, cwd: w.cwd });
+    expect(r.code).toBe(0);
+    const queries = await queryRequests(w);
+    const pageOne = queries.filter((e) => body(e).PageSize === 100 && !body(e).Filters?.length && e.pageIndex === 1);
+    const probes = queries.filter((e) => body(e).PageSize === 1);
+    expect(pageOne).toHaveLength(1);
+    expect(probes).toHaveLength(2);
+    for (const p of probes) expect(p.startedAt).toBeLessThan(pageOne[0]!.finishedAt!);
+    await expectMirrorEqualsPlatform(w);
+  });
+
   /** The run's client, with `before` run ahead of the start probes once page 1 has been answered. */
   function probeAfter(deps: ReturnType<World['deps']>, before: () => Promise<void>): ReturnType<World['deps']>['client'] {
     const client = deps.client;
