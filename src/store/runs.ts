@@ -5,6 +5,8 @@
 import { hostname } from 'node:os';
 import type { Knex } from '../db.js';
 import { closestText, storableJson } from '../storable.js';
+import { SCHEMA_CHANGES_TABLE } from './schema-changes.js';
+import { STATE_TABLE } from './state.js';
 
 export const RUNS_TABLE = 'listsync.sync_runs';
 
@@ -215,6 +217,53 @@ export async function latestRun(
 /** True while some run of the list has no outcome recorded. */
 export async function isListRunning(db: Knex, listName: string): Promise<boolean> {
   return Boolean(await db(RUNS_TABLE).where({ list_name: listName, status: 'running' }).first());
+}
+
+/** Rows one prune statement deletes at most: short statements, short locks, while runs keep writing. */
+export const PRUNE_BATCH = 10_000;
+
+/**
+ * A run the history may drop: finished more than `days` ago and not the newest of its status for its
+ * list and job (status, /metrics and the console read the last success and the last failure however
+ * old), nor named by a schema change or a checkpoint (they point at the run that wrote them). "Newest"
+ * holds both by id and by start time: a fire recorded after the fact starts before runs opened since.
+ */
+const PRUNABLE_RUNS_SQL = `
+  select r.id from ${RUNS_TABLE} r
+   where r.status <> 'running' and r.finished_at < now() - make_interval(days => ?)
+     and exists (select 1 from ${RUNS_TABLE} n
+                  where n.list_name = r.list_name and n.job = r.job and n.status = r.status
+                    and n.id > r.id and n.started_at >= r.started_at)
+     and not exists (select 1 from ${SCHEMA_CHANGES_TABLE} c where c.run_id = r.id)
+     and not exists (select 1 from ${STATE_TABLE} s where s.checkpoint->>'runId' = r.id::text)
+   limit ?`;
+
+/** Deletes one batch of prunable runs; returns how many went. */
+async function pruneRunBatch(db: Knex, days: number, batch: number): Promise<number> {
+  const result = (await db.raw(`delete from ${RUNS_TABLE} where id in (${PRUNABLE_RUNS_SQL})`, [days, batch])) as {
+    rowCount: number | null;
+  };
+  return result.rowCount ?? 0;
+}
+
+/**
+ * Drops runs that ended more than `days` ago (see PRUNABLE_RUNS_SQL for the ones kept), a batch per
+ * statement until a batch comes back short, or `stopped()` says to leave the rest for the next time.
+ */
+export async function pruneRuns(
+  db: Knex,
+  days: number,
+  options: { batch?: number; stopped?: () => boolean } = {},
+): Promise<{ deleted: number; batches: number }> {
+  const batch = options.batch ?? PRUNE_BATCH;
+  let deleted = 0;
+  let batches = 0;
+  for (;;) {
+    const n = await pruneRunBatch(db, days, batch);
+    deleted += n;
+    batches += 1;
+    if (n < batch || options.stopped?.()) return { deleted, batches };
+  }
 }
 
 /** For the demo's walkthrough: how many runs are recorded (a scalar subquery). */
