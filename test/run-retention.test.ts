@@ -9,7 +9,9 @@ import { Writable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { jobs } from '../jobs/index.js';
 import type { Knex } from '../src/db.js';
+import { parseConfig } from '../src/config.js';
 import { createLogger } from '../src/logger.js';
+import { createMetrics } from '../src/metrics.js';
 import { startRunRetention } from '../src/serve/run-retention.js';
 import { startServe } from '../src/serve/start-serve.js';
 import { pruneRuns } from '../src/store/runs.js';
@@ -26,6 +28,8 @@ interface RunSpec {
   daysAgo: number;
   /** When it ended, when not at its start. */
   endedDaysAgo?: number;
+  /** Counter columns and details, as written by the run. */
+  counted?: Record<string, unknown>;
 }
 
 async function addRun(db: Knex, r: RunSpec): Promise<number> {
@@ -37,6 +41,7 @@ async function addRun(db: Knex, r: RunSpec): Promise<number> {
       status: r.status,
       started_at: db.raw(`now() - make_interval(days => ?)`, [r.daysAgo]),
       finished_at: r.status === 'running' ? null : db.raw(`now() - make_interval(days => ?)`, [ended]),
+      ...r.counted,
     })
     .returning('id')) as { id: string | number }[];
   return Number(row!.id);
@@ -74,7 +79,7 @@ describe('run history retention (store)', () => {
     await t.drop();
   });
   afterEach(async () => {
-    await t.db.raw('truncate listsync.sync_runs, listsync.schema_changes, listsync.sync_state');
+    await t.db.raw('truncate listsync.sync_runs, listsync.schema_changes, listsync.sync_state, listsync.pruned_run_totals');
   });
 
   it('removes runs ended before the window; recent runs, running runs and the newest of each status stay', async () => {
@@ -148,7 +153,47 @@ describe('run history retention (store)', () => {
     expect(left).toContain(resumable);
     expect(left).not.toContain(unnamed);
   });
+
+  it("/metrics' totals and the last pull with changes stay the same after a prune", async () => {
+    const db = t.db;
+    await addRun(db, { status: 'succeeded', daysAgo: 90, counted: { rows_inserted: 100, rows_updated: 7, rows_unstorable: 1 } });
+    await addRun(db, { status: 'succeeded', daysAgo: 80, counted: { rows_updated: 5 } });
+    await addRun(db, { status: 'succeeded', daysAgo: 70, counted: { rows_unchanged: 50 } });
+    await addRun(db, { status: 'succeeded', daysAgo: 1, counted: { rows_unchanged: 50 } });
+    await addRun(db, { job: 'push', status: 'failed', daysAgo: 60, counted: { changes_applied: 3, changes_failed: 1 } });
+    await addRun(db, { job: 'push', status: 'failed', daysAgo: 50, counted: { changes_conflicted: 2 } });
+    const healed = { rows_deleted: 4, rows_undeleted: 1, details: JSON.stringify({ healed: { missing: 6, behind: 2 } }) };
+    await addRun(db, { job: 'reconcile', status: 'succeeded', daysAgo: 40, counted: healed });
+    await addRun(db, { job: 'reconcile', status: 'succeeded', daysAgo: 35, counted: healed });
+    const before = await historyMetrics(db, t.url);
+
+    expect((await pruneRuns(db, 30)).deleted).toBe(4);
+    await addRun(db, { status: 'succeeded', daysAgo: 0, counted: { rows_unchanged: 10 } });
+    expect((await pruneRuns(db, 30)).deleted).toBe(0);
+
+    const after = await historyMetrics(db, t.url);
+    expect(before.some((l) => l.includes('listsync_reconcile_healed_total{list="orders",kind="missing"} 12'))).toBe(true);
+    expect(before.some((l) => l.startsWith('listsync_last_pull_with_changes_timestamp_seconds'))).toBe(true);
+    // The only change: the new run, counted once more.
+    const changed = after.filter((l) => !before.includes(l));
+    expect(changed).toEqual([
+      'listsync_rows_total{list="orders",kind="unchanged"} 110',
+      'listsync_runs_total{list="orders",job="pull",status="succeeded"} 5',
+    ]);
+    expect(after).toHaveLength(before.length);
+  });
 });
+
+/** The /metrics lines summed over the run history, and the last pull with changes. */
+async function historyMetrics(db: Knex, url: string): Promise<string[]> {
+  const config = parseConfig({ platform: { baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'k-123456' }, database: { url }, lists: [] });
+  const metrics = createMetrics({ db, config, defaultMetrics: false, logger: createLogger({ level: 'silent' }) });
+  await metrics.refresh();
+  const text = await metrics.registry.metrics();
+  const families =
+    /^listsync_(runs_total|rows_total|changes_pushed_total|reconcile_healed_total|last_pull_with_changes_timestamp_seconds)\{/;
+  return text.split('\n').filter((line) => families.test(line));
+}
 
 describe('run history retention (serve)', () => {
   let w: World | undefined;
