@@ -245,7 +245,7 @@ describe('run history retention (serve)', () => {
       port: 0,
       host: '127.0.0.1',
       schedule: false,
-      runRetention: { firstAfterMs: 0 },
+      runRetention: { firstAfterMs: 0, everyMs: 20 },
     });
     try {
       await until(async () => (await runIds(db)).length === 1, 'the prune after start');
@@ -253,5 +253,10 @@ describe('run history retention (serve)', () => {
       await s.close();
     }
     expect(w.logs.some((l) => l.includes('removed 3 runs older than 10 days'))).toBe(true);
+
+    // After shutdown no prune runs, however often they were due.
+    await addRun(db, { status: 'failed', daysAgo: 15 });
+    await new Promise((r) => setTimeout(r, 200));
+    expect(await runIds(db)).toHaveLength(2);
   });
 });
