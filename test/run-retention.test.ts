@@ -233,6 +233,31 @@ describe('run history retention (serve)', () => {
     expect(lines.length).toBe(after);
   });
 
+  it('stopping waits at most 2 s for a prune stuck behind a lock', async () => {
+    w = await startWorld({ emulator: { items: 1 } });
+    const db = w.t.db;
+    for (let i = 0; i < 3; i++) await addRun(db, { status: 'succeeded', daysAgo: 50 - i });
+    const { lines, logger } = captureLogs();
+    const holder = await db.transaction();
+    try {
+      await holder.raw('lock table listsync.sync_runs in access exclusive mode');
+      const retention = startRunRetention({ db, logger, days: 30, timing: { firstAfterMs: 0 } });
+      await until(async () => {
+        const waiting = await db.raw(`select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like 'with gone as%'`);
+        return (waiting as { rows: unknown[] }).rows.length > 0;
+      }, 'the prune to wait for the lock');
+      const started = Date.now();
+      await retention.stop();
+      expect(Date.now() - started).toBeGreaterThanOrEqual(1900);
+      expect(Date.now() - started).toBeLessThan(4000);
+    } finally {
+      await holder.rollback();
+    }
+    // The prune under way finishes once the lock is gone; none follows it.
+    await until(() => lines.some((l) => l.includes('removed 2 runs')), 'the stuck prune to finish');
+    expect(await runIds(db)).toHaveLength(1);
+  });
+
   it('serve prunes with serve.runHistoryDays and stops pruning at shutdown', async () => {
     w = await startWorld({ emulator: { items: 1 } });
     const db = w.t.db;

@@ -10,7 +10,10 @@
  * - A prune that fails logs one warning and the next one tries again: a
  *   history kept a little longer harms nothing.
  * - At shutdown no new prune starts, the one under way stops after its
- *   batch, and `stop()` resolves once it has.
+ *   batch, and `stop()` resolves once it has, or after STOP_WAIT_MS (a
+ *   statement waiting for an unreachable database must not hold shutdown up
+ *   past its 10 s; the statement then fails as the pool closes, and is not
+ *   retried).
  */
 import type { Knex } from '../db.js';
 import { coerceError } from '../errors.js';
@@ -27,6 +30,9 @@ export interface RunRetentionTiming {
 }
 
 export const RUN_RETENTION_TIMING: RunRetentionTiming = { firstAfterMs: 60_000, everyMs: 60 * 60_000 };
+
+/** How long shutdown waits for the batch under way. */
+const STOP_WAIT_MS = 2000;
 
 export interface RunRetention {
   /** Starts no new prune and resolves once the one under way stopped. */
@@ -64,7 +70,20 @@ export function startRunRetention(opts: { db: Knex; logger: Logger; days: number
     async stop() {
       stopped = true;
       clearTimeout(timer);
-      await underWay;
+      await settledWithin(underWay, STOP_WAIT_MS);
     },
   };
+}
+
+async function settledWithin(work: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const waited = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+    timer.unref();
+  });
+  try {
+    await Promise.race([work, waited]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
