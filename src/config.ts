@@ -304,6 +304,11 @@ const configSchema = z
         webhookBodyLimitBytes: positiveInt.default(256 * 1024),
         webhookDedupWindowMinutes: positiveInt.default(24 * 60),
         shutdownTimeoutMs: positiveInt.default(6_000),
+        /**
+         * Days of run history (`listsync.sync_runs`) serve keeps: older runs are removed hourly, except the
+         * newest run of each outcome per list and job (the last success of a list pulled once a month stays).
+         */
+        runHistoryDays: z.number().int().min(1, 'is below 1: runs are kept at least a day (30 by default)').default(30),
         /** An item event of a realtime list still unapplied after this long makes /healthz degraded. */
         realtimeStaleAfterSeconds: positiveInt.default(120),
         /** Where the console listens (`host:port`, never the webhook port), or "off". */
@@ -322,6 +327,7 @@ const configSchema = z
         webhookBodyLimitBytes: 256 * 1024,
         webhookDedupWindowMinutes: 24 * 60,
         shutdownTimeoutMs: 6_000,
+        runHistoryDays: 30,
         realtimeStaleAfterSeconds: 120,
         console: DEFAULT_CONSOLE_ADDRESS,
       }),

@@ -74,6 +74,14 @@ describe('config', () => {
     expect(e.message).toContain('remote-wins');
   });
 
+  it('keeps 30 days of run history unless serve.runHistoryDays says otherwise, and at least one', () => {
+    expect(parseConfig(minimal).serve.runHistoryDays).toBe(30);
+    expect(parseConfig({ ...minimal, serve: { runHistoryDays: 7 } }).serve.runHistoryDays).toBe(7);
+    const e = errorOf(() => parseConfig({ ...minimal, serve: { runHistoryDays: 0 } }));
+    expect(e.key).toBe('serve.runHistoryDays');
+    expect(e.message).toContain('got 0');
+  });
+
   it('says which key is missing', () => {
     const e = errorOf(() => parseConfig({ platform: { baseUrl: 'http://x/v1' }, database: { url: 'postgres://h/d' } }));
     expect(e.key).toBe('platform.apiKey');

@@ -7,6 +7,8 @@
  *   once across replicas, runs asked for now or early;
  * - the outcomes (src/serve/run-outcomes.ts): every fire ends in sync_runs,
  *   kept in memory while the database is away;
+ * - the run history's retention (src/serve/run-retention.ts): runs older than
+ *   serve.runHistoryDays removed shortly after start, then hourly;
  * - the HTTP routes (src/serve/routes.ts): /healthz from what the process knows
  *   (src/serve/health.ts), and the routes other parts add (/metrics, /hooks/);
  * - shutdown (src/serve/shutdown.ts): stop the schedules, drop the queue,
@@ -23,6 +25,7 @@ import { startHttp, type HealthExtra, type RouteHandler } from './routes.js';
 import { workerCount } from './job-queue.js';
 import { createLockPool } from './lock-pool.js';
 import { createRunOutcomes, type RunOutcomes } from './run-outcomes.js';
+import { startRunRetention, type RunRetentionTiming } from './run-retention.js';
 import { describeBudget, scheduleBudget } from './schedule-budget.js';
 import type { JobDefinition } from './job-definition.js';
 import { createScheduler } from './scheduler.js';
@@ -50,6 +53,8 @@ export interface ServeOptions {
   health?: HealthExtra;
   /** The outcomes of fires (created here when not given; /metrics reads the unrecorded ones). */
   outcomes?: RunOutcomes;
+  /** When the run history is pruned (tests; hourly after a minute otherwise). */
+  runRetention?: Partial<RunRetentionTiming>;
   /** Runs at shutdown after the runs stopped, before HTTP closes (the webhook listener closes last). */
   beforeHttpClose?: () => Promise<void>;
 }
@@ -94,6 +99,7 @@ export async function startServe(opts: ServeOptions): Promise<RunningServe> {
     else logger.info(budget.message);
   }
   logger.info({ url: http.url }, 'serve listening');
+  const retention = startRunRetention({ db, logger, days: config.serve.runHistoryDays, timing: opts.runRetention });
 
   const target = (name: JobDefinition['name'], listName?: string) => ({
     job: jobs.find((j) => j.name === name),
@@ -128,7 +134,9 @@ export async function startServe(opts: ServeOptions): Promise<RunningServe> {
         await outcomes.flush(Math.max(0, deadline - Date.now()));
         outcomes.stop();
       },
-      stopSchedules: () => scheduler.stop(),
+      stopSchedules: async () => {
+        await Promise.all([scheduler.stop(), retention.stop()]);
+      },
       beforeHttpClose: opts.beforeHttpClose,
       closeHttp: async () => {
         await http.close();

@@ -5,8 +5,12 @@
 import { hostname } from 'node:os';
 import type { Knex } from '../db.js';
 import { closestText, storableJson } from '../storable.js';
+import { SCHEMA_CHANGES_TABLE } from './schema-changes.js';
+import { STATE_TABLE } from './state.js';
 
 export const RUNS_TABLE = 'listsync.sync_runs';
+/** What pruned runs added up to, per list, job and status: /metrics' totals count them on. */
+export const PRUNED_TOTALS_TABLE = 'listsync.pruned_run_totals';
 
 export type Job = 'pull' | 'backfill' | 'push' | 'reconcile' | 'users' | 'directory';
 /** `interrupted`: stopped by SIGINT/SIGTERM after the work in flight was finished or rolled back; the next run carries on. */
@@ -222,7 +226,27 @@ export const COUNT_RUNS_SQL = `select count(*) from ${RUNS_TABLE}`;
 
 // What `/metrics` reads from the run history: per list and job, totals and the latest outcomes.
 
-const CHANGED_ROWS = 'rows_inserted + rows_updated + rows_deleted + rows_undeleted';
+const CHANGED_COLUMNS = ['rows_inserted', 'rows_updated', 'rows_deleted', 'rows_undeleted'];
+/** The rows a run changed, as an SQL sum of its columns (of the run named `alias` when given). */
+const changedRows = (alias?: string): string => CHANGED_COLUMNS.map((c) => (alias ? `${alias}.${c}` : c)).join(' + ');
+const CHANGED_ROWS = changedRows();
+const HEALED_MISSING = "coalesce((details->'healed'->>'missing')::bigint, 0)";
+const HEALED_BEHIND = "coalesce((details->'healed'->>'behind')::bigint, 0)";
+
+/** The counters /metrics sums per list, as their column and the name it exports them under. */
+const TOTALLED_COUNTERS = [
+  ['rows_inserted', 'inserted'],
+  ['rows_updated', 'updated'],
+  ['rows_unchanged', 'unchanged'],
+  ['rows_deleted', 'deleted'],
+  ['rows_undeleted', 'undeleted'],
+  ['rows_failed', 'failed'],
+  ['rows_missing_keys', 'missing_keys'],
+  ['rows_unstorable', 'unstorable'],
+  ['changes_applied', 'applied'],
+  ['changes_conflicted', 'conflicted'],
+  ['changes_failed', 'changes_failed'],
+] as const;
 
 /** Per list and job, the newest successful run: its pages, requests and rows changed. */
 export async function lastSucceededRuns(
@@ -256,7 +280,7 @@ export async function lastChangingPulls(db: Knex): Promise<{ list_name: string; 
   return changes.rows;
 }
 
-/** Per list, the rows reconcile healed by kind: marked deleted, brought back, missing, behind. */
+/** Per list, the rows reconcile healed by kind: marked deleted, brought back, missing, behind (pruned runs included). */
 export async function reconcileHeals(
   db: Knex,
 ): Promise<
@@ -264,42 +288,40 @@ export async function reconcileHeals(
 > {
   const heals = (await db.raw(
     `select list_name, sum(rows_deleted)::bigint as deleted, sum(rows_undeleted)::bigint as undeleted,
-            coalesce(sum((details->'healed'->>'missing')::bigint), 0) as missing, coalesce(sum((details->'healed'->>'behind')::bigint), 0) as behind
-       from ${RUNS_TABLE} where job = 'reconcile' group by 1`,
+            sum(missing)::bigint as missing, sum(behind)::bigint as behind
+       from (select list_name, rows_deleted, rows_undeleted, ${HEALED_MISSING} as missing, ${HEALED_BEHIND} as behind
+               from ${RUNS_TABLE} where job = 'reconcile'
+             union all select list_name, rows_deleted, rows_undeleted, healed_missing, healed_behind
+               from ${PRUNED_TOTALS_TABLE} where job = 'reconcile') every_run
+      group by 1`,
   )) as {
     rows: { list_name: string; deleted: string | number; undeleted: string | number; missing: string | number; behind: string | number }[];
   };
   return heals.rows;
 }
 
-/** Per list, the counters summed over every run. */
+/** Per list, the counters summed over every run, the pruned ones included. */
 export async function counterTotals(db: Knex): Promise<Record<string, string | number | null>[]> {
-  return (await db(RUNS_TABLE)
-    .select('list_name')
-    .sum({
-      inserted: 'rows_inserted',
-      updated: 'rows_updated',
-      unchanged: 'rows_unchanged',
-      deleted: 'rows_deleted',
-      undeleted: 'rows_undeleted',
-      failed: 'rows_failed',
-      missing_keys: 'rows_missing_keys',
-      unstorable: 'rows_unstorable',
-      applied: 'changes_applied',
-      conflicted: 'changes_conflicted',
-      changes_failed: 'changes_failed',
-    })
-    .groupBy('list_name')) as Record<string, string | number | null>[];
+  const sums = TOTALLED_COUNTERS.map(([column, name]) => `sum(${column}) as ${name}`).join(', ');
+  const columns = TOTALLED_COUNTERS.map(([column]) => column).join(', ');
+  const totals = (await db.raw(
+    `select list_name, ${sums}
+       from (select list_name, ${columns} from ${RUNS_TABLE}
+             union all select list_name, ${columns} from ${PRUNED_TOTALS_TABLE}) every_run
+      group by list_name`,
+  )) as { rows: Record<string, string | number | null>[] };
+  return totals.rows;
 }
 
-/** Runs counted by list, job and status. */
+/** Runs counted by list, job and status, the pruned ones included. */
 export async function runCounts(db: Knex): Promise<{ list_name: string; job: string; status: string; n: string | number }[]> {
-  return (await db(RUNS_TABLE).select('list_name', 'job', 'status').count({ n: '*' }).groupBy('list_name', 'job', 'status')) as {
-    list_name: string;
-    job: string;
-    status: string;
-    n: string | number;
-  }[];
+  const counts = (await db.raw(
+    `select list_name, job, status, sum(n)::bigint as n
+       from (select list_name, job, status, count(*) as n from ${RUNS_TABLE} group by 1, 2, 3
+             union all select list_name, job, status, runs from ${PRUNED_TOTALS_TABLE}) every_run
+      group by 1, 2, 3`,
+  )) as { rows: { list_name: string; job: string; status: string; n: string | number }[] };
+  return counts.rows;
 }
 
 /** Runs that finished after `cursor` (Postgres text form of a timestamptz), oldest first: their duration and their own cursor. */
@@ -324,4 +346,72 @@ export async function runsFinishedAfter(
     seconds: number;
     cursor: string;
   }[];
+}
+
+// Keeping the history to serve.runHistoryDays (src/serve/run-retention.ts).
+
+/** Rows one prune statement deletes at most: short statements, short locks, while runs keep writing. */
+export const PRUNE_BATCH = 10_000;
+
+/**
+ * A run the history may drop: finished more than `days` ago and not the newest of its status for its
+ * list and job (status, /metrics and the console read the last success and the last failure however
+ * old), nor the newest such run that changed rows (/metrics' last pull with changes), nor named by a
+ * schema change or a checkpoint (they point at the run that wrote them). "Newest" holds both by id
+ * and by start time: a fire recorded after the fact started before runs opened since.
+ */
+const PRUNABLE_RUNS_SQL = `
+  select r.id from ${RUNS_TABLE} r
+   where r.status <> 'running' and r.finished_at < now() - make_interval(days => ?)
+     and exists (select 1 from ${RUNS_TABLE} n
+                  where n.list_name = r.list_name and n.job = r.job and n.status = r.status
+                    and n.id > r.id and n.started_at >= r.started_at
+                    and (${changedRows('r')} = 0 or ${changedRows('n')} > 0))
+     and not exists (select 1 from ${SCHEMA_CHANGES_TABLE} c where c.run_id = r.id)
+     and not exists (select 1 from ${STATE_TABLE} s where s.checkpoint->>'runId' = r.id::text)
+   limit ?`;
+
+/** What a pruned run leaves in PRUNED_TOTALS_TABLE. */
+const CARRIED = [...TOTALLED_COUNTERS.map(([column]) => column), 'healed_missing', 'healed_behind'];
+
+/**
+ * One batch: deletes prunable runs and adds what they counted to PRUNED_TOTALS_TABLE in the same
+ * statement, so /metrics' totals never go down (Prometheus would read a reset); returns how many went.
+ */
+async function pruneRunBatch(db: Knex, days: number, batch: number): Promise<number> {
+  const counters = TOTALLED_COUNTERS.map(([column]) => column).join(', ');
+  const result = (await db.raw(
+    `with gone as (
+       delete from ${RUNS_TABLE} where id in (${PRUNABLE_RUNS_SQL})
+       returning list_name, job, status, ${counters}, ${HEALED_MISSING} as healed_missing, ${HEALED_BEHIND} as healed_behind
+     ), carried as (
+       insert into ${PRUNED_TOTALS_TABLE} as t (list_name, job, status, runs, ${CARRIED.join(', ')})
+       select list_name, job, status, count(*), ${CARRIED.map((c) => `sum(${c})`).join(', ')} from gone group by 1, 2, 3
+       on conflict (list_name, job, status) do update
+         set runs = t.runs + excluded.runs, ${CARRIED.map((c) => `${c} = t.${c} + excluded.${c}`).join(', ')}
+     )
+     select count(*)::int as deleted from gone`,
+    [days, batch],
+  )) as { rows: { deleted: number }[] };
+  return result.rows[0]!.deleted;
+}
+
+/**
+ * Drops runs that ended more than `days` ago (see PRUNABLE_RUNS_SQL for the ones kept), a batch per
+ * statement until a batch comes back short, or `stopped()` says to leave the rest for the next time.
+ */
+export async function pruneRuns(
+  db: Knex,
+  days: number,
+  options: { batch?: number; stopped?: () => boolean } = {},
+): Promise<{ deleted: number; batches: number }> {
+  const batch = options.batch ?? PRUNE_BATCH;
+  let deleted = 0;
+  let batches = 0;
+  for (;;) {
+    const n = await pruneRunBatch(db, days, batch);
+    deleted += n;
+    batches += 1;
+    if (n < batch || options.stopped?.()) return { deleted, batches };
+  }
 }
