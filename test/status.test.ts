@@ -1,12 +1,13 @@
 /**
  * What `listsync status`, `/healthz` and `/metrics` read per list (src/status.ts): the runs, state,
  * changes and conflicts of every list in a fixed number of queries, with exact mirror row counts
- * unless the caller asks for none.
+ * unless the caller asks for none; a long run history is not walked for a list's latest failure.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig, type Config } from '../src/config.js';
 import type { Knex } from '../src/db.js';
 import { listStatus, listStatuses, type ListStatus } from '../src/status.js';
+import { STATUS_FACTS_SQL } from '../src/store/status-facts.js';
 import { createTestDatabase, type TestDatabase } from './helpers/db.js';
 
 const T0 = new Date('2026-11-20T10:00:00Z');
@@ -280,5 +281,30 @@ describe('list statuses of many lists', () => {
 
     const withoutRows = await queriesOf(t.db, () => listStatuses(t.db, fifty, NOW, { rows: false }));
     expect(withoutRows.length).toBe(1);
+  });
+});
+
+describe('list statuses over a long run history', () => {
+  let t: TestDatabase;
+  beforeAll(async () => {
+    t = await createTestDatabase();
+    // 20 lists, 2,000 runs each, interleaved; a failure now and then, nothing running.
+    await t.db.raw(
+      `insert into listsync.sync_runs (list_name, job, status, started_at, finished_at)
+       select 'list_' || (i % 20), case when i % 3 = 0 then 'reconcile' else 'pull' end,
+              case when i % 500 = 7 then 'failed' else 'succeeded' end, ?::timestamptz + make_interval(secs => i), ?::timestamptz + make_interval(secs => i)
+         from generate_series(1, 40000) i`,
+      [T0, T0],
+    );
+    await t.db.raw('analyze listsync.sync_runs');
+  });
+  afterAll(async () => t?.drop());
+
+  it('finds each list’s latest failure and whether it runs through their partial indexes, not by walking its runs', async () => {
+    const names = Array.from({ length: 20 }, (_, i) => `list_${i}`);
+    const r = await t.db.raw<{ rows: { 'QUERY PLAN': string }[] }>(`explain ${STATUS_FACTS_SQL}`, ['mirror', names, names]);
+    const plan = r.rows.map((row) => row['QUERY PLAN']).join('\n');
+    expect(plan).toMatch(/Index Scan Backward using sync_runs_failed_by_list/);
+    expect(plan).toMatch(/Index Only Scan using sync_runs_running_by_list/);
   });
 });
