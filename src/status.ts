@@ -3,13 +3,17 @@
  * Postgres: per list the last runs, watermark, lag, rows, changes and
  * conflicts and deletes (webhook activity: `webhookActivity` in
  * src/store/webhook-inbox.ts).
+ *
+ * Invariants (test/status.test.ts):
+ * - a fixed number of queries however many lists: one for what listsync's own
+ *   tables hold (src/store/status-facts.ts), one for the mirror tables' rows;
+ * - the rows are exact (`count(*)`, a scan of each mirror table), so a caller
+ *   that does not show them (`/healthz`) passes `{ rows: false }` and no
+ *   mirror table is read.
  */
 import type { Config, ListConfig } from './config.js';
 import type { Knex } from './db.js';
-import { countOpenConflicts } from './store/conflicts.js';
-import { countByStatus } from './store/outbox.js';
-import { isListRunning, latestRun, type RunRow } from './store/runs.js';
-import { readState } from './store/state.js';
+import { readStatusFacts, type StatusFacts } from './store/status-facts.js';
 
 export interface ListStatus {
   list: string;
@@ -34,69 +38,86 @@ export interface ListStatus {
   resumeFromPage: number | null;
 }
 
-export async function listStatuses(db: Knex, config: Config, now: Date = new Date()): Promise<ListStatus[]> {
-  const out: ListStatus[] = [];
-  for (const list of config.lists) out.push(await listStatus(db, config, list, now));
-  return out;
+export interface StatusOptions {
+  /** Count each mirror table's live and deleted rows (a scan of the table); false leaves them null. Default true. */
+  rows?: boolean;
 }
 
-async function tableExists(db: Knex, schema: string, table: string): Promise<boolean> {
-  const r = await db.raw('select to_regclass(?) as t', [`"${schema}"."${table}"`]);
-  return (r.rows as { t: string | null }[])[0]?.t != null;
+interface RowCounts {
+  live: number;
+  deleted: number;
 }
 
-export async function listStatus(db: Knex, config: Config, list: ListConfig, now: Date = new Date()): Promise<ListStatus> {
-  const table = list.table ?? list.name;
-  const state = await readState<{ nextPage?: number }>(db, list.name, 'pull');
-  const lastRun = await latestRun(db, list.name, { jobs: ['pull', 'backfill'] });
-  const lastFailure = await latestRun(db, list.name, { status: 'failed' });
-  const lastSuccess = await latestRun(db, list.name, { status: 'succeeded' });
-  const lastPull = await latestRun(db, list.name, { status: 'succeeded', jobs: ['pull'] });
-  const lastReconcile = await latestRun(db, list.name, { status: 'succeeded', jobs: ['reconcile'] });
-  const running = await isListRunning(db, list.name);
-  const byStatus = await countByStatus(db, list.name);
-  const openConflicts = await countOpenConflicts(db, list.name);
+export async function listStatuses(db: Knex, config: Config, now: Date = new Date(), options: StatusOptions = {}): Promise<ListStatus[]> {
+  const schema = config.database.schema;
+  const lists = config.lists.map((l) => ({ name: l.name, table: l.table ?? l.name }));
+  if (lists.length === 0) return [];
+  const facts = await readStatusFacts(db, schema, lists);
+  const counts = options.rows === false ? new Map<string, RowCounts>() : await countMirrorRows(db, schema, existingTables(facts));
+  return facts.map((f) => statusOf(f, schema, counts.get(f.table), now));
+}
 
-  let rows: number | null = null;
-  let deletedRows: number | null = null;
-  if (await tableExists(db, config.database.schema, table)) {
-    const r = await db.raw(
-      'select count(*) filter (where _deleted_at is null) as live, count(*) filter (where _deleted_at is not null) as deleted from ??.??',
-      [config.database.schema, table],
-    );
-    const row = (r.rows as { live: string; deleted: string }[])[0]!;
-    rows = Number(row.live);
-    deletedRows = Number(row.deleted);
-  }
-  const lastError = lastFailure && (!lastSuccess || lastFailure.started_at > lastSuccess.started_at) ? lastFailure.error : null;
+export async function listStatus(
+  db: Knex,
+  config: Config,
+  list: ListConfig,
+  now: Date = new Date(),
+  options: StatusOptions = {},
+): Promise<ListStatus> {
+  const [status] = await listStatuses(db, { ...config, lists: [list] }, now, options);
+  return status!;
+}
+
+const existingTables = (facts: readonly StatusFacts[]): string[] => [...new Set(facts.filter((f) => f.table_exists).map((f) => f.table))];
+
+/** Live and deleted rows of each mirror table, exact, in one statement. */
+async function countMirrorRows(db: Knex, schema: string, tables: readonly string[]): Promise<Map<string, RowCounts>> {
+  if (tables.length === 0) return new Map();
+  const one =
+    'select ?::text as tbl, count(*) filter (where _deleted_at is null) as live, count(*) filter (where _deleted_at is not null) as deleted from ??.??';
+  const r = await db.raw<{ rows: { tbl: string; live: string; deleted: string }[] }>(
+    tables.map(() => one).join(' union all '),
+    tables.flatMap((t) => [t, schema, t]),
+  );
+  return new Map(r.rows.map((row) => [row.tbl, { live: Number(row.live), deleted: Number(row.deleted) }]));
+}
+
+function statusOf(f: StatusFacts, schema: string, rows: RowCounts | undefined, now: Date): ListStatus {
   return {
-    list: list.name,
-    table: `${config.database.schema}.${table}`,
-    lastSuccessAt: state.lastSuccessAt,
-    lastRunAt: lastRun?.started_at ?? null,
-    lastRunStatus: lastRun?.status ?? null,
-    running,
-    watermark: state.watermark,
-    lagMinutes: lastPull ? Math.max(0, Math.round((now.getTime() - lastPull.started_at.getTime()) / 60_000)) : null,
-    lastPullStartedAt: lastPull?.started_at ?? null,
-    rows,
-    deletedRows,
-    lastError,
-    pendingChanges: (byStatus.pending ?? 0) + (byStatus.sending ?? 0),
-    failedChanges: byStatus.failed ?? 0,
-    openConflicts,
-    resumeFromPage: state.checkpoint?.nextPage ?? null,
-    lastReconcileHealed: lastReconcile ? healedOf(lastReconcile) : null,
+    list: f.name,
+    table: `${schema}.${f.table}`,
+    lastSuccessAt: f.last_success_at,
+    lastRunAt: f.last_run_at,
+    lastRunStatus: f.last_run_status,
+    running: f.running,
+    watermark: f.watermark,
+    lagMinutes: f.last_pull_at ? Math.max(0, Math.round((now.getTime() - f.last_pull_at.getTime()) / 60_000)) : null,
+    lastPullStartedAt: f.last_pull_at,
+    rows: rows?.live ?? null,
+    deletedRows: rows?.deleted ?? null,
+    lastError: lastError(f),
+    pendingChanges: f.pending,
+    failedChanges: f.failed,
+    openConflicts: f.open_conflicts,
+    resumeFromPage: f.checkpoint?.nextPage ?? null,
+    lastReconcileHealed: healedOf(f),
   };
 }
 
-/** What the last reconcile healed, by kind (all zero when the mirror was in line). */
-function healedOf(r: RunRow): ListStatus['lastReconcileHealed'] {
-  const h = (r.details?.healed ?? {}) as { missing?: number; behind?: number };
+/** The latest failure's error while no run succeeded after it started. */
+function lastError(f: StatusFacts): string | null {
+  if (!f.last_failure_at) return null;
+  return !f.last_succeeded_at || f.last_failure_at > f.last_succeeded_at ? f.last_failure_error : null;
+}
+
+/** What the last successful reconcile healed, by kind (all zero when the mirror was in line); null before the first. */
+function healedOf(f: StatusFacts): ListStatus['lastReconcileHealed'] {
+  if (!f.reconcile_at) return null;
+  const h = (f.reconcile_details?.healed ?? {}) as { missing?: number; behind?: number };
   return {
-    at: r.started_at,
-    deleted: Number(r.rows_deleted),
-    undeleted: Number(r.rows_undeleted),
+    at: f.reconcile_at,
+    deleted: Number(f.reconcile_deleted),
+    undeleted: Number(f.reconcile_undeleted),
     missing: Number(h.missing ?? 0),
     behind: Number(h.behind ?? 0),
   };

@@ -42,6 +42,16 @@ describe('migrations', () => {
     const byList = (await t.db('pg_indexes').where({ schemaname: 'listsync', indexname: 'sync_runs_by_list' }).first('indexdef')) as
       { indexdef: string } | undefined;
     expect(byList?.indexdef).toMatch(/ON listsync\.sync_runs USING btree \(list_name, id\)/);
+    // Status finds each list's latest failed run and whether it is running through these, not by walking its runs.
+    const partial = (await t
+      .db('pg_indexes')
+      .where({ schemaname: 'listsync' })
+      .whereIn('indexname', ['sync_runs_failed_by_list', 'sync_runs_running_by_list'])
+      .orderBy('indexname')
+      .select('indexname', 'indexdef')) as { indexname: string; indexdef: string }[];
+    expect(partial.map((i) => i.indexname)).toEqual(['sync_runs_failed_by_list', 'sync_runs_running_by_list']);
+    expect(partial[0]!.indexdef).toMatch(/ON listsync\.sync_runs USING btree \(list_name, id\) WHERE \(status = 'failed'::text\)/);
+    expect(partial[1]!.indexdef).toMatch(/ON listsync\.sync_runs USING btree \(list_name, id\) WHERE \(status = 'running'::text\)/);
 
     const undone = await migrateRollbackAll(t.db);
     expect(undone.length).toBe(first.length);

@@ -91,13 +91,6 @@ export async function getConflict(db: Db, id: number): Promise<ConflictRow | und
   return c && decoded(c);
 }
 
-export async function countOpenConflicts(db: Db, listName: string): Promise<number> {
-  const rows = (await db(CONFLICTS_TABLE).where({ list_name: listName, status: 'open' }).count<{ count: string }[]>('* as count')) as {
-    count: string | number;
-  }[];
-  return Number(rows[0]?.count ?? 0);
-}
-
 export async function markResolved(db: Db, id: number, resolution: string): Promise<void> {
   await db(CONFLICTS_TABLE).where({ id }).update({ status: 'resolved', resolution, resolved_at: db.fn.now() });
 }

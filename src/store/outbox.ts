@@ -160,19 +160,6 @@ export async function pendingUpdateOf(db: Db, listName: string, itemId: string):
     OutboxRow | undefined;
 }
 
-/** A list's changes counted by status. */
-export async function countByStatus(db: Db, listName: string): Promise<Partial<Record<OutboxStatus, number>>> {
-  const rows = (await db(OUTBOX_TABLE)
-    .where({ list_name: listName })
-    .select('status')
-    .count<{ status: string; count: string }[]>('* as count')
-    .groupBy('status')) as {
-    status: OutboxStatus;
-    count: string | number;
-  }[];
-  return Object.fromEntries(rows.map((c) => [c.status, Number(c.count)]));
-}
-
 /** Applied changes older than `retentionDays` whose items were re-read: removed. Returns how many. */
 export async function pruneApplied(db: Db, listName: string, retentionDays: number): Promise<number> {
   return db(OUTBOX_TABLE)

@@ -216,11 +216,6 @@ export async function latestRun(
   return (await q.orderBy('id', 'desc').first()) as RunRow | undefined;
 }
 
-/** True while some run of the list has no outcome recorded. */
-export async function isListRunning(db: Knex, listName: string): Promise<boolean> {
-  return Boolean(await db(RUNS_TABLE).where({ list_name: listName, status: 'running' }).first());
-}
-
 /** For the demo's walkthrough: how many runs are recorded (a scalar subquery). */
 export const COUNT_RUNS_SQL = `select count(*) from ${RUNS_TABLE}`;
 
