@@ -131,7 +131,7 @@ interface Fetched<T> {
 }
 
 /** A page that waited answered this long for the consumer shows the source is ahead of it. */
-export const SOURCE_AHEAD_MS = 50;
+export const SOURCE_AHEAD_MS = 20;
 
 /**
  * The pages of one read as they are asked and taken: a window of requests kept ahead of the
