@@ -10,8 +10,9 @@
  *   for it at most SCRAPE_WAIT_MS and otherwise answers the last values while
  *   the read finishes in the background, so /metrics answers in under 2 s
  *   however busy the database is): per list the
- *   lag (seconds since the start of the last successful pull), mirror rows,
- *   pending/failed changes, open conflicts, a running run, a last error (from
+ *   lag (seconds since the start of the last successful pull), mirror rows
+ *   (counted again only for lists a run may have changed since, and at least
+ *   every 5 minutes: `RowCountCache`), pending/failed changes, open conflicts, a running run, a last error (from
  *   `listStatuses`); rows written by kind and runs by outcome summed over
  *   `listsync.sync_runs` (so they survive restarts and count the runs of
  *   every process; do not sum them across replicas); run durations observed
@@ -33,7 +34,7 @@ import type { Config } from './config.js';
 import type { Knex } from './db.js';
 import type { Logger } from './logger.js';
 import type { RequestEvent } from './platform/client.js';
-import { listStatuses, type ListStatus } from './status.js';
+import { listStatuses, RowCountCache, type ListStatus } from './status.js';
 import {
   counterTotals,
   failureStreaks,
@@ -494,8 +495,9 @@ function readMetrics<S>(registry: Registry, defs: readonly ReadMetric<S>[], coll
 
 // ---- the Postgres read ----------------------------------------------------------
 
-async function readSnapshot(db: Knex, config: Config, at: Date, finishedAfter: string): Promise<Snapshot> {
-  const lists = await listStatuses(db, config, at);
+async function readSnapshot(db: Knex, config: Config, at: Date, finishedAfter: string, rowCounts: RowCountCache): Promise<Snapshot> {
+  // Mirror rows are counted again only where a run may have moved them (or every 5 minutes): not a scan of every table per scrape.
+  const lists = await listStatuses(db, config, at, { rows: rowCounts });
   const sums = await counterTotals(db);
   const runs = await runCounts(db);
   const finished = await runsFinishedAfter(db, finishedAfter, 10_000);
@@ -576,9 +578,10 @@ export function createMetrics(options: MetricsOptions): Metrics {
     applySnapshot(withUnrecorded({ ...base, finished: [] }, unrecorded()));
   }
 
+  const rowCounts = new RowCountCache();
   async function readPostgres(): Promise<void> {
     try {
-      const snapshot = await readSnapshot(db, config, now(), runCursor);
+      const snapshot = await readSnapshot(db, config, now(), runCursor, rowCounts);
       last = snapshot;
       applySnapshot(withUnrecorded(snapshot, unrecorded()));
       if (snapshot.finished.length) runCursor = snapshot.finished[snapshot.finished.length - 1]!.cursor;

@@ -39,8 +39,11 @@ export interface ListStatus {
 }
 
 export interface StatusOptions {
-  /** Count each mirror table's live and deleted rows (a scan of the table); false leaves them null. Default true. */
-  rows?: boolean;
+  /**
+   * Count each mirror table's live and deleted rows (a scan of the table); false leaves them null; a
+   * RowCountCache counts only the tables whose counts may have moved. Default true.
+   */
+  rows?: boolean | RowCountCache;
 }
 
 interface RowCounts {
@@ -48,13 +51,67 @@ interface RowCounts {
   deleted: number;
 }
 
+/**
+ * Mirror row counts kept from one read to the next, for a reader that asks often (`/metrics`, scraped
+ * every few seconds, would otherwise scan every mirror table each time). A table is counted again when
+ * a run of its list started since its count, or ran during it or since, or when the count is older than
+ * `maxAgeMs` (real-time edits change rows without a run; default 5 min).
+ */
+export class RowCountCache {
+  /** Per table: when it was counted, what it held, and whether a run was writing to it then. */
+  private readonly counts = new Map<string, { at: number; rows: RowCounts | undefined; running: boolean }>();
+
+  constructor(readonly maxAgeMs = 5 * 60_000) {}
+
+  /** The tables of `facts` to count now. */
+  due(facts: readonly StatusFacts[], now: Date): string[] {
+    const due = facts.filter((f) => {
+      const kept = this.counts.get(f.table);
+      if (!kept) return true;
+      const lastRun = Math.max(
+        ...[f.last_run_at, f.last_succeeded_at, f.last_failure_at, f.reconcile_at].map((d) => d?.getTime() ?? -Infinity),
+      );
+      return f.running || kept.running || lastRun >= kept.at || now.getTime() - kept.at >= this.maxAgeMs;
+    });
+    return existingTables(due);
+  }
+
+  /** Keeps what was counted now (a table found missing keeps no rows) and returns every table's counts known. */
+  update(
+    facts: readonly StatusFacts[],
+    counted: ReadonlyMap<string, RowCounts>,
+    asked: readonly string[],
+    now: Date,
+  ): Map<string, RowCounts> {
+    for (const f of facts) if (!f.table_exists) this.counts.delete(f.table);
+    const running = new Set(facts.filter((f) => f.running).map((f) => f.table));
+    for (const table of asked) this.counts.set(table, { at: now.getTime(), rows: counted.get(table), running: running.has(table) });
+    const known = new Map<string, RowCounts>();
+    for (const [table, kept] of this.counts) if (kept.rows) known.set(table, kept.rows);
+    return known;
+  }
+}
+
 export async function listStatuses(db: Knex, config: Config, now: Date = new Date(), options: StatusOptions = {}): Promise<ListStatus[]> {
   const schema = config.database.schema;
   const lists = config.lists.map((l) => ({ name: l.name, table: l.table ?? l.name }));
   if (lists.length === 0) return [];
   const facts = await readStatusFacts(db, schema, lists);
-  const counts = options.rows === false ? new Map<string, RowCounts>() : await countMirrorRows(db, schema, existingTables(facts));
+  const counts = await rowCounts(db, schema, facts, options.rows ?? true, now);
   return facts.map((f) => statusOf(f, schema, counts.get(f.table), now));
+}
+
+async function rowCounts(
+  db: Knex,
+  schema: string,
+  facts: readonly StatusFacts[],
+  rows: boolean | RowCountCache,
+  now: Date,
+): Promise<Map<string, RowCounts>> {
+  if (rows === false) return new Map();
+  if (rows === true) return countMirrorRows(db, schema, existingTables(facts));
+  const due = rows.due(facts, now);
+  return rows.update(facts, await countMirrorRows(db, schema, due), due, now);
 }
 
 export async function listStatus(

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig, type Config } from '../src/config.js';
 import type { Knex } from '../src/db.js';
-import { listStatus, listStatuses, type ListStatus } from '../src/status.js';
+import { listStatus, listStatuses, RowCountCache, type ListStatus } from '../src/status.js';
 import { STATUS_FACTS_SQL } from '../src/store/status-facts.js';
 import { createTestDatabase, type TestDatabase } from './helpers/db.js';
 
@@ -306,5 +306,49 @@ describe('list statuses over a long run history', () => {
     const plan = r.rows.map((row) => row['QUERY PLAN']).join('\n');
     expect(plan).toMatch(/Index Scan Backward using sync_runs_failed_by_list/);
     expect(plan).toMatch(/Index Only Scan using sync_runs_running_by_list/);
+  });
+});
+
+describe('mirror row counts kept between reads (RowCountCache, as /metrics reads)', () => {
+  let t: TestDatabase;
+  let config: Config;
+  beforeAll(async () => {
+    t = await createTestDatabase();
+    config = configOf(t, [{ name: 'delta', appID: 'demo', listID: 'delta' }]);
+    await seedRuns(t.db, 'delta', [{ job: 'pull', status: 'succeeded', startedAt: at(0) }]);
+    await seedMirrorTable(t.db, 'delta', 2, 0);
+  });
+  afterAll(async () => t?.drop());
+
+  const addRow = (id: string) => t.db('mirror.delta').insert({ id, _deleted_at: null });
+  /** The list's live rows as read at `when`, and whether the mirror table was scanned for them. */
+  async function read(cache: RowCountCache, when: Date): Promise<{ rows: number | null; scanned: boolean }> {
+    let rows: number | null = null;
+    const sql = await queriesOf(t.db, async () => (rows = (await listStatuses(t.db, config, when, { rows: cache }))[0]!.rows));
+    return { rows, scanned: sql.some((s) => /\bmirror"?\./.test(s)) };
+  }
+
+  it('counts a table once, again after a run of its list started or while one runs, and again when the count is 5 minutes old', async () => {
+    const cache = new RowCountCache();
+    expect(await read(cache, at(60))).toEqual({ rows: 2, scanned: true });
+    await addRow('a'); // an edit no run made (real time): seen within the count's age
+    expect(await read(cache, at(61))).toEqual({ rows: 2, scanned: false });
+    expect(await read(cache, at(65))).toEqual({ rows: 3, scanned: true });
+
+    await seedRuns(t.db, 'delta', [{ job: 'pull', status: 'succeeded', startedAt: at(66) }]);
+    await addRow('b');
+    expect(await read(cache, at(67))).toEqual({ rows: 4, scanned: true });
+    expect(await read(cache, at(68))).toEqual({ rows: 4, scanned: false });
+
+    // A run started before the count and still writing: counted at every read while it runs, and once after.
+    await seedRuns(t.db, 'delta', [{ job: 'pull', status: 'running', startedAt: at(67.5) }]);
+    expect(await read(cache, at(69))).toEqual({ rows: 4, scanned: true });
+    await addRow('c');
+    await t
+      .db('listsync.sync_runs')
+      .where({ list_name: 'delta', status: 'running' })
+      .update({ status: 'succeeded', finished_at: at(69.5) });
+    expect(await read(cache, at(70))).toEqual({ rows: 5, scanned: true });
+    expect(await read(cache, at(71))).toEqual({ rows: 5, scanned: false });
   });
 });
