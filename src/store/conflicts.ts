@@ -60,7 +60,8 @@ export async function insertConflict(db: Db, c: NewConflict): Promise<void> {
     item_id: c.itemId,
     policy: c.policy,
     base_version: c.baseVersion,
-    remote_version: c.remoteVersion,
+    // A version that is not a number (none was read) is stored as unknown, not as NaN the column refuses.
+    remote_version: Number.isFinite(c.remoteVersion) ? c.remoteVersion : null,
     local: storableJson(c.local),
     remote: storableJson(c.remote),
     status: c.status,

@@ -458,3 +458,45 @@ describe('outcomes and failures', () => {
     expect(describeOp({ op: 'delete', local_id: null, item_id: null })).toBe('delete of item ?');
   });
 });
+
+describe('an item read back without a version', () => {
+  const seen: Item = { ID: '7', RowVersion: 3, Text1: 'a', Number1: '1' };
+  const { RowVersion: _dropped, ...versionless } = seen;
+  const sent: SentWrite = { mapping, held: seen, data: { Text1: 'b' } };
+  const noVersion = { kind: 'fail', final: true, error: expect.stringMatching(/carries no RowVersion.*lists\[\]\.versionField/) };
+
+  it('no base is taken from it, and no write on a base is judged by it: failed for good, the field named', () => {
+    expect(unknownBase({ itemId: '7', mapping, versionField: 'RowVersion', remote: found(versionless), seen })).toEqual(noVersion);
+    const rejected = {
+      remote: found(versionless),
+      itemId: '7',
+      versionField: 'RowVersion',
+      error: 'HTTP 409',
+      maybeApplied: false,
+      sends: 1,
+      sent,
+    };
+    expect(afterRejectedWrite({ ...rejected, base: 3 })).toEqual(noVersion);
+    expect(afterEarlierWrite({ remote: found(versionless), itemId: '7', versionField: 'RowVersion', base: 3, sent })).toEqual(noVersion);
+    expect(deleteVerdict({ remote: found(versionless), mapping, versionField: 'RowVersion', baseVersion: 3, seen })).toEqual(noVersion);
+  });
+
+  it('an overwrite (base 0) and a delete judged by content need none', () => {
+    const rejected = {
+      remote: found(versionless),
+      itemId: '7',
+      versionField: 'RowVersion',
+      error: 'HTTP 409',
+      maybeApplied: false,
+      sends: 1,
+      sent,
+    };
+    expect(afterRejectedWrite({ ...rejected, base: 0 })).toEqual({ kind: 'refused' });
+    expect(deleteVerdict({ remote: found(versionless), mapping, versionField: 'RowVersion', baseVersion: 0, seen })).toEqual({
+      kind: 'delete',
+    });
+    expect(deleteVerdict({ remote: found(versionless), mapping, versionField: 'RowVersion', baseVersion: null, seen })).toEqual({
+      kind: 'delete',
+    });
+  });
+});

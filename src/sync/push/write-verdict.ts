@@ -50,6 +50,18 @@ export interface SentWrite {
 /** The item's RowVersion as a number to compare (NaN when it carries none: never equal to a base). */
 export const versionOf = (item: Item, versionField: string): number => itemVersionNumber(item[versionField]) ?? NaN;
 
+/**
+ * The item read back carries no version: nothing can be compared with a base or sent as one, so the
+ * change fails for good with the field named (a platform that names it otherwise: lists[].versionField).
+ */
+function versionless(versionField: string): Extract<WriteVerdict, { kind: 'fail' }> {
+  return {
+    kind: 'fail',
+    error: `the item read back carries no ${versionField}: a version-checked write cannot be made (set lists[].versionField if the platform names the item's version otherwise)`,
+    final: true,
+  };
+}
+
 /** A read that failed or found the item gone settles the change; `what` prefixes a read error. */
 function unreadable(remote: Exclude<ReadBack, { kind: 'found' }>, itemId: string, what: string): Extract<WriteVerdict, { kind: 'fail' }> {
   return remote.kind === 'gone'
@@ -75,6 +87,7 @@ export function afterRejectedWrite(input: {
   const { remote, base } = input;
   if (remote.kind !== 'found') return unreadable(remote, input.itemId, `${input.error}; and the item could not be re-read: `);
   const version = versionOf(remote.item, input.versionField);
+  if (base !== 0 && Number.isNaN(version)) return versionless(input.versionField);
   if (input.maybeApplied && appliedByUs(remote.item, version, base, input.sent)) return { kind: 'applied', version };
   if (base === 0 || version === base) return input.maybeApplied && input.sends < 2 ? { kind: 'send' } : { kind: 'refused' };
   return { kind: 'conflict', item: remote.item, version };
@@ -91,6 +104,7 @@ export function afterEarlierWrite(input: {
   const { remote, base } = input;
   if (remote.kind !== 'found') return unreadable(remote, input.itemId, 'the item could not be read: ');
   const version = versionOf(remote.item, input.versionField);
+  if (Number.isNaN(version)) return versionless(input.versionField);
   if (version === base) return { kind: 'send' };
   if (appliedByUs(remote.item, version, base, input.sent)) return { kind: 'applied', version };
   return { kind: 'conflict', item: remote.item, version };
@@ -119,6 +133,7 @@ export function unknownBase(input: {
   const { remote } = input;
   if (remote.kind !== 'found') return unreadable(remote, input.itemId, 'the item could not be read: ');
   const version = versionOf(remote.item, input.versionField);
+  if (Number.isNaN(version)) return versionless(input.versionField);
   return unchangedSinceSeen(input.mapping, input.seen, remote.item)
     ? { kind: 'base', base: version }
     : { kind: 'conflict', item: remote.item, version };
@@ -144,6 +159,7 @@ export function deleteVerdict(input: {
   if (remote.kind === 'gone') return { kind: 'gone' };
   const version = versionOf(remote.item, input.versionField);
   const base = knownBase(input.baseVersion);
+  if (base !== null && base !== 0 && Number.isNaN(version)) return versionless(input.versionField);
   const moved = base === null ? !unchangedSinceSeen(input.mapping, input.seen, remote.item) : base !== 0 && version !== base;
   return moved ? { kind: 'conflict', item: remote.item, version } : { kind: 'delete' };
 }
