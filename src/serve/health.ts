@@ -21,6 +21,7 @@ import type { Config } from '../config.js';
 import type { Knex } from '../db.js';
 import { coerceError } from '../errors.js';
 import { listStatuses, type ListStatus } from '../status.js';
+import { waitFor } from './deadline.js';
 import { json, type HealthExtra, type RouteHandler } from './routes.js';
 import type { RunOutcomes } from './run-outcomes.js';
 
@@ -86,11 +87,11 @@ export function createHealth(opts: HealthOptions): Health {
   void refresh();
 
   const route: RouteHandler = async (_req, res) => {
-    await Promise.race([refresh(), new Promise((r) => setTimeout(r, opts.waitMs ?? 250).unref())]);
+    await waitFor(refresh(), opts.waitMs ?? 250);
     json(res, ...answer(snapshot, config, opts));
   };
   const ready: RouteHandler = async (_req, res) => {
-    await Promise.race([refresh(), new Promise((r) => setTimeout(r, opts.waitMs ?? 250).unref())]);
+    await waitFor(refresh(), opts.waitMs ?? 250);
     const database = !snapshot ? 'unknown' : snapshot.database === 'ok' ? 'ok' : `unreachable: ${snapshot.database.error}`;
     json(res, database === 'ok' ? 200 : 503, { status: database === 'ok' ? 'ready' : 'not ready', database });
   };
@@ -99,7 +100,7 @@ export function createHealth(opts: HealthOptions): Health {
     ready,
     async stop() {
       clearInterval(timer);
-      if (reading) await Promise.race([reading, new Promise((r) => setTimeout(r, 2000).unref())]);
+      if (reading) await waitFor(reading, 2000);
     },
   };
 }

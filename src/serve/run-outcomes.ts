@@ -12,6 +12,7 @@ import type { Knex } from '../db.js';
 import { coerceError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { closeOpenRun, recordClosedRun, type Job } from '../store/runs.js';
+import { waitFor } from './deadline.js';
 
 export interface FireOutcome {
   /** The `sync_runs` list and job. */
@@ -101,7 +102,7 @@ export function createRunOutcomes(opts: { db: Knex; logger: Logger; retryMs?: nu
     async flush(timeoutMs) {
       const deadline = Date.now() + timeoutMs;
       while (pending.length && Date.now() < deadline) {
-        await Promise.race([kick(), new Promise((r) => setTimeout(r, Math.max(0, deadline - Date.now())).unref())]);
+        await waitFor(kick(), deadline - Date.now());
         if (pending.length) await new Promise((r) => setTimeout(r, Math.min(200, Math.max(0, deadline - Date.now()))));
       }
       if (pending.length) logger.warn({ unrecorded: pending.length }, 'could not record every run before exiting');

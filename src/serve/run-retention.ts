@@ -19,6 +19,7 @@ import type { Knex } from '../db.js';
 import { coerceError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { pruneRuns } from '../store/runs.js';
+import { waitFor } from './deadline.js';
 
 export interface RunRetentionTiming {
   /** The first prune, this long after start (lets serve's first fires go first). */
@@ -70,20 +71,7 @@ export function startRunRetention(opts: { db: Knex; logger: Logger; days: number
     async stop() {
       stopped = true;
       clearTimeout(timer);
-      await settledWithin(underWay, STOP_WAIT_MS);
+      await waitFor(underWay, STOP_WAIT_MS);
     },
   };
-}
-
-async function settledWithin(work: Promise<void>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const waited = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, ms);
-    timer.unref();
-  });
-  try {
-    await Promise.race([work, waited]);
-  } finally {
-    clearTimeout(timer);
-  }
 }

@@ -9,6 +9,7 @@
  * so the webhook listener takes callbacks until the end.
  */
 import type { Logger } from '../logger.js';
+import { waitFor } from './deadline.js';
 
 /** The runs under way, and the signal every run context carries. */
 export interface RunTracker {
@@ -78,17 +79,4 @@ async function shutdown(parts: ShutdownParts): Promise<void> {
   if (parts.beforeHttpClose && (await waitFor(parts.beforeHttpClose(), LEFTOVERS_MS)) === 'timeout')
     logger.warn('shutdown: the other parts did not stop in time');
   await parts.closeHttp();
-}
-
-async function waitFor(done: Promise<void>, timeoutMs: number): Promise<'done' | 'timeout'> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<'timeout'>((r) => {
-    timer = setTimeout(() => r('timeout'), timeoutMs);
-    timer.unref();
-  });
-  try {
-    return await Promise.race([done.then(() => 'done' as const), timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }

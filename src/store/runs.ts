@@ -242,6 +242,7 @@ const TOTALLED_COUNTERS = [
   ['changes_conflicted', 'conflicted'],
   ['changes_failed', 'changes_failed'],
 ] as const;
+const TOTALLED_COLUMNS = TOTALLED_COUNTERS.map(([column]) => column);
 
 /** Per list and job, the newest successful run: its pages, requests and rows changed. */
 export async function lastSucceededRuns(
@@ -298,7 +299,7 @@ export async function reconcileHeals(
 /** Per list, the counters summed over every run, the pruned ones included. */
 export async function counterTotals(db: Knex): Promise<Record<string, string | number | null>[]> {
   const sums = TOTALLED_COUNTERS.map(([column, name]) => `sum(${column}) as ${name}`).join(', ');
-  const columns = TOTALLED_COUNTERS.map(([column]) => column).join(', ');
+  const columns = TOTALLED_COLUMNS.join(', ');
   const totals = (await db.raw(
     `select list_name, ${sums}
        from (select list_name, ${columns} from ${RUNS_TABLE}
@@ -367,14 +368,14 @@ const PRUNABLE_RUNS_SQL = `
    limit ?`;
 
 /** What a pruned run leaves in PRUNED_TOTALS_TABLE. */
-const CARRIED = [...TOTALLED_COUNTERS.map(([column]) => column), 'healed_missing', 'healed_behind'];
+const CARRIED = [...TOTALLED_COLUMNS, 'healed_missing', 'healed_behind'];
 
 /**
  * One batch: deletes prunable runs and adds what they counted to PRUNED_TOTALS_TABLE in the same
  * statement, so /metrics' totals never go down (Prometheus would read a reset); returns how many went.
  */
 async function pruneRunBatch(db: Knex, days: number, batch: number): Promise<number> {
-  const counters = TOTALLED_COUNTERS.map(([column]) => column).join(', ');
+  const counters = TOTALLED_COLUMNS.join(', ');
   const result = (await db.raw(
     `with gone as (
        delete from ${RUNS_TABLE} where id in (${PRUNABLE_RUNS_SQL})
