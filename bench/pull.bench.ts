@@ -18,7 +18,8 @@
  *
  * Figures depend on the machine being otherwise idle: the limiter spaces
  * sends by wall time. BENCH_PULL_MODELS (e.g. `sliding,bucket`) and
- * BENCH_PULL_HOG=0 / BENCH_PULL_ONE_429=0 run fewer variants.
+ * BENCH_PULL_HOG=0 / BENCH_PULL_ONE_429=0 run fewer variants. IDs come as bare
+ * JSON numbers (the stricter encoding; BENCH_PULL_IDS=strings for quoted ones).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { EmulatorAdminClient } from '../src/emulator/index.js';
@@ -105,6 +106,8 @@ async function measure(v: Variant): Promise<Figures> {
     v.model,
     '--rate-jitter',
     String(JITTER_MS),
+    // IDs as bare JSON numbers, the stricter encoding (parsed losslessly); BENCH_PULL_IDS=strings for quoted ones.
+    ...(process.env.BENCH_PULL_IDS === 'strings' ? [] : ['--ids-as-numbers']),
   ]);
   const admin = new EmulatorAdminClient(emu.adminUrl.replace(/\/_admin$/, ''));
   if (v.rateLimitAtRequest !== undefined) await admin.setFaults({ rateLimitAtRequest: v.rateLimitAtRequest });
