@@ -180,6 +180,11 @@ export function fullReconcileSchedule(list: ListConfig): string | undefined {
  */
 export const REALTIME_PULL_SCHEDULE = '0 * * * *';
 
+/** How long a pull uses kept field metadata (`fieldsMaxAgeMinutes`, or the older `fieldsMaxAgeHours`), in ms. */
+export function fieldsMaxAgeMs(list: Pick<ListConfig, 'fieldsMaxAgeMinutes' | 'fieldsMaxAgeHours'>): number {
+  return list.fieldsMaxAgeHours !== undefined ? list.fieldsMaxAgeHours * 3_600_000 : list.fieldsMaxAgeMinutes * 60_000;
+}
+
 /** A list's pull schedule, or undefined when it is not pulled on a schedule. */
 export function pullSchedule(list: ListConfig): string | undefined {
   return list.schedule.pull ?? (list.realtime ? REALTIME_PULL_SCHEDULE : undefined);
@@ -203,10 +208,13 @@ const listSchema = z
     maxPages: positiveInt.max(1_000_000).default(20_000),
     pageSize: positiveInt.max(1000).default(1000),
     /**
-     * Hours a pull uses the field metadata it kept before asking `/fields` again (sooner when an item carries
-     * a key the mirror does not know, a write is refused for a field, or on `pull --refresh-schema`); 0 asks on every run.
+     * Minutes a pull uses the field metadata it kept before asking `/fields` again (sooner when what the items
+     * show says the fields changed, a write is refused for a field, or on `pull --refresh-schema`); 0 asks on every run.
+     * A field removed and its slot reused between two pulls shows in no item: it reaches the mirror within this age.
      */
-    fieldsMaxAgeHours: z.number().min(0).max(8760).default(24),
+    fieldsMaxAgeMinutes: z.number().min(0).max(525_600).default(15),
+    /** The older spelling of `fieldsMaxAgeMinutes`, in hours; when set it wins. */
+    fieldsMaxAgeHours: z.number().min(0).max(8760).optional(),
     // A plain string is the pull schedule.
     schedule: z.preprocess((v) => (typeof v === 'string' ? { pull: v } : v), scheduleSchema).default({}),
     conflictPolicy: z.enum(['remote-wins', 'local-wins', 'manual']).default('remote-wins'),

@@ -191,6 +191,11 @@ export class EmulatorAdminClient {
     return this.call('PATCH', `${EmulatorAdminClient.listPath(appID, listID)}/fields/${encodeURIComponent(fieldName)}`, { reuse: field });
   }
 
+  /** Changes a field's kind (storage kind and/or control): the same FieldID, items keep their values. */
+  changeFieldKind(appID: string, listID: string, fieldName: string, kind: { FieldType?: string; Type?: string }): Promise<FieldMeta> {
+    return this.call('PATCH', `${EmulatorAdminClient.listPath(appID, listID)}/fields/${encodeURIComponent(fieldName)}`, { kind });
+  }
+
   /** List item event subscriptions, delivery settings and delivery counts. */
   itemHooks(): Promise<{ subscriptions: ItemHook[]; delivery: ItemDeliverySettings; stats: ItemDeliveryStats }> {
     return this.call('GET', '/item-hooks');

@@ -112,6 +112,11 @@ const settingsSchema = z.strictObject({
 /** How a slot is given to another field: the new field's FieldID (default: a fresh one), and whether items keep the slot's old values. */
 const reuseSchema = z.strictObject({ FieldID: z.string().min(1).optional(), keepValues: z.boolean().optional() });
 
+/** A field's new kind: the storage kind, the control, or both. */
+const kindSchema = z
+  .strictObject({ FieldType: z.string().min(1).optional(), Type: z.string().min(1).optional() })
+  .refine((k) => k.FieldType !== undefined || k.Type !== undefined, 'name FieldType, Type or both');
+
 const redeliverSchema = z.strictObject({ deliveryIndex: z.number().int().min(0) });
 const clockSchema = z.strictObject({ now: z.string().nullable() });
 
@@ -149,6 +154,23 @@ function deleteField(state: EmulatorState, list: ListData, name: string): Return
   const field = list.field(name);
   if (!field || field.IsSystem) throw new AdminError(404, `no user-defined field "${name}" in list ${list.appID}/${list.listID}`);
   const meta = list.removeField(name);
+  fieldsChanged(state, list);
+  return meta;
+}
+
+/**
+ * Changes a field's kind (`FieldType` and/or `Type`), as a list designer does: the same field (its
+ * FieldID), the same slot, items keep their values and versions; later writes may hold the new kind's values.
+ */
+function changeKind(state: EmulatorState, list: ListData, name: string, kind: unknown): ReturnType<typeof userFieldMeta> {
+  const old = list.field(name);
+  if (!old || old.IsSystem) throw new AdminError(404, `no user-defined field "${name}" in list ${list.appID}/${list.listID}`);
+  const change = parse(kindSchema, kind, 'kind');
+  const spec = { FieldName: name, FieldType: change.FieldType ?? old.FieldType, Type: change.Type ?? old.Type };
+  const r = fieldSchema.safeParse(spec);
+  if (!r.success) throw new AdminError(400, `Invalid kind:\n${formatZodIssues(r.error, 'kind')}`);
+  const meta = { ...old, FieldType: r.data.FieldType, Type: r.data.Type } as ReturnType<typeof userFieldMeta>;
+  list.replaceField(meta, true);
   fieldsChanged(state, list);
   return meta;
 }
@@ -309,9 +331,11 @@ async function routeList(r: AdminRequest): Promise<AdminResult | typeof NEXT> {
   if (is('PATCH', 'lists', '*', '*', 'fields', '*')) {
     // {DisplayName}: renames the field (the storage name never changes). {delete: true}: deletes it and
     // its values. {reuse: {field, FieldID?, keepValues?}}: gives its slot to another field (a new FieldID).
-    const body = jsonBody(text) as { DisplayName?: unknown; delete?: unknown; reuse?: unknown } | null;
+    // {kind: {FieldType?, Type?}}: changes its kind (the same FieldID, values kept).
+    const body = jsonBody(text) as { DisplayName?: unknown; delete?: unknown; reuse?: unknown; kind?: unknown } | null;
     if (body?.delete === true) return { deleted: deleteField(state, list, d!) };
     if (body?.reuse !== undefined) return reuseSlot(state, list, d!, body.reuse);
+    if (body?.kind !== undefined) return changeKind(state, list, d!, body.kind);
     const meta = list.field(d!);
     if (!meta) throw new AdminError(404, `no field "${d}" in list ${a}/${b}`);
     if (typeof body?.DisplayName !== 'string' || body.DisplayName.trim() === '')
@@ -464,7 +488,7 @@ export const ADMIN_ROUTES = [
   'GET /_admin/stats',
   'GET /_admin/lists/{appID}/{listID}/export',
   'GET|POST /_admin/lists/{appID}/{listID}/fields',
-  'PATCH /_admin/lists/{appID}/{listID}/fields/{FieldName} {DisplayName} | {delete: true} | {reuse: {Type, FieldType, DisplayName?, ..., FieldID?, keepValues?}} (rename; delete with its values; give the slot to another field, a new FieldID)',
+  'PATCH /_admin/lists/{appID}/{listID}/fields/{FieldName} {DisplayName} | {delete: true} | {reuse: {Type, FieldType, DisplayName?, ..., FieldID?, keepValues?}} | {kind: {FieldType?, Type?}} (rename; delete with its values; give the slot to another field, a new FieldID; change its kind, values kept)',
   'POST /_admin/lists/{appID}/{listID}/items {Data, Created?, UserID?}',
   'GET|PATCH|DELETE /_admin/lists/{appID}/{listID}/items/{id} (PATCH: {Data, Modified?, UserID?, RowVersion?})',
   'GET|PUT /_admin/activity (PUT null stops)',

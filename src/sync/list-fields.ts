@@ -5,7 +5,9 @@
  * mirror made before it was kept), the list now points at another platform
  * list, the operator asked (`pull --refresh-schema`), a run saw an item key
  * the mirror does not know or a write was refused for a field (both clear
- * the kept time), or the kept answer is older than `lists[].fieldsMaxAgeHours`.
+ * the kept time), or the kept answer is older than `lists[].fieldsMaxAgeMinutes`
+ * (15 by default). Within a run, what the items show asks again before a page
+ * is written (src/sync/pull/schema-signals.ts).
  *
  * Invariant: a run that used kept metadata sets the table up from exactly
  * the answer the table was last set up from, so it sees no schema change;
@@ -13,7 +15,7 @@
  * first run after one of the reasons above. (many-lists: an idle pull asks
  * no field metadata; a key the mirror does not know asks again.)
  */
-import type { ListConfig } from '../config.js';
+import { fieldsMaxAgeMs, type ListConfig } from '../config.js';
 import type { Knex } from '../db.js';
 import type { RegistryEntry } from '../mirror/list-registry.js';
 import type { TableMapping } from '../mirror/index.js';
@@ -33,9 +35,9 @@ export function fieldsAskReason(
   if (!registry || !kept) return 'no field metadata kept yet';
   if (registry.appID !== list.appID || registry.listID !== list.listID) return 'the list points at another platform list';
   if (kept.askedAt === null) return 'an item key the mirror does not know, or a write refused for a field';
-  const ageHours = (nowMs - kept.askedAt.getTime()) / 3_600_000;
-  if (ageHours >= list.fieldsMaxAgeHours)
-    return `the kept metadata is ${Math.floor(ageHours)} h old (fieldsMaxAgeHours ${list.fieldsMaxAgeHours})`;
+  const age = nowMs - kept.askedAt.getTime();
+  const maxAge = fieldsMaxAgeMs(list);
+  if (age >= maxAge) return `the kept metadata is ${Math.floor(age / 60_000)} min old (at most ${maxAge / 60_000} min)`;
   return null;
 }
 

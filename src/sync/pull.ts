@@ -62,9 +62,15 @@
  *    recorded. (pull-complete: what a first full load costs in requests;
  *    many-lists: what a first pull of many small lists costs.)
  * I7 A run asks the field metadata only for a reason (src/sync/list-fields.ts);
- *    one that used the kept metadata and finds a key it does not name on its
- *    first page starts again, asking it, before anything is written; a key
- *    found later is noted and the next run asks. (many-lists.)
+ *    one that used the kept metadata and reads a page whose items say the
+ *    fields changed (pull/schema-signals.ts: a key it does not name, a field
+ *    no item carries, a removed field's key back, a value its column cannot
+ *    hold) asks `/fields` before that page is written, at most once a run:
+ *    on its first page it starts again (nothing is written yet), on a later
+ *    one it waits for the pages in flight, sets the table up from the answer
+ *    and writes on with it. A field that appears then is filled by the next
+ *    run's full read (the rows are marked for it). (many-lists; slot-reuse;
+ *    schema-signals.)
  *
  * Failure modes outside these, and what covers them: the platform's clock
  * behind, or a query index lagging a write (items stamped up to
@@ -91,6 +97,9 @@ import { ensureMirrorTable, markListsyncWriter, readRegistry, type TableMapping,
 import { FIELD_APPEARED_KINDS } from '../schema-change.js';
 import { listTitle, type ListTitles } from './list-title.js';
 import { collectUnknownKeys, fieldsAskReason, knownItemKeys } from './list-fields.js';
+import { describeSignals, keySignals, unfitValues, valueSignals, type SchemaSignal } from './pull/schema-signals.js';
+import { storedVersions } from '../mirror/stored-versions.js';
+import { itemVersion } from '../platform/item-identity.js';
 import { noteItemKeys, readFieldMeta, recordFieldMeta } from '../store/registry.js';
 import { LIST_JOBS, listLockName } from './lock.js';
 import { runJob, type ActiveRun, type JobDeps, type PageDone } from './run-job.js';
@@ -130,6 +139,8 @@ export interface PullDeps extends JobDeps {
   onPending?: PendingHandler;
   /** Ask the field metadata even when the kept one is fresh (`pull --refresh-schema`). */
   refreshSchema?: boolean;
+  /** What the first page of an attempt that started again showed (the run asks the fields because of them). */
+  signalsSeen?: readonly SchemaSignal[];
   /** Where a list without a title gets one: shared by the lists of one pull (one listing per application). */
   titles?: ListTitles;
   /**
@@ -179,8 +190,12 @@ interface PullCheckpoint {
 /** Asked of a newest-first read that cannot go on; the run reads by-created instead. */
 class FallbackNeeded extends Error {}
 
-/** The run's first page carries keys the kept field metadata does not name: the run starts again with the platform's. */
-class FieldsChanged extends Error {}
+/** The run's first page says the kept field metadata is out of date: the run starts again with the platform's. */
+class FieldsChanged extends Error {
+  constructor(readonly signals: readonly SchemaSignal[]) {
+    super(describeSignals(signals));
+  }
+}
 
 export async function pullList(deps: PullDeps, list: ListConfig, mode: PullMode = { kind: 'incremental' }): Promise<PullResult> {
   const job = mode.kind === 'incremental' ? 'pull' : 'backfill';
@@ -191,8 +206,8 @@ export async function pullList(deps: PullDeps, list: ListConfig, mode: PullMode 
       pullLocked(deps, list, mode, job, run).catch((err: unknown) => {
         if (!(err instanceof FieldsChanged)) throw err;
         // Nothing of this attempt was written: the same run starts again, asking the field metadata.
-        run.log.info({ keys: err.message }, 'items carry keys the kept field metadata does not name: asking it again');
-        return pullLocked({ ...deps, refreshSchema: true }, list, mode, job, run);
+        run.log.info({ signs: err.message }, 'the items say the fields changed since they were asked: asking them again');
+        return pullLocked({ ...deps, refreshSchema: true, signalsSeen: err.signals }, list, mode, job, run);
       }),
   );
 }
@@ -209,8 +224,14 @@ interface RunContext {
   itemsSoFar: number;
   fieldsAsked: boolean;
   knownKeys: ReadonlySet<string>;
-  /** Keys items carried that are not in `knownKeys`. */
+  /** Keys items carried that are not in `knownKeys`, and fields items leave out though listed: noted as quiet keys. */
   unknownKeys: Set<string>;
+  /** Keys whose presence or absence in items says nothing of the fields (the registry's `item_keys`). */
+  quietKeys: ReadonlySet<string>;
+  /** Schema changes the run made, at its start and when a page made it ask the fields. */
+  schemaChanges: string[];
+  /** Fields appeared in the middle of the run: every row waits for the next run's full read. */
+  refilledMidRun: boolean;
 }
 
 /** A pull in named steps: start (or resume) the run, read the window, then settle the marks. */
@@ -243,7 +264,7 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
     gapsUnresolved: read.gapsUnresolved,
     catchUp: read.catchUp,
   });
-  await recordSuccess(ctx, s.cp, read, marks, s.schemaChanges);
+  await recordSuccess(ctx, s.cp, read, marks, ctx.schemaChanges);
   return pullResult(s, 'succeeded', marks);
 }
 
@@ -268,7 +289,7 @@ async function startRun(deps: PullDeps, list: ListConfig, mode: PullMode, job: '
   const early = firstLoad(mode, state)
     ? startEarly(deps.client, list, zone, buildQuery(list, FULL_READ), deps.startProbesEarly === true)
     : null;
-  const { mapping, fields, fieldsAsked, knownKeys } = await prepareTable(deps, list, run);
+  const { mapping, fields, fieldsAsked, knownKeys, quietKeys, quietAdded } = await prepareTable(deps, list, run);
   const schemaChanges = mapping.changes ?? [];
   const refill = await markRefill(deps, mapping, mode, state);
   const planInput: PlanInput = {
@@ -296,7 +317,10 @@ async function startRun(deps: PullDeps, list: ListConfig, mode: PullMode, job: '
     itemsSoFar: 0,
     fieldsAsked,
     knownKeys,
-    unknownKeys: new Set(),
+    unknownKeys: new Set(quietAdded),
+    quietKeys,
+    schemaChanges: [...schemaChanges],
+    refilledMidRun: false,
   };
   await describeRun(db, run.runId, {
     windowFrom: cp.plan.windowFrom,
@@ -362,7 +386,7 @@ function pullResult(
     watermarkHeld: marks.held !== null,
     heldBecause: marks.held,
     counters: ctx.counters,
-    schemaChanges: s.schemaChanges,
+    schemaChanges: ctx.schemaChanges,
   };
 }
 
@@ -375,12 +399,15 @@ interface PreparedTable {
   fieldsAsked: boolean;
   /** Keys an item may carry; another is a field the mirror does not know yet. */
   knownKeys: ReadonlySet<string>;
+  quietKeys: ReadonlySet<string>;
+  /** Keys the signs that made this attempt ask show to be quiet (the answer still lists a missing field, lacks a key back). */
+  quietAdded: string[];
 }
 
 async function prepareTable(deps: PullDeps, list: ListConfig, run: ActiveRun): Promise<PreparedTable> {
   const known = await readRegistry(deps.db, list.name);
   const kept = known ? await readFieldMeta(deps.db, list.name) : undefined;
-  const askedAt = new Date();
+  const askedAt = (deps.clock ?? (() => new Date()))();
   const why = fieldsAskReason(known, kept, list, askedAt.getTime(), deps.refreshSchema === true);
   if (why) run.log.debug({ because: why }, 'asking the field metadata');
   // The list's title is for the table's comment: asked for while the mirror has none, not on every
@@ -389,7 +416,23 @@ async function prepareTable(deps: PullDeps, list: ListConfig, run: ActiveRun): P
     why || !kept ? deps.client.getFields(list.appID, list.listID) : kept.fields,
     known?.title ? undefined : (deps.titles?.titleOf(list) ?? listTitle(deps.client, list, deps.logger)),
   ]);
-  const mapping = await ensureMirrorTable(deps.db, {
+  const mapping = await ensureMirrorTable(deps.db, mirrorTableOptions(deps, list, fields, run, title));
+  // Kept only once the table reflects it: a run that dies before asks again.
+  if (why) await recordFieldMeta(deps.db, list.name, fields, askedAt);
+  const itemKeys = kept?.itemKeys ?? [];
+  return {
+    mapping,
+    fields,
+    fieldsAsked: why !== null,
+    knownKeys: knownItemKeys(list, fields, itemKeys),
+    quietKeys: new Set(itemKeys),
+    quietAdded: quietAfterAsking(deps.signalsSeen ?? [], fields),
+  };
+}
+
+/** The options the mirror table is set up with, from a field list. */
+function mirrorTableOptions(deps: PullDeps, list: ListConfig, fields: FieldMeta[], run: ActiveRun, title?: string) {
+  return {
     schema: deps.config.database.schema,
     list: { name: list.name, appID: list.appID, listID: list.listID, table: list.table ?? list.name },
     fields,
@@ -406,10 +449,18 @@ async function prepareTable(deps: PullDeps, list: ListConfig, run: ActiveRun): P
     ...(title !== undefined ? { title } : {}),
     runId: run.runId,
     logger: deps.logger,
-  });
-  // Kept only once the table reflects it: a run that dies before asks again.
-  if (why) await recordFieldMeta(deps.db, list.name, fields, askedAt);
-  return { mapping, fields, fieldsAsked: why !== null, knownKeys: knownItemKeys(list, fields, kept?.itemKeys ?? []) };
+  };
+}
+
+/**
+ * Signs the fresh answer does not bear out, as quiet keys (so they never make a run ask again): a field
+ * it still lists that no item carried, a removed field's key items carry though it names no such field.
+ */
+function quietAfterAsking(signals: readonly SchemaSignal[], fields: readonly FieldMeta[]): string[] {
+  const listed = new Set(fields.map((f) => f.FieldName));
+  return signals
+    .filter((sig) => (sig.kind === 'field-missing' && listed.has(sig.field)) || (sig.kind === 'removed-key-back' && !listed.has(sig.field)))
+    .map((sig) => sig.field);
 }
 
 /**
@@ -422,13 +473,15 @@ async function markRefill(deps: PullDeps, mapping: TableMapping, mode: PullMode,
   if (mode.kind !== 'incremental' || isResumable(state.checkpoint, mode) || state.watermark === null) return false;
   const table = `${mapping.schema}.${mapping.table}`;
   const fieldsAdded = (mapping.schemaChanges ?? []).some((c) => FIELD_APPEARED_KINDS.has(c.kind));
-  if (fieldsAdded) {
-    await deps.db.transaction(async (trx) => {
-      await markListsyncWriter(trx);
-      await trx.raw(`update ?? set row_version = ? where id not like 'local-%'`, [table, REFILL_VERSION]);
-    });
-  }
+  if (fieldsAdded) await markAllForRefill(deps, mapping);
   return fieldsAdded || Boolean(await deps.db(table).where({ row_version: REFILL_VERSION }).first('id'));
+}
+
+async function markAllForRefill(deps: PullDeps, mapping: TableMapping): Promise<void> {
+  await deps.db.transaction(async (trx) => {
+    await markListsyncWriter(trx);
+    await trx.raw(`update ?? set row_version = ? where id not like 'local-%'`, [`${mapping.schema}.${mapping.table}`, REFILL_VERSION]);
+  });
 }
 
 /** The plan of a first full load: it does not depend on the fields, so its first requests need not wait for them. */
@@ -517,8 +570,8 @@ async function readWindow(ctx: RunContext, cp: PullCheckpoint, early: EarlyStart
     let pagesSeen = 0;
     for await (const page of pages) {
       observe(ctx, cp, page, tail);
-      // A key the kept metadata does not name, seen before anything is written: start again with the platform's fields.
-      if (pagesSeen++ === 0 && !ctx.fieldsAsked && ctx.unknownKeys.size) throw new FieldsChanged([...ctx.unknownKeys].join(', '));
+      // Before the page is written: do its items say the kept field metadata is out of date?
+      await checkFields(ctx, writer, page.items, pagesSeen++ === 0);
       // The shutdown signal is checked between pages, not passed down: the page in flight is finished and written.
       await writer.write(page, { ...cp });
       if (deps.signal?.aborted) {
@@ -642,6 +695,55 @@ function observe(ctx: RunContext, cp: PullCheckpoint, page: CheckedPage, tail: R
 }
 
 /**
+ * Items about to be written, judged against the kept field metadata (pull/schema-signals.ts); on a
+ * sign, `/fields` is asked before they are written: the run's first page starts the run again
+ * (nothing is written yet), a later one sets the table up anew in place. Once a run has asked, no more.
+ */
+async function checkFields(ctx: RunContext, writer: PageWriter, items: readonly Item[], first: boolean): Promise<void> {
+  if (ctx.fieldsAsked || items.length === 0) return;
+  const signals = await pageSignals(ctx, items);
+  if (signals.length === 0) return;
+  if (first) throw new FieldsChanged(signals);
+  await refreshFields(ctx, writer, signals);
+}
+
+async function pageSignals(ctx: RunContext, items: readonly Item[]): Promise<SchemaSignal[]> {
+  const { list, mapping } = ctx;
+  const signals = keySignals(items, { mapping, knownKeys: ctx.knownKeys, quietKeys: ctx.quietKeys });
+  const unfit = unfitValues(items, mapping, (item) => itemId(item[list.idField]), ctx.zone);
+  if (unfit.size === 0) return signals;
+  // A value judged when its version was written is not judged again: only items the mirror does not hold at that version.
+  const stored = await storedVersions(ctx.deps.db, mapping, [...unfit.keys()]);
+  return [...signals, ...valueSignals(unfit, stored, (item) => itemVersion(item[list.versionField]))];
+}
+
+/**
+ * Asks `/fields` in the middle of a read: the pages in flight are written first (with the mapping
+ * they were read under), then the table is set up from the answer and the writer writes on with it.
+ * A field that appeared has no values in the rows written so far: every row is marked for the next
+ * run's full read (markRefill), and this run does not clear the marks.
+ */
+async function refreshFields(ctx: RunContext, writer: PageWriter, signals: readonly SchemaSignal[]): Promise<void> {
+  const { deps, list, run } = ctx;
+  run.log.info({ signs: describeSignals(signals) }, 'the items say the fields changed since they were asked: asking them again');
+  await writer.drain();
+  const askedAt = (deps.clock ?? (() => new Date()))();
+  const fields = await deps.client.getFields(list.appID, list.listID);
+  const mapping = await ensureMirrorTable(deps.db, mirrorTableOptions(deps, list, fields, run));
+  await recordFieldMeta(deps.db, list.name, fields, askedAt);
+  ctx.fieldsAsked = true;
+  ctx.mapping = mapping;
+  writer.useMapping(mapping);
+  ctx.knownKeys = knownItemKeys(list, fields, [...ctx.quietKeys]);
+  for (const key of quietAfterAsking(signals, fields)) ctx.unknownKeys.add(key);
+  ctx.schemaChanges.push(...mapping.changes);
+  if ((mapping.schemaChanges ?? []).some((c) => FIELD_APPEARED_KINDS.has(c.kind))) {
+    await markAllForRefill(deps, mapping);
+    ctx.refilledMidRun = true;
+  }
+}
+
+/**
  * Whether the read ends with the follow-up: after a by-created read of more than one page, a
  * resumed read (its start mark is its first attempt's), or a newest-first read that saw items twice
  * (the follow-up counts the moves that explain them). A newest-first read with no repeats saw no
@@ -716,7 +818,10 @@ async function rereadGaps(
     (await deps.client.queryItems(list.appID, list.listID, { ...query, PageIndex: index, PageSize: list.pageSize })).items;
   const order = cp.plan.order;
   const found = await readGaps(cp.watch.gaps, fetchPage, list.pageSize, readKey(ctx, order), readOrderCompare(order));
-  if (found.items.length) await writer.writeItems(found.items);
+  if (found.items.length) {
+    await checkFields(ctx, writer, found.items, false);
+    await writer.writeItems(found.items);
+  }
   const newIds = checks.note(found.items.map((it) => itemId(it[list.idField])!));
   ctx.run.log.info(
     { gaps: cp.watch.gaps.length, items: found.items.length, unread: newIds, unresolved: found.unresolved },
@@ -774,7 +879,10 @@ async function readCatchUp(
       touched.add(page.ids[i]!);
       return true;
     });
-    if (moved.length) await writer.writeItems(moved);
+    if (moved.length) {
+      await checkFields(ctx, writer, moved, false);
+      await writer.writeItems(moved);
+    }
     cp.received += checks.note(page.ids);
   }
   const outcome: CatchUpOutcome = { newest, touched: touched.size, clean: watch.gaps.length === 0 };
@@ -878,7 +986,7 @@ async function recordSuccess(
       marks.held ? null : job === 'pull' ? marks.watermark : null,
       marks.held ? null : marks.highWater,
     );
-    if (fullRead && job === 'pull' && !marks.held) {
+    if (fullRead && job === 'pull' && !marks.held && !ctx.refilledMidRun) {
       // A full read rewrote every row the platform still has: rows left marked for a refill are gone there (reconcile marks them).
       await markListsyncWriter(trx);
       await trx.raw('update ?? set row_version = null where row_version = ?', [`${mapping.schema}.${mapping.table}`, REFILL_VERSION]);

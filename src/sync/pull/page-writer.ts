@@ -52,6 +52,8 @@ export class PageWriter {
   private lastAllNew = false;
   private frontier: number;
   private reported: number;
+  /** The mapping pages are written with (replaced when the run asks the fields again). */
+  private mapping: TableMapping;
 
   /** `accountingAtStart`: the checkpoint as it stands before `startPage` (what a resume point before any new page holds). */
   constructor(
@@ -61,8 +63,14 @@ export class PageWriter {
   ) {
     this.frontier = startPage;
     this.reported = startPage;
+    this.mapping = o.mapping;
     this.startPage = startPage;
     this.snapshots.set(startPage - 1, accountingAtStart);
+  }
+
+  /** Pages queued from now on are written with `mapping`; call it only after `drain()` (pages in flight keep theirs). */
+  useMapping(mapping: TableMapping): void {
+    this.mapping = mapping;
   }
 
   /** The first page not known committed: where a resumed run starts. */
@@ -133,7 +141,8 @@ export class PageWriter {
     items: readonly Item[],
     expectNew: boolean,
   ): Promise<{ r: UpsertResult; delta: Partial<RunCounters> }> {
-    const { mapping, zone } = this.o;
+    const { zone } = this.o;
+    const mapping = this.mapping;
     const r = await upsertItems(trx, mapping, items, zone, { expectNew });
     const conflicts = r.skippedPending.length ? (await this.o.onPending(trx, mapping, r.skippedPending)).conflicts : 0;
     const delta: Partial<RunCounters> = {
