@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadTableMapping } from '../../src/mirror/index.js';
 import { pullList } from '../../src/sync/pull.js';
 import { reconcileList } from '../../src/sync/reconcile.js';
+import { minutesLater } from '../helpers/later.js';
 import { startWorld, type World } from '../helpers/world.js';
 
 let w: World | undefined;
@@ -62,8 +63,8 @@ describe('comments', () => {
 
     const field = await fieldOf(w, 'status');
     await w.emu.admin.renameField('demo', 'orders', field, 'Order state');
-    // A rename changes no item key: `pull --refresh-schema` asks the field metadata at once.
-    const second = await pullList({ ...w.deps(), refreshSchema: true }, w.config.lists[0]!);
+    // A rename changes no item key: a pull minutes later asks the field metadata as its kept answer ages out.
+    const second = await pullList({ ...w.deps(), clock: minutesLater() }, w.config.lists[0]!);
     expect(second.schemaChanges).toEqual([expect.stringContaining('is now called "Order state"')]);
     const after = await columnComments(w, 'mirror', 'orders');
     expect(after.get('status')).toContain('"Order state"');

@@ -6,6 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { decodeStorable } from '../../src/storable.js';
 import { pullList } from '../../src/sync/pull.js';
+import { minutesLater } from '../helpers/later.js';
 import { startWorld, type World } from '../helpers/world.js';
 
 let w: World | undefined;
@@ -37,9 +38,9 @@ const seed = {
   ],
 };
 
-/** Every pull asks the field metadata (fieldsMaxAgeHours 0): a slot given to another field changes no item key, only the metadata says so. */
+/** Plain pulls with the default field metadata age: what the items show makes a pull ask `/fields`, or the kept answer's age. */
 async function world(): Promise<World> {
-  return startWorld({ emulator: { sample: false, seed }, list: { name: 'tasks', appID: 'app', listID: 'tasks', fieldsMaxAgeHours: 0 } });
+  return startWorld({ emulator: { sample: false, seed }, list: { name: 'tasks', appID: 'app', listID: 'tasks' } });
 }
 
 type Row = { id: string; notes_removed: string | null; priority: string | null; _raw: Record<string, unknown> };
@@ -48,16 +49,19 @@ async function rows(world: World): Promise<Row[]> {
   return (await world.t.db.raw('select * from mirror.tasks order by id')).rows as Row[];
 }
 
-async function pull(world: World): Promise<void> {
-  const r = await pullList(world.deps(), world.config.lists[0]!);
+/** A plain pull (`clock`: one that runs later, past the kept field metadata's age); returns how often it asked `/fields`. */
+async function pull(world: World, clock?: () => Date): Promise<number> {
+  await world.emu.admin.clearRequests();
+  const r = await pullList({ ...world.deps(), ...(clock ? { clock } : {}) }, world.config.lists[0]!);
   expect(r.status).toBe('succeeded');
+  return (await world.emu.admin.requests()).filter((e) => e.route === 'GET /v1/lists/{appID}/{listID}/fields').length;
 }
 
-/** The slot reused and one item given a priority; then a pull. */
-async function reuseAndPull(world: World): Promise<void> {
+/** The slot reused and one item given a priority; then a pull (`clock`: minutes later). */
+async function reuseAndPull(world: World, clock?: () => Date): Promise<number> {
   await world.emu.admin.reuseSlot('app', 'tasks', 'Text4', { FieldType: 'Text', Type: 'radio', DisplayName: 'Priority' });
   await world.emu.admin.editItem('app', 'tasks', IDS[1]!, { Data: { Text4: 'high' } });
-  await pull(world);
+  return pull(world, clock);
 }
 
 async function expectOldAndNewApart(world: World): Promise<void> {
@@ -79,10 +83,14 @@ describe('a slot the platform gives to another field', () => {
     await pull(w);
     expect((await w.t.db.raw('select notes from mirror.tasks order by id')).rows.map((r: { notes: string }) => r.notes)).toEqual(NOTES);
 
+    // Items stop carrying Text4: the pull asks /fields once and keeps the column as removed.
     await w.emu.admin.deleteField('app', 'tasks', 'Text4');
-    await pull(w);
-    await reuseAndPull(w);
+    expect(await pull(w)).toBe(1);
+    // Text4 is back in the items: a removed field's key, so the pull asks again before writing.
+    expect(await reuseAndPull(w)).toBe(1);
     await expectOldAndNewApart(w);
+    // Nothing changed since: an idle pull asks no field metadata.
+    expect(await pull(w)).toBe(0);
 
     // Later pulls and edits leave the old field's values alone.
     await w.emu.admin.editItem('app', 'tasks', IDS[0]!, { Data: { Text4: 'low' } });
@@ -93,10 +101,11 @@ describe('a slot the platform gives to another field', () => {
     expect((decodeStorable(r[0]!._raw) as Record<string, unknown>)['Text4@notes_removed']).toBe(NOTES[0]);
   });
 
-  it('between two pulls: the old notes are not shown as the new field, and stay whole', async () => {
+  it('between two pulls minutes apart: the old notes are not shown as the new field, and stay whole', async () => {
     w = await world();
     await pull(w);
-    await reuseAndPull(w);
+    // Removed and reused between two pulls, the items show no sign: the kept metadata's age makes the next pull ask.
+    expect(await reuseAndPull(w, minutesLater())).toBe(1);
     await expectOldAndNewApart(w);
     const view = (await w.t.db.raw('select notes_removed, priority from reporting.tasks order by id')).rows;
     expect(view).toEqual([
@@ -110,7 +119,7 @@ describe('a slot the platform gives to another field', () => {
     w = await world();
     await pull(w);
     await w.emu.admin.reuseSlot('app', 'tasks', 'Text4', { FieldType: 'Text', Type: 'radio', DisplayName: 'Priority', keepValues: true });
-    await pull(w);
+    await pull(w, minutesLater());
     const r = await rows(w);
     expect(r.map((x) => x.notes_removed)).toEqual(NOTES);
     expect(r.map((x) => x.priority)).toEqual(NOTES);
