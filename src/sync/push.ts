@@ -66,6 +66,7 @@ import * as outbox from '../store/outbox.js';
 import type { OutboxRow } from '../store/outbox.js';
 import { LIST_JOBS, listLockName } from './lock.js';
 import { noteFieldRefusal } from './list-fields.js';
+import { fieldsForWrite } from './write-fields.js';
 import { pushCreate, withdrawCreate } from './push/create.js';
 import { pushDelete } from './push/delete.js';
 import { mapConcurrent } from './push/map-concurrent.js';
@@ -120,6 +121,8 @@ async function pushLocked(deps: PushDeps, list: ListConfig, run: ActiveRun): Pro
     // Writes of an earlier run that were never re-read come first.
     result.failed += (await settleMirror(settle, list, mapping)).notTaken.length;
     const rows = await outbox.dueChanges(db, list.name, now);
+    // Never written by stale field metadata: a field removed since is not sent (src/sync/write-fields.ts).
+    ctx.mapping = await fieldsForWrite(deps, list, mapping, rows, log);
     log.info({ changes: rows.length }, 'push started');
     const failures = failureStreak();
     // The shutdown signal is checked between changes, not passed down: a change in flight is sent and settled.

@@ -1,0 +1,109 @@
+/**
+ * Write-back never works from stale field metadata (src/sync/write-fields.ts, src/sync/pull.ts I7):
+ * an edit of two columns, then one field removed on the platform (or its slot given to another
+ * field): the PATCH never carries that field, the other column is applied, and the removed part of
+ * the edit fails with a message saying the field was removed. Against the emulator over HTTP and a
+ * real PostgreSQL.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { SAMPLE_FIELDS as F } from '../../src/emulator/index.js';
+import { pullList } from '../../src/sync/pull.js';
+import { pushList } from '../../src/sync/push.js';
+import { minutesLater } from '../helpers/later.js';
+import { startWorld, type World } from '../helpers/world.js';
+
+let w: World | undefined;
+afterEach(async () => {
+  await w?.close();
+  w = undefined;
+});
+
+const fast = { rereadDelaysMs: [10, 20] };
+const FIELDS_ROUTE = 'GET /v1/lists/{appID}/{listID}/fields';
+const REMOVED = /notes \(field Text4\) belongs to a field that was removed from the platform/;
+
+/** A pulled list and an SQL edit of two columns of one row; returns the row's ID. */
+async function editTwoColumns(world: World): Promise<string> {
+  await pullList(world.deps(), world.config.lists[0]!);
+  const { id } = (await world.t.db('mirror.orders').orderBy('id').first('id')) as { id: string };
+  await world.t.db('mirror.orders').where({ id }).update({ customer: 'sent', notes: 'not sendable' });
+  await world.emu.admin.clearRequests();
+  return id;
+}
+
+/** The push's PATCH bodies' `Data` keys, how often it asked /fields, its outcome and the failed part's error. */
+async function push(world: World, clock?: () => Date) {
+  const r = await pushList({ ...world.deps(), ...fast, ...(clock ? { clock } : {}) }, world.config.lists[0]!);
+  const log = await world.emu.admin.requests();
+  const patched = log.filter((e) => e.method === 'PATCH').map((e) => Object.keys((JSON.parse(e.body!) as { Data: object }).Data));
+  const failed = (await world.t.db('listsync.outbox').where({ status: 'failed' })) as { changes: object; last_error: string }[];
+  return { r, patched, fieldsAsked: log.filter((e) => e.route === FIELDS_ROUTE).length, failed };
+}
+
+async function expectApplied(world: World, id: string): Promise<void> {
+  const item = await world.emu.admin.getItem('demo', 'orders', id);
+  expect(item[F.customer]).toBe('sent');
+  expect(item[F.notes]).not.toBe('not sendable');
+}
+
+describe('an edit of a field removed on the platform', () => {
+  it('removed, then a plain pull, then a push: the PATCH carries only the other field; the removed part fails saying so', async () => {
+    w = await startWorld({ emulator: { items: 10 } });
+    const id = await editTwoColumns(w);
+    await w.emu.admin.deleteField('demo', 'orders', F.notes);
+    await pullList(w.deps(), w.config.lists[0]!);
+    await w.emu.admin.clearRequests();
+
+    const { r, patched, failed } = await push(w);
+    expect(patched).toEqual([[F.customer]]);
+    expect(r).toMatchObject({ applied: 1 });
+    await expectApplied(w, id);
+    expect(failed).toEqual([
+      expect.objectContaining({ changes: { notes: 'not sendable' }, last_error: expect.stringMatching(REMOVED) as string }),
+    ]);
+  });
+
+  it('removed with no pull since, the kept metadata minutes old: the push asks /fields first and never sends the field', async () => {
+    w = await startWorld({ emulator: { items: 10 } });
+    const id = await editTwoColumns(w);
+    await w.emu.admin.deleteField('demo', 'orders', F.notes);
+
+    const { r, patched, fieldsAsked, failed } = await push(w, minutesLater(6));
+    expect(fieldsAsked).toBe(1);
+    expect(patched).toEqual([[F.customer]]);
+    expect(r).toMatchObject({ applied: 1 });
+    await expectApplied(w, id);
+    expect(failed).toEqual([
+      expect.objectContaining({ changes: { notes: 'not sendable' }, last_error: expect.stringMatching(REMOVED) as string }),
+    ]);
+    // The next pull asks the field metadata again and keeps the column as removed.
+    await w.emu.admin.clearRequests();
+    await pullList(w.deps(), w.config.lists[0]!);
+    expect((await w.emu.admin.requests()).filter((e) => e.route === FIELDS_ROUTE)).toHaveLength(1);
+  });
+
+  it('the slot given to another field meanwhile: the edit of the old field is never written into the new one', async () => {
+    w = await startWorld({ emulator: { items: 10 } });
+    const id = await editTwoColumns(w);
+    await w.emu.admin.reuseSlot('demo', 'orders', F.notes, { FieldType: 'Text', Type: 'radio', DisplayName: 'Priority' });
+
+    const { r, patched, failed } = await push(w, minutesLater(6));
+    expect(patched).toEqual([[F.customer]]);
+    expect(r).toMatchObject({ applied: 1 });
+    const item = await w.emu.admin.getItem('demo', 'orders', id);
+    expect(item[F.customer]).toBe('sent');
+    expect(item[F.notes]).toBe('');
+    expect(failed).toEqual([
+      expect.objectContaining({ changes: { notes: 'not sendable' }, last_error: expect.stringMatching(REMOVED) as string }),
+    ]);
+  });
+
+  it('metadata asked minutes ago: a push asks no field metadata; a push with nothing to write asks nothing', async () => {
+    w = await startWorld({ emulator: { items: 10 } });
+    await editTwoColumns(w);
+    expect((await push(w)).fieldsAsked).toBe(0);
+    await w.emu.admin.clearRequests();
+    const idle = await push(w, minutesLater(6));
+    expect(idle.fieldsAsked).toBe(0);
+  });
+});
