@@ -3,11 +3,13 @@
  * nothing changed: fires per second of each cron expression times an idle
  * run's requests (a pull 1, a push with nothing pending 0, a reconcile by
  * counts 1 at least, a full reconcile, the users directory and each
- * directory part 1 page at least). `check` prints it and `serve` logs it at
+ * directory part 1 page at least), plus a pull's field metadata asked again
+ * as its kept answer ages out (`lists[].fieldsMaxAgeMinutes`: at most once a
+ * fire, at most once per that age). `check` prints it and `serve` logs it at
  * start; both warn when it exceeds platform.requestsPerSecond
  * (test/schedule-budget.test.ts).
  */
-import { fullReconcileSchedule, pullSchedule, type Config } from '../config.js';
+import { fieldsMaxAgeMs, fullReconcileSchedule, pullSchedule, type Config, type ListConfig } from '../config.js';
 
 /** Requests an idle run of each job costs. */
 export const IDLE_REQUESTS = { pull: 1, push: 0, reconcile: 1, reconcileFull: 1, users: 1, directory: 3 } as const;
@@ -15,6 +17,10 @@ export const IDLE_REQUESTS = { pull: 1, push: 0, reconcile: 1, reconcileFull: 1,
 export interface ScheduleBudget {
   /** Requests per second the schedules need at their idle cost. */
   needed: number;
+  /** Of `needed`, the pulls' field metadata asked again as it ages out. */
+  fieldMeta: number;
+  /** The shortest field metadata age of a pulled list, in minutes (null: no list is pulled on a schedule). */
+  fieldsMaxAgeMinutes: number | null;
   /** platform.requestsPerSecond. */
   available: number;
   /** needed / available. */
@@ -31,9 +37,16 @@ export function scheduleBudget(config: Config): ScheduleBudget {
     if (expr && requests > 0) costs.push({ target, perSecond: firesPerSecond(expr) * requests });
   };
   const busyRealtime: string[] = [];
+  const meta = { perSecond: 0, minAgeMs: Infinity };
   for (const list of config.lists) {
     const s = list.schedule;
     add(`pull:${list.name}`, pullSchedule(list), IDLE_REQUESTS.pull);
+    const fields = fieldMetaPerSecond(list);
+    if (fields > 0) {
+      costs.push({ target: `fields:${list.name}`, perSecond: fields });
+      meta.perSecond += fields;
+      meta.minAgeMs = Math.min(meta.minAgeMs, fieldsMaxAgeMs(list));
+    }
     add(`push:${list.name}`, s.push, IDLE_REQUESTS.push);
     add(`reconcile:${list.name}`, s.reconcile, IDLE_REQUESTS.reconcile);
     add(`reconcile-full:${list.name}`, fullReconcileSchedule(list), IDLE_REQUESTS.reconcileFull);
@@ -44,14 +57,35 @@ export function scheduleBudget(config: Config): ScheduleBudget {
   if (config.directory.enabled) add('directory', config.directory.schedule, IDLE_REQUESTS.directory);
   const needed = costs.reduce((n, c) => n + c.perSecond, 0);
   const available = config.platform.requestsPerSecond;
-  return { needed, available, share: needed / available, top: costs.sort((a, b) => b.perSecond - a.perSecond).slice(0, 3), busyRealtime };
+  return {
+    needed,
+    fieldMeta: meta.perSecond,
+    fieldsMaxAgeMinutes: Number.isFinite(meta.minAgeMs) ? meta.minAgeMs / 60_000 : null,
+    available,
+    share: needed / available,
+    top: costs.sort((a, b) => b.perSecond - a.perSecond).slice(0, 3),
+    busyRealtime,
+  };
+}
+
+/** An idle pull asks `/fields` when its kept answer is older than the list's age: once a fire, or once per that age. */
+function fieldMetaPerSecond(list: ListConfig): number {
+  const pull = pullSchedule(list);
+  if (!pull) return 0;
+  const ageSeconds = fieldsMaxAgeMs(list) / 1000;
+  const fires = firesPerSecond(pull);
+  return ageSeconds <= 0 ? fires : Math.min(fires, 1 / ageSeconds);
 }
 
 /** One line for `check` and serve's log. */
 export function describeBudget(b: ScheduleBudget): { warning: boolean; message: string } {
   const pct = Math.round(b.share * 1000) / 10;
   const needed = Math.round(b.needed * 1000) / 1000;
-  const head = `the schedules need about ${needed} requests/s when nothing changed, ${pct} % of platform.requestsPerSecond (${b.available})`;
+  const meta =
+    b.fieldMeta > 0
+      ? ` (${Math.round(b.fieldMeta * 1000) / 1000} of them for field metadata asked again as it ages out, as often as every ${b.fieldsMaxAgeMinutes} min: lists[].fieldsMaxAgeMinutes)`
+      : '';
+  const head = `the schedules need about ${needed} requests/s when nothing changed${meta}, ${pct} % of platform.requestsPerSecond (${b.available})`;
   const realtime = b.busyRealtime.length
     ? `; real-time lists ${b.busyRealtime.join(', ')} are pulled more often than every 15 minutes, which their events make unnecessary`
     : '';
