@@ -45,7 +45,7 @@ describe('schedule budget', () => {
     });
     const over = describeBudget(scheduleBudget(configWith(700, { pull: '* * * * *', reconcile: '*/15 * * * *' })));
     expect(over.warning).toBe(true);
-    expect(over.message).toMatch(/^the schedules need about 13\.222 requests\/s .* 132\.2 % .*: more than the account allows/);
+    expect(over.message).toMatch(/^the schedules need about 13\.223 requests\/s .* 132\.2 % .*: more than the account allows/);
     expect(over.message).toMatch(/costliest: pull:l\d+ 0\.02\/s/);
   });
 
