@@ -116,7 +116,7 @@ function inOrder<T, R>(items: readonly T[], limit: number, fn: (item: T) => Prom
 
 export function register({ program, withContext }: CommandKit): void {
   listJobOptions(program.command('pull').description('one incremental pull of every list (or one): platform -> mirror'))
-    .option('--refresh-schema', 'ask the field metadata again even when the kept one is recent (lists[].fieldsMaxAgeHours)', false)
+    .option('--refresh-schema', 'ask the field metadata again even when the kept one is recent (lists[].fieldsMaxAgeMinutes)', false)
     .action((opts: { list?: string; wait: boolean; refreshSchema: boolean }) =>
       withContext((ctx) =>
         runPulls(ctx, selectLists(ctx, opts.list), { kind: 'incremental' }, { wait: opts.wait, refreshSchema: opts.refreshSchema }),
