@@ -1,17 +1,20 @@
 /**
  * Many small lists: 100 lists of 200 items in one application, a first
  * `listsync pull` of all of them (the CLI's runPulls: lists overlapped, the
- * titles one listing per application), then an idle pull. Prints requests
- * per list and requests/s over each whole run (the emulator's request log).
- * Bars (issue 31): first pull ≤ 2.5 requests per list and ≥ 8 requests/s;
- * idle pull ≤ 1.1 requests per list.
+ * titles one listing per application), then an idle pull, then an idle pull
+ * whose kept field metadata has aged out (`lists[].fieldsMaxAgeMinutes`, as
+ * after that many minutes). Prints requests per list and requests/s over each
+ * whole run (the emulator's request log), and what an idle list costs a cycle
+ * when pulled every minute (the metadata asked again once per age).
+ * Bars (issues 31, 39): first pull ≤ 2.5 requests per list and ≥ 8 requests/s;
+ * idle pull ≤ 1.1 requests per list, also a cycle with the metadata's age.
  *
  * The emulator runs at its default rate limit (10 requests/s), the client at
  * its defaults. Database: BENCH_DATABASE_URL, else DATABASE_URL, else the
  * local server; a database of its own is created and dropped.
  */
 import { performance } from 'node:perf_hooks';
-import { parseConfig } from '../src/config.js';
+import { fieldsMaxAgeMs, parseConfig } from '../src/config.js';
 import type { AppContext } from '../src/context.js';
 import { createClient } from '../src/context.js';
 import { startEmulator } from '../src/emulator/index.js';
@@ -57,6 +60,11 @@ export default async function manyListsPullBench(): Promise<Record<string, strin
   try {
     const first = await run();
     const idle = await run();
+    // As the kept metadata ages out: every list asks /fields once more.
+    await b.db('listsync.lists').update({ field_meta_at: b.db.raw(`now() - interval '1 day'`) });
+    const aged = await run();
+    const ageMinutes = fieldsMaxAgeMs(lists[0]!) / 60_000;
+    const perMinute = ageMinutes >= 1 ? ((ageMinutes - 1) * idle.perList + aged.perList) / ageMinutes : aged.perList;
     return {
       lists: LISTS,
       'items per list': ITEMS,
@@ -68,6 +76,9 @@ export default async function manyListsPullBench(): Promise<Record<string, strin
       'idle pull: requests per list': idle.perList,
       'idle pull: seconds': idle.seconds,
       'idle pull: requests/s over the whole run': idle.rate,
+      'idle pull, metadata aged out: requests per list': aged.perList,
+      'field metadata kept (minutes)': ageMinutes,
+      'idle list pulled every minute: requests per list a cycle': Math.round(perMinute * 1000) / 1000,
     };
   } finally {
     await client.close();
