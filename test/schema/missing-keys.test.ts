@@ -74,3 +74,37 @@ describe('an item that omits a mirrored field', () => {
     expect(first!._raw).not.toHaveProperty('Text1');
   });
 });
+
+describe('a field every item of a page leaves out, though the platform still lists it', () => {
+  const FIELDS_ROUTE = 'GET /v1/lists/{appID}/{listID}/fields';
+  const fieldsAsked = async (world: World, config?: Config) => {
+    await world.emu.admin.clearRequests();
+    await pull(world, config);
+    return (await world.emu.admin.requests()).filter((e) => e.route === FIELDS_ROUTE).length;
+  };
+
+  it('makes one pull ask /fields; then it is noted and costs no more requests, the column kept', async () => {
+    w = await startWorld({ emulator: { sample: false, seed }, list: { name: 'keys', appID: 'app', listID: 'keys' } });
+    await pull(w);
+    await w.emu.admin.setSettings({ omitEmptyValues: true });
+    for (const id of IDS) await w.emu.admin.editItem('app', 'keys', id, { Data: { Text1: '' } });
+    expect(await fieldsAsked(w)).toBe(1);
+    expect(await fieldsAsked(w)).toBe(0);
+    const columns = (
+      await w.t.db.raw(
+        `select column_name from information_schema.columns where table_schema = 'mirror' and table_name = 'keys' and column_name = 'status'`,
+      )
+    ).rows;
+    expect(columns).toHaveLength(1);
+  });
+
+  it('asks nothing with platform.omitsEmptyValues: a page of empty values says nothing', async () => {
+    w = await startWorld({ emulator: { sample: false, seed }, list: { name: 'keys', appID: 'app', listID: 'keys' } });
+    const omits: Config = { ...w.config, platform: { ...w.config.platform, omitsEmptyValues: true } };
+    await pull(w, omits);
+    await w.emu.admin.setSettings({ omitEmptyValues: true });
+    for (const id of IDS) await w.emu.admin.editItem('app', 'keys', id, { Data: { Text1: '' } });
+    expect(await fieldsAsked(w, omits)).toBe(0);
+    expect((await rows(w)).map((r) => r.status)).toEqual([null, null]);
+  });
+});
