@@ -11,8 +11,11 @@
  *   two asks again). (many-lists: an idle pull asks no field metadata.)
  * - Marking it stale never loses a reason to ask: it clears the time, and the
  *   next run asks. (many-lists: a key the mirror does not know.)
- * - `item_keys` only grows: keys items carry that are not fields (the version
- *   field, the platform's own), so they are not taken for new fields again.
+ * - `item_keys` only grows: keys whose presence or absence in items says
+ *   nothing of the fields: keys items carry that are not fields (the version
+ *   field, the platform's own), so they are not taken for new fields again,
+ *   and fields items were seen to leave out while `/fields` still listed them,
+ *   so they are not taken for removed fields again (src/sync/pull/schema-signals.ts).
  */
 import type { Knex } from '../db.js';
 import type { FieldMeta } from '../platform/types.js';

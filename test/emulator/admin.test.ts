@@ -75,6 +75,22 @@ describe('admin API', () => {
     await expect(emu.admin.addField('qa', 'things', { FieldName: 'Bad', FieldType: 'Text', Type: 'spinner' })).rejects.toThrow(/FieldType/);
   });
 
+  it("changes a field's kind: the same FieldID, every item keeps its value and version; the new kind's values are taken", async () => {
+    const fieldsOf = async () => (await call<Envelope<Array<Record<string, unknown>>>>(emu, 'GET', '/lists/qa/things/fields')).json.Data;
+    const before = (await fieldsOf()).find((f) => f['FieldName'] === 'Num')!;
+    const items = await allItems('qa/things');
+    const meta = await emu.admin.changeFieldKind('qa', 'things', 'Num', { FieldType: 'Text', Type: 'input' });
+    expect(meta).toMatchObject({ FieldName: 'Num', FieldID: before['FieldID'], FieldType: 'Text', Type: 'input' });
+    expect((await fieldsOf()).find((f) => f['FieldName'] === 'Num')).toMatchObject({ FieldID: before['FieldID'], FieldType: 'Text' });
+    const after = await allItems('qa/things');
+    expect(after.map((i) => [i['Num'], i['RowVersion']])).toEqual(items.map((i) => [i['Num'], i['RowVersion']]));
+    const id = String(items[0]!['ListDataID']);
+    await emu.admin.editItem('qa', 'things', id, { Data: { Num: 'twelve' } });
+    expect((await emu.admin.getItem('qa', 'things', id))['Num']).toBe('twelve');
+    await expect(emu.admin.changeFieldKind('qa', 'things', 'Num', {})).rejects.toThrow(/FieldType, Type or both/);
+    await expect(emu.admin.changeFieldKind('qa', 'things', 'Nope', { FieldType: 'Text' })).rejects.toThrow(/no user-defined field/);
+  });
+
   it('a pinned clock sets Created/Modified of new changes in the platform zone (midnight crossing)', async () => {
     const clock = await emu.admin.setClock('2026-03-28T23:30:00Z');
     expect(clock).toMatchObject({ pinned: true, platformNow: '2026-03-29 00:30:00', timeZone: 'Europe/Berlin' });
