@@ -94,6 +94,18 @@ describe('a pull of many small lists', () => {
     expect(fieldsAsked(aged.log).map((e) => e.path)).toEqual([`/v1/lists/${FLEET_APP}/${fleetListId(3)}/fields`]);
   });
 
+  it('by default the kept metadata serves 15 minutes: 14 minutes old it is used, 16 minutes old it is asked again', async () => {
+    const age = (i: number, minutes: number) =>
+      w.t
+        .db('listsync.lists')
+        .where({ name: `fleet_${fleetListId(i)}` })
+        .update({ field_meta_at: w.t.db.raw(`now() - make_interval(mins => ?)`, [minutes]) });
+    await age(5, 14);
+    await age(6, 16);
+    const { log } = await pull();
+    expect(fieldsAsked(log).map((e) => e.path)).toEqual([`/v1/lists/${FLEET_APP}/${fleetListId(6)}/fields`]);
+  });
+
   it('a write the platform refuses naming a field: the next pull asks the field metadata again', async () => {
     const listID = fleetListId(4);
     const name = `fleet_${listID}`;
