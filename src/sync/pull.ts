@@ -207,7 +207,7 @@ export async function pullList(deps: PullDeps, list: ListConfig, mode: PullMode 
         if (!(err instanceof FieldsChanged)) throw err;
         // Nothing of this attempt was written: the same run starts again, asking the field metadata.
         run.log.info({ signs: err.message }, 'the items say the fields changed since they were asked: asking them again');
-        return pullLocked({ ...deps, refreshSchema: true, signalsSeen: err.signals }, list, mode, job, run);
+        return pullLocked({ ...deps, signalsSeen: err.signals }, list, mode, job, run);
       }),
   );
 }
@@ -408,7 +408,10 @@ async function prepareTable(deps: PullDeps, list: ListConfig, run: ActiveRun): P
   const known = await readRegistry(deps.db, list.name);
   const kept = known ? await readFieldMeta(deps.db, list.name) : undefined;
   const askedAt = (deps.clock ?? (() => new Date()))();
-  const why = fieldsAskReason(known, kept, list, askedAt.getTime(), deps.refreshSchema === true);
+  const seen = deps.signalsSeen ?? [];
+  const why = seen.length
+    ? `the items say the fields changed (${describeSignals(seen)})`
+    : fieldsAskReason(known, kept, list, askedAt.getTime(), deps.refreshSchema === true);
   if (why) run.log.debug({ because: why }, 'asking the field metadata');
   // The list's title is for the table's comment: asked for while the mirror has none, not on every
   // pull (each request is the account's budget).
