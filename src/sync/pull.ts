@@ -70,7 +70,7 @@
  *    one it waits for the pages in flight, sets the table up from the answer
  *    and writes on with it. A field that appears then is filled by the next
  *    run's full read (the rows are marked for it). (many-lists; slot-reuse;
- *    schema-signals.)
+ *    kind-change; missing-keys; pull-schema-signals.)
  *
  * Failure modes outside these, and what covers them: the platform's clock
  * behind, or a query index lagging a write (items stamped up to

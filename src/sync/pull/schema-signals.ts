@@ -18,7 +18,7 @@
  *
  * Keys in `quietKeys` (the registry's `item_keys`) say nothing: keys items
  * carry that are not fields, and fields items were seen to leave out while
- * the metadata still listed them. (pull-schema-signals.test.ts)
+ * the metadata still listed them. (test/sync/pull-schema-signals.test.ts)
  */
 import type { TableMapping } from '../../mirror/index.js';
 import { fromPlatformToSql, NOT_CONVERTED } from '../../mirror/convert.js';
