@@ -89,6 +89,8 @@ export interface SlotSource {
    * used (this process's own send log keeps the window), instead of dropped.
    */
   readonly contended?: boolean;
+  /** The process can do without it: failing, it is left for good and quietly (debug, not warn). */
+  readonly optional?: boolean;
   /** What the account's limiter learned so far (local epoch ms); undefined when nothing is recorded. */
   readLearned?(): Promise<LearnedLimits | undefined>;
   /** Records a 429: pauses the account until `untilMs` and stores `update` of what it had learned; returns the stored state. */
@@ -381,9 +383,7 @@ export class RateLimiter {
   /** Tells the shared budget about a pause, and what a 429 taught (merged with what other processes learned). */
   private share(teaches: boolean, now: number): void {
     if (!this.source) return;
-    const failed = (err: unknown): void => {
-      this.logger?.warn({ err }, 'could not record the pause in the shared request budget');
-    };
+    const failed = (err: unknown): void => this.budgetTrouble(err, 'could not record the pause in the shared request budget');
     if (!teaches || !this.source.throttle) {
       this.source.pause(this.pausedUntil).catch(failed);
       return;
@@ -403,6 +403,12 @@ export class RateLimiter {
         this.learnedState = 2;
       })
       .catch(failed);
+  }
+
+  /** The shared budget failed: a warning, or a debug line when the process can do without it. */
+  private budgetTrouble(err: unknown, message: string): void {
+    if (this.source?.optional) this.logger?.debug({ err }, message);
+    else this.logger?.warn({ err }, message);
   }
 
   /** A request succeeded: the next throttle starts its default pause from the base again. */
@@ -490,7 +496,7 @@ export class RateLimiter {
         // A lesson of this process's own not stored yet stays.
         if (l && (l.lastThrottledAt ?? -Infinity) >= (this.learned.lastThrottledAt ?? -Infinity)) this.learned = { ...l };
       })
-      .catch((err: unknown) => this.logger?.warn({ err }, 'could not read what the shared request budget learned'))
+      .catch((err: unknown) => this.budgetTrouble(err, 'could not read what the shared request budget learned'))
       .finally(() => (this.learnedState = 2));
     if (wait) await read;
   }
@@ -567,8 +573,8 @@ export class RateLimiter {
               ];
             } catch (err) {
               this.sharedFailures = 1;
-              this.logger?.warn({ err }, 'shared request budget unavailable: pacing this process alone for a while');
-              setTimeout(() => (this.sharedFailures = 0), 5000).unref();
+              this.budgetTrouble(err, 'shared request budget unavailable: pacing this process alone for a while');
+              if (!this.source.optional) setTimeout(() => (this.sharedFailures = 0), 5000).unref();
             }
             continue;
           }
