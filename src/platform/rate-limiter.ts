@@ -235,7 +235,7 @@ export class RateLimiter {
   /** When the last 429s that taught something came (local ms), newest last. */
   private readonly counted: number[] = [];
   private readonly rtts = new Map<string, RttSamples>();
-  /** Recent delay estimates, newest last: the largest is assumed for a send not answered yet. */
+  /** The last window's worth of delay estimates (windowCap), newest last: the largest widens the window (spreadMs). */
   private readonly delays: number[] = [];
   /** While sends are evenly spaced: when the last one was due by the schedule. */
   private spacedAt = -Infinity;
@@ -479,7 +479,7 @@ export class RateLimiter {
     let delay = Math.max(0, rttMs - quickest);
     if (samples.rtts.length < WARM_SAMPLES) delay = Math.max(delay, COLD_DELAY_MS);
     this.delays.push(delay);
-    if (this.delays.length > this.windowCap * 2) this.delays.shift();
+    if (this.delays.length > this.windowCap) this.delays.shift();
     return delay;
   }
 
