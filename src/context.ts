@@ -44,9 +44,18 @@ export interface AppContext {
   close(): Promise<void>;
 }
 
-/** The platform client; with `db`, its request budget is shared with every process using the account. */
-export function createClient(config: Config, logger: Logger, db?: Knex, onRequest?: PlatformClientOptions['onRequest']): PlatformClient {
-  const budget = db ? new SharedBudget({ db, account: budgetAccount(config.platform) }) : undefined;
+/**
+ * The platform client; with `db`, its request budget is shared with every process using the account
+ * (`budgetOptional`: a command that may run before the database is there uses it when it can).
+ */
+export function createClient(
+  config: Config,
+  logger: Logger,
+  db?: Knex,
+  onRequest?: PlatformClientOptions['onRequest'],
+  budgetOptional = false,
+): PlatformClient {
+  const budget = db ? new SharedBudget({ db, account: budgetAccount(config.platform), optional: budgetOptional }) : undefined;
   return new PlatformClient({ config: config.platform, logger, budget, onRequest });
 }
 

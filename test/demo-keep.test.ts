@@ -6,6 +6,21 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { BIN, childEnv, runCli } from './helpers/cli.js';
 
+// In this file because every demo on one server uses the database listsync_demo: the files' tests must not overlap.
+describe('demo', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'listsync-demo-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('keeps the promise it shows: no 429 and no retry, and a first load counts each row once', async () => {
+    const r = await runCli(['demo', '--items', '2500'], { cwd: dir, env: { DATABASE_URL: inject('pgServerUrl') } });
+    const out = r.stdout + r.stderr;
+    expect(r.code, out).toBe(0);
+    expect(out).not.toMatch(/rate limit hit|pausing requests|too many requests|42900/i);
+    for (const m of out.matchAll(/(\d+) retr(?:y|ies)/g)) expect(m[1], m[0]).toBe('0');
+    expect(out).toMatch(/full load\) — 3 pages, \d+ requests, 0 retries; rows inserted 2,500, updated 0, unchanged 0,/);
+  }, 180_000);
+});
+
 describe('demo --keep', () => {
   const dir = mkdtempSync(join(tmpdir(), 'listsync-demo-keep-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -3,6 +3,7 @@
  * available) the platform and every configured filter/sort field. Each finding
  * says what is wrong and what to do.
  */
+import type { Knex } from 'knex';
 import type { Config } from '../config.js';
 import { redactUrl } from '../config.js';
 import { createDb, pendingMigrations, ping } from '../db.js';
@@ -17,13 +18,15 @@ import { coerceError } from '../errors.js';
 import { exitCodeFor } from '../exit-code.js';
 import { describeBudget, scheduleBudget } from '../serve/schedule-budget.js';
 
-export type PlatformCheck = (config: Config) => Promise<Finding[]>;
+/** `db`: the database, when reachable and migrated (the platform requests then go through the account's budget). */
+export type PlatformCheck = (config: Config, db?: Knex) => Promise<Finding[]>;
 
 export async function runCheck(config: Config, platformCheck?: PlatformCheck): Promise<Finding[]> {
   const findings: Finding[] = [{ check: 'config', ok: true, message: `${config.lists.length} list(s) configured` }];
   const budget = describeBudget(scheduleBudget(config));
   findings.push({ check: 'schedules', ok: true, warning: budget.warning, message: budget.message });
   const db = createDb({ url: config.database.url, poolMax: 1 });
+  let usable = false;
   try {
     await ping(db, config.database.url);
     findings.push({ check: 'database', ok: true, message: `reachable at ${redactUrl(config.database.url)}` });
@@ -39,12 +42,15 @@ export async function runCheck(config: Config, platformCheck?: PlatformCheck): P
           },
     );
     if (pending.length === 0) findings.push(...(await mirrorTableFindings(db, config)));
+    usable = pending.length === 0;
   } catch (err) {
     findings.push({ check: 'database', ok: false, severity: exitCodeFor(err), message: coerceError(err).message });
+  }
+  try {
+    if (platformCheck) findings.push(...(await platformCheck(config, usable ? db : undefined)));
   } finally {
     await db.destroy();
   }
-  if (platformCheck) findings.push(...(await platformCheck(config)));
   return findings;
 }
 
@@ -55,9 +61,9 @@ export function exitCodeOf(findings: readonly Finding[]): 0 | 1 | 2 {
 }
 
 /** Reaches the platform with the configured key and checks each list's cursor, sort and ID fields are indexed. */
-export function platformCheck(makeClient: () => PlatformClient): PlatformCheck {
-  return async (config) => {
-    const client = makeClient();
+export function platformCheck(makeClient: (db?: Knex) => PlatformClient): PlatformCheck {
+  return async (config, db) => {
+    const client = makeClient(db);
     const findings: Finding[] = [];
     try {
       for (const [i, list] of config.lists.entries()) {
@@ -89,7 +95,7 @@ export function register({ program, io, setCode, globals }: CommandKit): void {
       // check answers quickly: one retry, not the run's full backoff.
       const findings = await runCheck(
         config,
-        platformCheck(() => createClient({ ...config, platform: { ...config.platform, retries: 1 } }, logger)),
+        platformCheck((db) => createClient({ ...config, platform: { ...config.platform, retries: 1 } }, logger, db, undefined, true)),
       );
       for (const f of findings) io.out(`${f.ok ? (f.warning ? 'warn' : 'ok  ') : 'FAIL'} ${f.check}: ${f.message}`);
       setCode(exitCodeOf(findings));

@@ -229,9 +229,10 @@ export function register({ program, io, globals }: CommandKit): void {
       if (opts.apps && opts.list) throw new UsageError('--apps lists every application; it takes no --list.');
       const config = loadAppConfig(globals());
       const lists = opts.apps ? [] : selectLists({ config }, opts.list);
-      const client = createClient(config, appLogger(config, globals()));
-      // The mirror's registry, when the database is reachable, says which columns exist and which fields were renamed.
+      // The mirror's registry, when the database is reachable, says which columns exist and which fields were renamed;
+      // its request budget holds this command's requests, so that a pull right after keeps the account's second.
       const db = createDb({ url: config.database.url, poolMax: 1 });
+      const client = createClient(config, appLogger(config, globals()), db, undefined, true);
       const registry = (name: string) => readRegistry(db, name).catch(() => undefined);
       try {
         io.out(opts.apps ? formatDiscovery(await discoverLists(client)) : await runDiscover({ client }, lists, registry));

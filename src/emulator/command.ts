@@ -4,7 +4,7 @@ import type { FaultSettingsPatch } from './faults.js';
 import { FIELD_META_ARRANGEMENTS, type FieldMetaArrangement, isFieldMetaArrangement } from './field-meta-forms.js';
 import { type EmulatorOptions, type EmulatorSummary, type RunningEmulator, startEmulator } from './index.js';
 import { PlatformZone } from './platform-time.js';
-import { RATE_MODELS, type RateModel, isRateModel } from './rate-models.js';
+import { RATE_COUNT_POINTS, RATE_MODELS, type RateCountPoint, type RateModel, isRateCountPoint, isRateModel } from './rate-models.js';
 import { SeedError } from './seed.js';
 
 /** `listsync emulator`: runs the platform emulator until SIGINT/SIGTERM. */
@@ -55,6 +55,11 @@ function fieldMeta(v: string): FieldMetaArrangement {
 
 function rateModel(v: string): RateModel {
   if (!isRateModel(v)) throw invalid(`expected one of ${RATE_MODELS.join(', ')}`);
+  return v;
+}
+
+function rateCountPoint(v: string): RateCountPoint {
+  if (!isRateCountPoint(v)) throw invalid(`expected one of ${RATE_COUNT_POINTS.join(', ')}`);
   return v;
 }
 
@@ -123,6 +128,7 @@ interface RawOptions {
   rateLimit?: number | boolean;
   rateModel?: RateModel;
   rateJitter?: number;
+  rateCountAt?: RateCountPoint;
   idsAsNumbers?: boolean;
   activity?: ActivitySettings;
   fieldMeta?: FieldMetaArrangement;
@@ -153,6 +159,7 @@ export function emulatorOptionsFromCli(o: RawOptions): EmulatorOptions {
   else if (typeof o.rateLimit === 'number') opts.rateLimit = { burst: Math.max(1, Math.round(o.rateLimit)), perSecond: o.rateLimit };
   if (o.rateModel !== undefined) opts.rateModel = o.rateModel;
   if (o.rateJitter !== undefined) opts.rateJitterMs = o.rateJitter;
+  if (o.rateCountAt !== undefined) opts.rateCountAt = o.rateCountAt;
   if (o.activity !== undefined) opts.activity = o.activity;
   if (o.fieldMeta !== undefined) opts.fieldMeta = o.fieldMeta;
   if (o.queryLag !== undefined) opts.queryLagMs = o.queryLag;
@@ -218,6 +225,11 @@ export function registerEmulatorCommand(program: Command, deps: EmulatorCommandD
       '--rate-jitter <ms>',
       'each request is counted by the limit after a random delay of up to this many ms (default 20)',
       nonNegative,
+    )
+    .option(
+      '--rate-count-at <when>',
+      `when the limit counts a request: ${RATE_COUNT_POINTS.join('|')} (default handler: after --latency/--jitter and part of --rate-jitter, answered right after; hidden, the strictest: the answer's timing does not show when)`,
+      rateCountPoint,
     )
     .option('--ids-as-numbers', 'write ListDataID as a bare JSON number (tests lossless parsing)')
     .option('--activity <spec>', 'simulate another user, e.g. demo/orders:edits=5,creates=1,deletes=1,hooks=1', parseActivitySpec)

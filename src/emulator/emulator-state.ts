@@ -85,6 +85,8 @@ export class EmulatorState {
   readonly limiter: AccountRateLimiter | null;
   /** Draws each request's delay before it is counted (the rate limit's jitter). */
   private readonly handlerDelays = new Prng(7);
+  /** Draws the part of an answer's delay that is independent of when its request was counted (`countAt: 'hidden'`). */
+  private readonly answerDelays = new Prng(11);
   readonly faults: FaultInjector;
   readonly log = new RequestLog();
   readonly hooks = new WebhookHub();
@@ -125,6 +127,23 @@ export class EmulatorState {
   handlerDelayMs(): number {
     const jitter = this.limiter?.settings.jitterMs ?? 0;
     return jitter > 0 ? this.handlerDelays.next() * jitter : 0;
+  }
+
+  /** Whether the rate limit counts a request when its handler runs, after the request's latency (`countAt` other than `arrival`). */
+  countsAfterLatency(): boolean {
+    const at = this.limiter?.settings.countAt;
+    return at !== undefined && at !== 'arrival';
+  }
+
+  /**
+   * How long the answer of a request counted `countedAfterMs` into the jitter waits after the count:
+   * with `countAt: 'hidden'`, the rest of the jitter plus an independent random part of it, so the
+   * answer's timing does not show when the request was counted; else 0.
+   */
+  answerHoldMs(countedAfterMs: number): number {
+    const s = this.limiter?.settings;
+    if (s?.countAt !== 'hidden' || s.jitterMs <= 0) return 0;
+    return Math.max(0, s.jitterMs - countedAfterMs) + this.answerDelays.next() * s.jitterMs;
   }
 
   get settings(): RuntimeSettings {

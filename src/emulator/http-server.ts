@@ -40,8 +40,10 @@ async function handleV1(state: EmulatorState, req: IncomingMessage, res: ServerR
   const exchange = new Exchange(state, req, res, entry);
 
   // Route and key are decided on arrival; the rate limit counts the request when its handler
-  // runs, after a delay that varies (the limit's jitter), as a real server's would.
-  const early = await arrivalReply(state, route, apiKey, method, path);
+  // runs, after a delay that varies (the limit's jitter), as a real server's would: by default
+  // after the request's latency too (`countAt: 'handler'`), which is then not added again.
+  const latencyFirst = route !== null && state.countsAfterLatency() && state.faults.appliesTo(path);
+  const early = await arrivalReply(state, route, apiKey, method, path, latencyFirst);
 
   let body: string;
   try {
@@ -58,7 +60,7 @@ async function handleV1(state: EmulatorState, req: IncomingMessage, res: ServerR
     return;
   }
   const faultsApply = state.faults.appliesTo(path);
-  const fault = await faultBeforeApplying(state, exchange, route, faultsApply);
+  const fault = await faultBeforeApplying(state, exchange, route, faultsApply, latencyFirst);
   if (fault === ANSWERED) return;
 
   let reply: ApiReply;
@@ -116,14 +118,19 @@ async function arrivalReply(
   apiKey: string | undefined,
   method: string,
   path: string,
+  latencyFirst: boolean,
 ): Promise<ApiReply | null> {
   if (!route) return { httpStatus: 404, body: envelopeJson(404, 'null', `No such endpoint: ${method} ${path}`), envelopeStatus: 404 };
   if (apiKey === undefined)
     return errorReply(new ApiError(STATUS.unauthorized, 'Missing apiKey: send the API key in the "apiKey" request header', 401));
   if (!state.store.apiKeys.includes(apiKey)) return errorReply(new ApiError(STATUS.unauthorized, 'Invalid apiKey', 401));
-  const handlerDelay = state.handlerDelayMs();
-  if (handlerDelay > 0) await state.timers.sleep(handlerDelay);
-  return rateLimitReply(state, apiKey, path);
+  const jitter = state.handlerDelayMs();
+  const beforeCount = (latencyFirst ? state.faults.latency() : 0) + jitter;
+  if (beforeCount > 0) await state.timers.sleep(beforeCount);
+  const reply = rateLimitReply(state, apiKey, path);
+  const hold = state.answerHoldMs(jitter);
+  if (hold > 0) await state.timers.sleep(hold);
+  return reply;
 }
 
 /** The request was answered (or dropped) by a fault before its handler ran. */
@@ -135,6 +142,7 @@ async function faultBeforeApplying(
   exchange: Exchange,
   route: V1Route,
   faultsApply: boolean,
+  latencyDone: boolean,
 ): Promise<FaultDecision | null | typeof ANSWERED> {
   if (faultsApply) {
     const storm = state.faults.stormRetryAfter(Date.now());
@@ -156,7 +164,7 @@ async function faultBeforeApplying(
     exchange.drop('drop');
     return ANSWERED;
   }
-  const latency = faultsApply ? state.faults.latency() : 0;
+  const latency = faultsApply && !latencyDone ? state.faults.latency() : 0;
   if (latency > 0) await state.timers.sleep(latency);
   if (kind === 'timeout' && beforeApply) {
     await state.timers.sleep(state.faults.settings.timeoutMs);

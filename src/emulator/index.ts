@@ -6,7 +6,7 @@ import { referenceMsOf, seedSettingsOf } from './build-store.js';
 import { EmulatorState, type RuntimeSettings } from './emulator-state.js';
 import type { FieldFlagStyle, FieldMetaArrangement } from './field-meta-forms.js';
 import type { FaultSettingsPatch } from './faults.js';
-import { DEFAULT_RATE_LIMIT, type RateLimitSettings, type RateModel } from './rate-models.js';
+import { DEFAULT_RATE_LIMIT, type RateCountPoint, type RateLimitSettings, type RateModel } from './rate-models.js';
 import { type SeedFile, loadSeedFile } from './seed.js';
 import { withManyLists } from './many-lists.js';
 import { createRequestListener } from './http-server.js';
@@ -40,14 +40,17 @@ export interface EmulatorOptions {
   apiKeys?: string[];
   /**
    * The limit per key (default 10 in any sliding second, each request counted
-   * after a random delay of up to 20 ms); false disables. `rateModel` and
-   * `rateJitterMs` override its model and delay.
+   * when its handler runs: after its latency and a random delay of up to
+   * 20 ms); false disables. `rateModel`, `rateJitterMs` and `rateCountAt`
+   * override its model, delay and count point.
    */
   rateLimit?: RateLimitSettings | false;
   /** How the limit is kept: `sliding` (default, the strictest), `bucket` or `fixed`. */
   rateModel?: RateModel;
   /** Each /v1 request is counted by the limit after a random delay of up to this many ms (default 20). */
   rateJitterMs?: number;
+  /** When the limit counts a request: `handler` (default, after the latency) or `arrival`. */
+  rateCountAt?: RateCountPoint;
   /** Monotonic ms clock of the rate limiter (default performance.now; tests freeze it to fire "in the same instant"). */
   rateLimitClock?: () => number;
   /** Write ListDataID as a bare JSON number in item reads. */
@@ -126,6 +129,7 @@ function rateLimitOf(opts: EmulatorOptions): RateLimitSettings | false {
     ...opts.rateLimit,
     ...(opts.rateModel === undefined ? {} : { model: opts.rateModel }),
     ...(opts.rateJitterMs === undefined ? {} : { jitterMs: opts.rateJitterMs }),
+    ...(opts.rateCountAt === undefined ? {} : { countAt: opts.rateCountAt }),
   };
 }
 

@@ -9,9 +9,22 @@
  *   seconds counted from the epoch (two windows' worth may straddle a border).
  *
  * A request is counted when its handler runs, after a random delay of up to
- * `jitterMs` (DEFAULT_RATE_JITTER_MS; `server.ts` sleeps it): requests sent
- * close together reach the count in an order and spacing the client does not
- * control. A refused request is not counted; it is answered with the whole
+ * `jitterMs` (DEFAULT_RATE_JITTER_MS; `http-server.ts` sleeps it): requests
+ * sent close together reach the count in an order and spacing the client does
+ * not control. `countAt` says when the handler runs:
+ *
+ * - `hidden` (the strictest): after the request's whole latency (`--latency`,
+ *   `--jitter`) and a random part of the jitter, while its answer leaves the
+ *   whole jitter plus another, independent random part of it after the
+ *   latency. The round trips show how much the handler delay varies, never
+ *   when one request was counted: a client must keep requests a window plus
+ *   that variation apart (a platform whose handler runs 200-240 ms after
+ *   arrival, its answer's timing not tied to the count);
+ * - `handler` (the default): after the latency and a random part of the
+ *   jitter, answered right after, so a round trip shows when its request was
+ *   counted (the tests' answer times stay those of the latency);
+ * - `arrival`: on arrival plus the jitter; the latency follows the count.
+ * A refused request is not counted; it is answered with the whole
  * seconds until one would be allowed (at least 1). Tests:
  * test/emulator/rate-limit.test.ts.
  */
@@ -22,6 +35,14 @@ export function isRateModel(v: string): v is RateModel {
   return (RATE_MODELS as readonly string[]).includes(v);
 }
 
+/** When the limit counts a request: when its handler runs (after the latency; its answer's timing tied to it or not), or on arrival. */
+export const RATE_COUNT_POINTS = ['hidden', 'handler', 'arrival'] as const;
+export type RateCountPoint = (typeof RATE_COUNT_POINTS)[number];
+
+export function isRateCountPoint(v: string): v is RateCountPoint {
+  return (RATE_COUNT_POINTS as readonly string[]).includes(v);
+}
+
 export interface RateLimitSettings {
   burst: number;
   perSecond: number;
@@ -29,9 +50,11 @@ export interface RateLimitSettings {
   model?: RateModel;
   /** Each request is counted after a random delay of up to this many ms (default DEFAULT_RATE_JITTER_MS). */
   jitterMs?: number;
+  /** When a request is counted (default `handler`: after its latency and part of the jitter; `hidden`: its answer does not show when). */
+  countAt?: RateCountPoint;
 }
 
-/** The strictest default: a sliding second, counted after a delay of up to 20 ms. */
+/** The strictest default: a sliding second, counted when the handler runs, after the latency and a delay of up to 20 ms. */
 export const DEFAULT_RATE_JITTER_MS = 20;
 
 export const DEFAULT_RATE_LIMIT: Readonly<Required<RateLimitSettings>> = Object.freeze({
@@ -39,6 +62,7 @@ export const DEFAULT_RATE_LIMIT: Readonly<Required<RateLimitSettings>> = Object.
   perSecond: 10,
   model: 'sliding',
   jitterMs: DEFAULT_RATE_JITTER_MS,
+  countAt: 'handler',
 });
 
 export type RateDecision = { allowed: true } | { allowed: false; retryAfterSeconds: number };
@@ -58,7 +82,10 @@ function checked(settings: RateLimitSettings): Required<RateLimitSettings> {
   if (!isRateModel(model)) throw new RangeError(`rateLimit.model: expected one of ${RATE_MODELS.join(', ')} (got ${String(model)})`);
   const jitterMs = settings.jitterMs ?? DEFAULT_RATE_JITTER_MS;
   if (!(jitterMs >= 0) || jitterMs > 60_000) throw new RangeError(`rateLimit.jitterMs: expected 0 to 60000 ms (got ${jitterMs})`);
-  return { burst: settings.burst, perSecond: settings.perSecond, model, jitterMs };
+  const countAt = settings.countAt ?? 'handler';
+  if (!isRateCountPoint(countAt))
+    throw new RangeError(`rateLimit.countAt: expected one of ${RATE_COUNT_POINTS.join(', ')} (got ${String(countAt)})`);
+  return { burst: settings.burst, perSecond: settings.perSecond, model, jitterMs, countAt };
 }
 
 const waitSeconds = (ms: number): number => Math.max(1, Math.ceil(ms / 1000));

@@ -41,15 +41,17 @@
  * platform's bucket refills: no burst into a bucket someone else emptied.
  *
  * The server counts a request when its handler runs, after a delay that
- * varies and that the answer's round trip shows: a request answered later
- * than the quickest of its endpoint's recent answers waited that much longer
- * before it was counted (or after; counting it later is the safe side). So
- * once answered, a send is logged at its send time plus that delay
- * (`SendSlot.answered()`); one not answered yet, at its send time plus the
- * largest recent delay. The next request a window after it then reaches the
- * server's count a window later, whatever the delays: this holds against a
- * strict sliding second, and so against a token bucket and a fixed window,
- * which allow at least as much.
+ * varies. The round trips show by how much (`SendSlot.answered()`: a request
+ * answered later than the quickest of its endpoint's recent answers may have
+ * waited that much longer), but not when one request was counted: its answer
+ * may be held after the count by as much again. So the window is a second,
+ * plus the margin, plus the largest such variation the recent answers show
+ * (`spreadMs`): a request a window after another then reaches the count more
+ * than a second after it even if the first waited the longest and the second
+ * the shortest. While an endpoint has few answers (a fresh account) the
+ * variation is assumed to be at least COLD_DELAY_MS, and it narrows only as
+ * more answers show less. This holds against a strict sliding second, and so
+ * against a token bucket and a fixed window, which allow at least as much.
  *
  * Learned per account (src/platform/learned-limits.ts; kept in the shared
  * budget's row when there is one, so the next process starts from it): up to
@@ -87,6 +89,8 @@ export interface SlotSource {
    * used (this process's own send log keeps the window), instead of dropped.
    */
   readonly contended?: boolean;
+  /** The process can do without it: failing, it is left for good and quietly (debug, not warn). */
+  readonly optional?: boolean;
   /** What the account's limiter learned so far (local epoch ms); undefined when nothing is recorded. */
   readLearned?(): Promise<LearnedLimits | undefined>;
   /** Records a 429: pauses the account until `untilMs` and stores `update` of what it had learned; returns the stored state. */
@@ -149,7 +153,7 @@ interface LogEntry {
   at: number;
   /** Granted, and not yet reported sent. */
   unreported: boolean;
-  /** How long after `at` the server counted it, as far as its answer shows; null until answered. */
+  /** How much longer than the quickest recent answer its answer took; null until answered. */
   delayMs: number | null;
 }
 
@@ -178,8 +182,8 @@ const RTT_SAMPLES = 32;
  */
 const WARM_SAMPLES = 6;
 const COLD_DELAY_MS = 50;
-/** The largest delay assumed for a send not answered yet (an answered one counts with all its delay). */
-const MAX_PENDING_DELAY_MS = 250;
+/** The largest handler-delay variation the window is widened by (a stalled answer is not a second's delay). */
+const MAX_SPREAD_MS = 250;
 /** A 429 with two others counted this long before it came at the widened margin: halve the rate. */
 const REPEAT_WINDOW_MS = 60_000;
 /** How often a limiter with a shared source rereads what the account learned (another process's 429). */
@@ -231,7 +235,7 @@ export class RateLimiter {
   /** When the last 429s that taught something came (local ms), newest last. */
   private readonly counted: number[] = [];
   private readonly rtts = new Map<string, RttSamples>();
-  /** Recent delay estimates, newest last: the largest is assumed for a send not answered yet. */
+  /** The last window's worth of delay estimates (windowCap), newest last: the largest widens the window (spreadMs). */
   private readonly delays: number[] = [];
   /** While sends are evenly spaced: when the last one was due by the schedule. */
   private spacedAt = -Infinity;
@@ -281,8 +285,8 @@ export class RateLimiter {
    */
   windowMs(now = this.clock.now()): number {
     const shared = this.source !== undefined && this.source.contended !== false;
-    const ms = this.baseWindowMs + this.learnedNow(now).marginMs;
-    return ms / this.rateFactor(now) + (shared ? this.stallAllowance(now) + this.pendingDelayMs() : 0);
+    const ms = this.baseWindowMs + this.spreadMs() + this.learnedNow(now).marginMs;
+    return ms / this.rateFactor(now) + (shared ? this.stallAllowance(now) : 0);
   }
 
   /** Sends that may go together now: `burst`, or one while bursts are off. */
@@ -379,9 +383,7 @@ export class RateLimiter {
   /** Tells the shared budget about a pause, and what a 429 taught (merged with what other processes learned). */
   private share(teaches: boolean, now: number): void {
     if (!this.source) return;
-    const failed = (err: unknown): void => {
-      this.logger?.warn({ err }, 'could not record the pause in the shared request budget');
-    };
+    const failed = (err: unknown): void => this.budgetTrouble(err, 'could not record the pause in the shared request budget');
     if (!teaches || !this.source.throttle) {
       this.source.pause(this.pausedUntil).catch(failed);
       return;
@@ -401,6 +403,12 @@ export class RateLimiter {
         this.learnedState = 2;
       })
       .catch(failed);
+  }
+
+  /** The shared budget failed: a warning, or a debug line when the process can do without it. */
+  private budgetTrouble(err: unknown, message: string): void {
+    if (this.source?.optional) this.logger?.debug({ err }, message);
+    else this.logger?.warn({ err }, message);
   }
 
   /** A request succeeded: the next throttle starts its default pause from the base again. */
@@ -426,10 +434,11 @@ export class RateLimiter {
   private guardTime(): number {
     const now = this.clock.now();
     const burst = this.burstCapNow(now);
-    // The window holds the sends as the server counted them; the spacing of a burst, as they left;
-    // evenly spaced sends keep to a schedule, so that timer lateness is not added to every interval.
+    // The window and a burst's spacing count from when the sends left (the window holds the
+    // variation of the handler delay); evenly spaced sends keep to a schedule, so that timer
+    // lateness is not added to every interval.
     const spacing = burst === 1 ? this.spacedAt + this.burstWindowMs(now) : this.leftAt(burst, now) + this.burstWindowMs(now);
-    return Math.max(this.countedAt(this.windowCap, now) + this.windowMs(now), spacing);
+    return Math.max(this.leftAt(this.windowCap, now) + this.windowMs(now), spacing);
   }
 
   /**
@@ -451,19 +460,13 @@ export class RateLimiter {
   }
 
   /**
-   * When the server counted the `back`-th send before the next one, as far as
-   * is known: when it left, plus the delay its answer showed (or the largest
-   * recent delay while it is not answered). -Infinity while there are fewer.
+   * How much the server's handler delay varies, as the recent answers show it: the largest of
+   * their delays over the quickest (at least COLD_DELAY_MS for an endpoint with fewer than
+   * WARM_SAMPLES answers). The window is this much wider. 0 before any answer: the first window's
+   * sends all leave before the window ends, and the send after them waits for it.
    */
-  private countedAt(back: number, now: number): number {
-    if (this.sent.length < back) return -Infinity;
-    const e = this.sent[this.sent.length - back]!;
-    return this.leftAt(back, now) + (e.delayMs ?? this.pendingDelayMs());
-  }
-
-  /** The delay assumed for a send not answered yet: the largest of the recent estimates (0 before any). */
-  private pendingDelayMs(): number {
-    return this.delays.length === 0 ? 0 : Math.min(MAX_PENDING_DELAY_MS, Math.max(...this.delays));
+  spreadMs(): number {
+    return this.delays.length === 0 ? 0 : Math.min(MAX_SPREAD_MS, Math.max(...this.delays));
   }
 
   /** How long the server held a request of `key` answered after `rttMs`: its round trip over the quickest recent one. */
@@ -476,7 +479,7 @@ export class RateLimiter {
     let delay = Math.max(0, rttMs - quickest);
     if (samples.rtts.length < WARM_SAMPLES) delay = Math.max(delay, COLD_DELAY_MS);
     this.delays.push(delay);
-    if (this.delays.length > this.windowCap * 2) this.delays.shift();
+    if (this.delays.length > this.windowCap) this.delays.shift();
     return delay;
   }
 
@@ -493,7 +496,7 @@ export class RateLimiter {
         // A lesson of this process's own not stored yet stays.
         if (l && (l.lastThrottledAt ?? -Infinity) >= (this.learned.lastThrottledAt ?? -Infinity)) this.learned = { ...l };
       })
-      .catch((err: unknown) => this.logger?.warn({ err }, 'could not read what the shared request budget learned'))
+      .catch((err: unknown) => this.budgetTrouble(err, 'could not read what the shared request budget learned'))
       .finally(() => (this.learnedState = 2));
     if (wait) await read;
   }
@@ -570,8 +573,8 @@ export class RateLimiter {
               ];
             } catch (err) {
               this.sharedFailures = 1;
-              this.logger?.warn({ err }, 'shared request budget unavailable: pacing this process alone for a while');
-              setTimeout(() => (this.sharedFailures = 0), 5000).unref();
+              this.budgetTrouble(err, 'shared request budget unavailable: pacing this process alone for a while');
+              if (!this.source.optional) setTimeout(() => (this.sharedFailures = 0), 5000).unref();
             }
             continue;
           }

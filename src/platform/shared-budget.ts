@@ -38,6 +38,11 @@ export interface SharedBudgetOptions {
   /** Account key; see `budgetAccount(config)`. */
   account: string;
   clock?: Clock;
+  /**
+   * The process can do without it (`check`, `discover`: the database may not be there yet): failing,
+   * the limiter paces the process alone for the rest of its life, quietly.
+   */
+  optional?: boolean;
 }
 
 /** The key under which processes share a budget: `platform.account`, or a hash of baseUrl + apiKey. */
@@ -52,6 +57,7 @@ const CONTENDED_FOR_MS = 10_000;
 
 export class SharedBudget implements SlotSource {
   readonly account: string;
+  readonly optional: boolean;
   private readonly db: Knex;
   private readonly clock: Clock;
   /** Database time minus local time. */
@@ -71,6 +77,7 @@ export class SharedBudget implements SlotSource {
     if (!options.account) throw new TypeError('SharedBudget needs an account key');
     this.db = options.db;
     this.account = options.account;
+    this.optional = options.optional === true;
     this.clock = options.clock ?? systemClock;
   }
 

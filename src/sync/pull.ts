@@ -884,13 +884,26 @@ async function readCatchUp(
     });
     if (moved.length) {
       await checkFields(ctx, writer, moved, false);
-      await writer.writeItems(moved);
+      await writeMoved(ctx, writer, checks, moved);
     }
     cp.received += checks.note(page.ids);
   }
   const outcome: CatchUpOutcome = { newest, touched: touched.size, clean: watch.gaps.length === 0 };
   ctx.run.log.info({ since, ...outcome }, 'read what changed while the run paged');
   return outcome;
+}
+
+/**
+ * Writes the follow-up's items. One the run's pages already wrote is written again in case it moved
+ * after it was read; found unchanged, it is not counted a second time, so a first load of N items
+ * reports N rows (test/sync/pull.test.ts › mirrors a seeded list row for row).
+ */
+async function writeMoved(ctx: RunContext, writer: PageWriter, checks: PageChecks, items: readonly Item[]): Promise<void> {
+  const seen = (item: Item): boolean => checks.has(itemId(item[ctx.list.idField])!);
+  const fresh = items.filter((item) => !seen(item));
+  const again = items.filter(seen);
+  if (fresh.length) await writer.writeItems(fresh);
+  if (again.length) await writer.writeItems(again, { countUnchanged: false });
 }
 
 /** What the follow-up reads back to: the mark, or earlier when the first page may have been served before it. */

@@ -112,6 +112,45 @@ describe('rate limit', () => {
     for (const r of replies.filter((x) => x.status === 429)) expect(Number(r.headers['retry-after'])).toBeGreaterThanOrEqual(1);
   });
 
+  it('counts a request when its handler runs, after the latency (the default); on arrival when asked', async () => {
+    const limit = { rateLimit: { burst: 1, perSecond: 1 }, rateJitterMs: 0, faults: { latencyMs: 300 } };
+    const handler = await startEmulator({ port: 0, seed: QA_SEED, ...limit, ...clock });
+    const arrival = await startEmulator({ port: 0, seed: QA_SEED, ...limit, rateCountAt: 'arrival', ...clock });
+    try {
+      for (const [emu, second] of [
+        [handler, 429],
+        [arrival, 200],
+      ] as const) {
+        t = 500_000;
+        const first = get(emu);
+        await new Promise((r) => setTimeout(r, 100)); // arrived, its handler not run yet
+        t = 505_000;
+        expect((await first).status).toBe(200);
+        t = 505_500; // half a second after the handler ran; 5.5 s after the first arrived
+        expect((await get(emu)).status).toBe(second);
+      }
+    } finally {
+      await Promise.all([handler.close(), arrival.close()]);
+    }
+  });
+
+  it('hidden: the answers show how much the handler delay varies, each one after the whole of it', async () => {
+    const hidden = await startEmulator({ port: 0, seed: QA_SEED, rateJitterMs: 60, rateCountAt: 'hidden', faults: { latencyMs: 20 } });
+    try {
+      const rtts: number[] = [];
+      for (let i = 0; i < 8; i++) {
+        const started = performance.now();
+        expect((await get(hidden)).status).toBe(200);
+        rtts.push(performance.now() - started);
+      }
+      // Latency 20 ms, then the whole jitter (60 ms) and up to 60 ms more: never quicker than 80 ms, and varying.
+      expect(Math.min(...rtts)).toBeGreaterThanOrEqual(79);
+      expect(Math.max(...rtts) - Math.min(...rtts)).toBeGreaterThan(10);
+    } finally {
+      await hidden.close();
+    }
+  });
+
   it('the admin API is never rate-limited', async () => {
     const results = await Promise.all(Array.from({ length: 30 }, () => frozen.admin.stats()));
     expect(results).toHaveLength(30);
@@ -132,7 +171,14 @@ describe('rate limit', () => {
     expect([win.take('k'), win.take('k'), win.take('k')].map((d) => d.allowed)).toEqual([true, true, false]);
     now = 500;
     expect([win.take('k'), win.take('k'), win.take('k')].map((d) => d.allowed)).toEqual([true, true, false]);
-    expect(createRateLimiter({ burst: 10, perSecond: 10 }).settings).toEqual({ burst: 10, perSecond: 10, model: 'sliding', jitterMs: 20 });
+    expect(createRateLimiter({ burst: 10, perSecond: 10 }).settings).toEqual({
+      burst: 10,
+      perSecond: 10,
+      model: 'sliding',
+      jitterMs: 20,
+      countAt: 'handler',
+    });
+    expect(() => createRateLimiter({ burst: 10, perSecond: 10, countAt: 'later' as never })).toThrow(/countAt/);
     expect(() => createRateLimiter({ burst: 10, perSecond: 10, jitterMs: -1 })).toThrow(/jitterMs/);
   });
 

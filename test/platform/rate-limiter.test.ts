@@ -18,6 +18,15 @@ async function grantTimes(limiter: RateLimiter, clock: ManualClock, n: number): 
   return times;
 }
 
+/** A seeded pseudo-random sequence in [0, 1): the same draws on every run. */
+function lcg(seed: number): () => number {
+  let x = seed >>> 0;
+  return () => {
+    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
+    return x / 2 ** 32;
+  };
+}
+
 /** The shared budget's rule (listsync.reserve_rate_slots), in memory: slots in order, each a window after the one `cap` before. */
 class SlotLog {
   private readonly slots: number[] = [];
@@ -253,17 +262,57 @@ describe('RateLimiter', () => {
     expect(l.marginMs).toBe(MAX_MARGIN_MS);
   });
 
-  it('counts each send at its send time plus the delay its answer showed: the send ten later waits for that', async () => {
+  it('widens the window by the variation the answers show: the send ten later waits for it, whichever request was slow', async () => {
     const clock = new ManualClock();
     const limiter = new RateLimiter({ requestsPerSecond: 10, clock, margin: 0, source: sharedLog(clock) });
+    // A warm endpoint, its quickest answers 200 ms (the cold floor of its first answers gone from the last 20).
+    const warming = Array.from({ length: 20 }, () =>
+      limiter.acquire().then((s) => {
+        s.sent(clock.now());
+        s.answered('fields', clock.now() + 200);
+      }),
+    );
+    await clock.run();
+    await Promise.all(warming);
+    clock.advance(5000);
     const t0 = clock.now();
     const slots = await Promise.all(Array.from({ length: 10 }, () => limiter.acquire()));
     for (const s of slots) s.sent(t0);
-    // The quickest answers take 200 ms; the first request's took 240: the server held it 40 ms longer.
-    for (const s of slots.slice(1)) s.answered('items/query', t0 + 200);
-    slots[0]!.answered('items/query', t0 + 240);
+    // The second request's answer took 240 ms: the server's handler delay varies by 40 ms, and the
+    // first request's answer, quick as it was, does not show that it was not counted late.
+    for (const s of slots) s.answered('fields', t0 + (s === slots[1] ? 240 : 200));
     const [eleventh] = await grantTimes(limiter, clock, 1);
     expect(eleventh).toBe(t0 + 1000 + 40);
+  });
+
+  it('a platform whose answers do not show when it counted each request: no sliding second over the limit, from the first request', async () => {
+    // Counted 200-240 ms after sending (a strict sliding second); answered 240-280 ms after, independently.
+    const random = lcg(39);
+    for (const source of [undefined, 'shared'] as const) {
+      const clock = new ManualClock();
+      const limiter = new RateLimiter({
+        requestsPerSecond: 10,
+        margin: 0.01,
+        burst: 5,
+        clock,
+        ...(source ? { source: sharedLog(clock) } : {}),
+      });
+      const counted: number[] = [];
+      const requests = Array.from({ length: 300 }, () =>
+        limiter.acquire().then(async (slot) => {
+          slot.sent();
+          counted.push(clock.now() + 200 + random() * 40);
+          await clock.sleep(240 + random() * 40);
+          slot.answered('items/query');
+        }),
+      );
+      await clock.run();
+      await Promise.all(requests);
+      expect(maxInSlidingWindow(counted), source ?? 'alone').toBeLessThanOrEqual(10);
+      // A window of 1000 ms + 1 % + the 40 ms the answers show: >= 0.95 of the ceiling.
+      const sorted = [...counted].sort((a, b) => a - b);
+      expect(((sorted.length - 1) / (sorted.at(-1)! - sorted[0]!)) * 1000).toBeGreaterThanOrEqual(9.5);
+    }
   });
 
   it('a send not answered yet counts with the largest recent delay; a cold endpoint with a delay assumed', async () => {

@@ -36,6 +36,8 @@ describe('pull', () => {
     expect(first.status).toBe('succeeded');
     expect(first.windowFrom).toBeNull();
     expect(first.counters.rows_inserted).toBe(2500);
+    // Each item counted once: the follow-up's second look at the newest item is no extra row.
+    expect([first.counters.rows_updated, first.counters.rows_unchanged]).toEqual([0, 0]);
     expect(first.counters.pages).toBe(3);
     expect(await expectMirrorEqualsPlatform(w)).toBe(2500);
 
@@ -53,6 +55,7 @@ describe('pull', () => {
     ]);
     expect(rows[0]!.requests).toBeGreaterThanOrEqual(4); // fields + 3 pages (+ the last-page probe)
     expect(rows[0]!.rows_inserted).toBe(2500);
+    expect([rows[0]!.rows_updated, rows[0]!.rows_unchanged]).toEqual([0, 0]);
   });
 
   it('sends the documented incremental query: the date filter from high-water − overlap, newest first, then the ID', async () => {

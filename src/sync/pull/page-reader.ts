@@ -106,6 +106,11 @@ export class PageChecks {
     return { ids, repeats };
   }
 
+  /** Whether this run has read the item already. */
+  has(id: string): boolean {
+    return this.seen.has(id);
+  }
+
   /** Records IDs read outside the pages (a gap re-read, a follow-up): how many were new. */
   note(ids: readonly string[]): number {
     let added = 0;

@@ -122,12 +122,14 @@ export class PageWriter {
   /**
    * Writes items read outside the paged order (a gap re-read, a follow-up read) in one transaction
    * with the run's counters; the checkpoint is not touched (a run killed here reads them again).
+   * `countUnchanged: false` for items the run counted already: a row found unchanged is not counted again.
    */
-  async writeItems(items: readonly Item[]): Promise<UpsertResult> {
+  async writeItems(items: readonly Item[], opts: { countUnchanged?: boolean } = {}): Promise<UpsertResult> {
     await this.drain();
     const { r, delta } = await withDeadlockRetry(() =>
       this.o.db.transaction(async (trx) => {
         const written = await this.upsert(trx, items, false);
+        if (opts.countUnchanged === false) written.delta.rows_unchanged = 0;
         await addToRun(trx, this.o.runId, written.delta);
         return written;
       }),
