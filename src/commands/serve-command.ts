@@ -11,6 +11,8 @@ import { startRealtime, type Realtime } from '../realtime/index.js';
 import { createHookReceiver, earlyPullOnItemEvent, HOOKS_PATH, replayUnprocessedEvents, type ItemEvent } from '../webhooks/index.js';
 import { InvalidArgumentError } from 'commander';
 import { ConfigError } from '../errors.js';
+import type { AddressInfo } from 'node:net';
+import { serveBanner } from './serve-banner.js';
 import type { CommandKit } from './command-kit.js';
 import { wholeNumber } from './options.js';
 
@@ -65,9 +67,7 @@ function untilStopped(ctx: AppContext, serve: RunningServe, consoleServer: Runni
     process.on('SIGTERM', onTerm);
     process.on('SIGINT', onInt);
     // Announced once SIGTERM is handled: whoever waits for this line may stop the process at once.
-    ctx.io.out(
-      `listsync serve on ${serve.url} (healthz: ${serve.url}/healthz, metrics: ${serve.url}/metrics, webhooks: ${serve.url}${HOOKS_PATH}<token>)`,
-    );
+    ctx.io.out(serveBanner(serve.server.address() as AddressInfo, HOOKS_PATH));
   });
 }
 
