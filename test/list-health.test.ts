@@ -121,5 +121,5 @@ describe('health is the worst current state of a list’s jobs', () => {
     } finally {
       expect(await s2.stop()).toBe(0);
     }
-  });
+  }, 180_000);
 });

@@ -18,22 +18,26 @@
 import { RUNS_TABLE } from './runs.js';
 
 /** Job families: a success clears the failures of its own family only. */
-const FAMILIES = `(values ('pull', array['pull', 'backfill']), ('push', array['push']), ('reconcile', array['reconcile']),
-                          ('users', array['users']), ('directory', array['directory'])) fam(name, jobs)`;
+const FAMILIES: readonly (readonly string[])[] = [['pull', 'backfill'], ['push'], ['reconcile'], ['users'], ['directory']];
+
+/** The family's latest failure while no success of the family started after it. */
+function familyFailure(list: string, jobs: readonly string[]): string {
+  const inFamily = `in (${jobs.map((j) => `'${j}'`).join(', ')})`;
+  return `(select f.job, f.started_at, f.error
+      from (select x.job, x.started_at, x.error from ${RUNS_TABLE} x
+             where x.list_name = ${list} and x.status = 'failed' and x.job ${inFamily} order by x.id desc limit 1) f
+     where not exists (select 1 from ${RUNS_TABLE} s
+                        where s.list_name = ${list} and s.job ${inFamily} and s.status = 'succeeded' and s.started_at > f.started_at))`;
+}
 
 /**
- * A scalar-free subquery (for a lateral join) giving the list's current
- * failure, if any: `failing_job`, `failing_at` (the failed run's start) and
+ * A subquery (for a lateral join) giving the list's current failure, if
+ * any: `failing_job`, `failing_at` (the failed run's start) and
  * `failing_error`; the newest when several families fail. `list` is the SQL
  * expression of the list's name.
  */
 export function currentFailureSql(list: string): string {
-  return `(select f.job as failing_job, f.started_at as failing_at, f.error as failing_error
-     from ${FAMILIES}
-     cross join lateral (select x.job, x.started_at, x.error from ${RUNS_TABLE} x
-                          where x.list_name = ${list} and x.status = 'failed' and x.job = any(fam.jobs)
-                          order by x.id desc limit 1) f
-    where not exists (select 1 from ${RUNS_TABLE} s
-                       where s.list_name = ${list} and s.job = any(fam.jobs) and s.status = 'succeeded' and s.started_at > f.started_at)
-    order by f.started_at desc limit 1)`;
+  return `(select u.job as failing_job, u.started_at as failing_at, u.error as failing_error
+     from (${FAMILIES.map((jobs) => familyFailure(list, jobs)).join('\n           union all ')}) u
+    order by u.started_at desc limit 1)`;
 }
