@@ -10,7 +10,12 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../src/config.js';
+import { createDb } from '../src/db.js';
 import { startEmbeddedDb, type EmbeddedDb } from '../src/embedded-db.js';
+import { silentLogger } from '../src/logger.js';
+import { createHealth } from '../src/serve/health.js';
+import { startHttp } from '../src/serve/routes.js';
 import { runCli } from './helpers/cli.js';
 import { adminUrl, withDatabase } from './helpers/pg-admin.js';
 import { startWorld, type World } from './helpers/world.js';
@@ -103,4 +108,35 @@ describe('a database that refuses the credentials', () => {
       expect(out).not.toContain(WRONG_PASSWORD);
     });
   }
+});
+
+describe('serve, when the database refuses the credentials after it started', () => {
+  it('/healthz and /readyz say "refused", naming the user, not "unreachable"', async () => {
+    const url = withUser(w.t.url, UNKNOWN_ROLE);
+    const config = parseConfig({
+      platform: { baseUrl: w.emu.baseUrl, apiKey: w.emu.apiKey },
+      database: { url },
+      lists: [{ name: 'orders', appID: 'demo', listID: 'orders' }],
+    });
+    const db = createDb({ url, poolMax: 1 });
+    const health = createHealth({ db, config, waitMs: 5000 });
+    const http = await startHttp({
+      routes: { '/healthz': health.route, '/readyz': health.ready },
+      logger: silentLogger(),
+      host: '127.0.0.1',
+      port: 0,
+    });
+    try {
+      for (const path of ['/healthz', '/readyz']) {
+        const res = await fetch(`${http.url}${path}`);
+        expect(res.status).toBe(503);
+        const body = (await res.json()) as { database: string };
+        expect(body.database).toMatch(new RegExp(`^refused: .*"${UNKNOWN_ROLE}"`));
+      }
+    } finally {
+      await health.stop();
+      await http.close();
+      await db.destroy();
+    }
+  });
 });
