@@ -49,12 +49,20 @@ const consoleAddress = z.union([
 /** True when `value` is a console address: `host:port` or "off". */
 export const isConsoleAddress = (value: string): boolean => consoleAddress.safeParse(value).success;
 
-/** `serve.console` (or `address`, e.g. from `serve --console`) as host and port; undefined when it is "off". */
-export function consoleListen(config: Config, address: string = config.serve.console): { host: string; port: number } | undefined {
-  if (address === 'off') return undefined;
-  const at = address.lastIndexOf(':');
-  const host = address.slice(0, at).replace(/^\[(.*)\]$/, '$1');
-  return { host, port: Number(address.slice(at + 1)) };
+/**
+ * `serve.console` (or `address`, e.g. from `serve --console`) as host and port; undefined when it is "off".
+ * `explicit` is false when neither was given and the default address is used: serve then runs without
+ * the console when that address cannot be had, and fails when an address the operator chose cannot.
+ */
+export function consoleListen(
+  config: Config,
+  address: string | undefined = config.serve.console,
+): { host: string; port: number; explicit: boolean } | undefined {
+  const chosen = address ?? DEFAULT_CONSOLE_ADDRESS;
+  if (chosen === 'off') return undefined;
+  const at = chosen.lastIndexOf(':');
+  const host = chosen.slice(0, at).replace(/^\[(.*)\]$/, '$1');
+  return { host, port: Number(chosen.slice(at + 1)), explicit: address !== undefined };
 }
 
 const columnName = z
@@ -319,8 +327,11 @@ const configSchema = z
         runHistoryDays: z.number().int().min(1, 'is below 1: runs are kept at least a day (30 by default)').default(30),
         /** An item event of a realtime list still unapplied after this long makes /healthz degraded. */
         realtimeStaleAfterSeconds: positiveInt.default(120),
-        /** Where the console listens (`host:port`, never the webhook port), or "off". */
-        console: consoleAddress.default(DEFAULT_CONSOLE_ADDRESS),
+        /**
+         * Where the console listens (`host:port`, never the webhook port), or "off". Unset: DEFAULT_CONSOLE_ADDRESS,
+         * and serve runs without the console when that address is taken (consoleListen).
+         */
+        console: consoleAddress.optional(),
         /**
          * The console's access token (`LISTSYNC_CONSOLE_TOKEN`). Unset: a console on a loopback address
          * answers loopback clients only; on any other address, serve generates one and prints it once.
@@ -337,7 +348,6 @@ const configSchema = z
         shutdownTimeoutMs: 6_000,
         runHistoryDays: 30,
         realtimeStaleAfterSeconds: 120,
-        console: DEFAULT_CONSOLE_ADDRESS,
       }),
     log: z
       .object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') })

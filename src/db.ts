@@ -83,8 +83,10 @@ export function isConnectionError(err: unknown): boolean {
   return false;
 }
 
-/** A connection failure reworded to name the (redacted) database; any other error as it is. */
+/** A connection failure reworded to name the (redacted) database, refused credentials as a ConfigError; any other error as it is. */
 export function explainDatabaseError(err: unknown, url: string): unknown {
+  const refused = credentialsRefused(err, url);
+  if (refused) return refused;
   if (!isConnectionError(err) || (err instanceof Error && err.message.startsWith('The database at '))) return err;
   const message = err instanceof Error ? err.message : String(err);
   return new Error(
@@ -93,11 +95,33 @@ export function explainDatabaseError(err: unknown, url: string): unknown {
   );
 }
 
-/** Resolves when the database answers; the error names the (redacted) URL. A database that does not exist is a ConfigError. */
+/**
+ * The server's refusal of a login (a wrong password, an unknown role, no CONNECT privilege) as a
+ * ConfigError naming the user: the server was reached, and what the operator gave must change (exit 2,
+ * never "cannot reach"); undefined for any other error.
+ */
+export function credentialsRefused(err: unknown, url: string): ConfigError | undefined {
+  const code = pgCode(err);
+  const refused =
+    code === PG.invalidPassword ||
+    code === PG.invalidAuthorization ||
+    (code === PG.insufficientPrivilege && /permission denied for database/i.test(coerceError(err).message));
+  if (!refused) return undefined;
+  return new ConfigError(
+    `The database at ${redactUrl(url)} refused the credentials of user "${userName(url)}": ${coerceError(err).message}. ` +
+      'Fix the user and password in database.url / DATABASE_URL, or the role and its CONNECT privilege on the server.',
+    'database.url',
+    { cause: err },
+  );
+}
+
+/** Resolves when the database answers; the error names the (redacted) URL. A database that does not exist, or refused credentials, is a ConfigError. */
 export async function ping(db: Knex, url: string): Promise<void> {
   try {
     await db.raw('select 1');
   } catch (err) {
+    const refused = credentialsRefused(err, url);
+    if (refused) throw refused;
     if (pgCode(err) === PG.invalidCatalogName) {
       const name = databaseName(url);
       throw new ConfigError(
@@ -110,6 +134,15 @@ export async function ping(db: Knex, url: string): Promise<void> {
       `Cannot reach the database at ${redactUrl(url)}: ${coerceError(err).message}. Check database.url / DATABASE_URL and that PostgreSQL is running.`,
       { cause: err },
     );
+  }
+}
+
+/** The user a database URL logs in as (libpq's default when it names none: the OS user). */
+function userName(url: string): string {
+  try {
+    return decodeURIComponent(new URL(url).username) || '(none in the URL: the default user)';
+  } catch {
+    return '?';
   }
 }
 

@@ -49,6 +49,11 @@ export const PG = {
   uniqueViolation: '23505',
   undefinedTable: '42P01',
   invalidCatalogName: '3D000',
+  /** A login refused: a wrong password (28P01), an unknown role or no pg_hba entry (28000). */
+  invalidPassword: '28P01',
+  invalidAuthorization: '28000',
+  /** Also a connection refused for want of the CONNECT privilege on the database. */
+  insufficientPrivilege: '42501',
   duplicateDatabase: '42P04',
   lockNotAvailable: '55P03',
   deadlockDetected: '40P01',

@@ -266,7 +266,7 @@ const FROM_POSTGRES: readonly ReadMetric<Snapshot>[] = [
   {
     kind: 'gauge',
     name: 'listsync_last_run_failed',
-    help: '1 when the most recent outcome of the list was a failure (the healthz "last error").',
+    help: '1 while a job of the list failed and no run of that job succeeded since (the healthz "last error").',
     labels: ['list'],
     read: (v, s) => s.lists.forEach((l) => v.set(perList(l.list), l.lastError ? 1 : 0)),
   },

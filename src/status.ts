@@ -161,10 +161,9 @@ function statusOf(f: StatusFacts, schema: string, rows: RowCounts | undefined, n
   };
 }
 
-/** The latest failure's error while no run succeeded after it started. */
+/** The list's current failure (src/store/list-health.ts): it stays until a run of the failed job's family succeeds. */
 function lastError(f: StatusFacts): string | null {
-  if (!f.last_failure_at) return null;
-  return !f.last_succeeded_at || f.last_failure_at > f.last_succeeded_at ? f.last_failure_error : null;
+  return f.last_failure_at ? (f.last_failure_error ?? `${f.last_failure_job ?? 'a run'} failed`) : null;
 }
 
 /** What the last successful reconcile healed, by kind (all zero when the mirror was in line); null before the first. */

@@ -106,6 +106,16 @@ describe('upgrade from the previous release', () => {
     const added = (await t.db.raw(`select op, changes from listsync.outbox where item_id = ? and status = 'pending'`, [other.id]))
       .rows as Rows;
     expect(added).toEqual([{ op: 'update', changes: { notes: 'a new edit' } }]);
+
+    // The mirror table made by the previous release now refuses edits of listsync's own columns.
+    for (const [column, value] of [
+      ['_raw', `'{}'::jsonb`],
+      ['_synced_at', `now() - interval '1 day'`],
+      ['_deleted_at', 'now()'],
+    ]) {
+      const err = await t.db.raw(`update mirror.orders set ?? = ${value} where id = ?`, [column!, other.id]).catch((e: unknown) => e);
+      expect((err as Error).message).toContain(`column ${column} of mirror.orders is managed by listsync and cannot be changed`);
+    }
   });
 
   it("the migrations from their SQL files define listsync's functions as the previous release did", async () => {

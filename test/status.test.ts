@@ -135,10 +135,11 @@ describe('list statuses', () => {
     await seedState(t.db, 'beta', { watermark: '2026-11-20', lastSuccessAt: at(31) });
     await seedConflicts(t.db, 'beta', ['resolved']);
 
-    // gamma: a failure recorded after the last success but fired before it started (serve's queue records a
+    // gamma: a pull failure recorded after a pull's success but fired before it started (serve's queue records a
     // skipped or failed fire afterwards), so it is not the list's error; an empty mirror table.
     await seedRuns(t.db, 'gamma', [
       { job: 'reconcile', status: 'succeeded', startedAt: at(50) },
+      { job: 'pull', status: 'succeeded', startedAt: at(48) },
       { job: 'pull', status: 'failed', startedAt: at(45), error: 'database unreachable' },
     ]);
     await seedMirrorTable(t.db, 'gamma', 0, 0);
@@ -197,8 +198,8 @@ describe('list statuses', () => {
     running: false,
     watermark: null,
     lastReconcileHealed: { at: at(50), deleted: 0, undeleted: 0, missing: 0, behind: 0 },
-    lagMinutes: null,
-    lastPullStartedAt: null,
+    lagMinutes: 12,
+    lastPullStartedAt: at(48),
     rows: 0,
     deletedRows: 0,
     lastError: null,
@@ -305,6 +306,7 @@ describe('list statuses over a long run history', () => {
     const r = await t.db.raw<{ rows: { 'QUERY PLAN': string }[] }>(`explain ${STATUS_FACTS_SQL}`, ['mirror', names, names]);
     const plan = r.rows.map((row) => row['QUERY PLAN']).join('\n');
     expect(plan).toMatch(/Index Scan Backward using sync_runs_failed_by_list/);
+    expect(plan).toMatch(/Index Only Scan using sync_runs_succeeded_by_list_job|Index Scan using sync_runs_succeeded_by_list_job/);
     expect(plan).toMatch(/Index Only Scan using sync_runs_running_by_list/);
   });
 });
@@ -350,5 +352,46 @@ describe('mirror row counts kept between reads (RowCountCache, as /metrics reads
       .update({ status: 'succeeded', finished_at: at(69.5) });
     expect(await read(cache, at(70))).toEqual({ rows: 5, scanned: true });
     expect(await read(cache, at(71))).toEqual({ rows: 5, scanned: false });
+  });
+});
+
+describe('a list is as healthy as its worst job', () => {
+  let t: TestDatabase;
+  let config: Config;
+  beforeAll(async () => {
+    t = await createTestDatabase();
+    config = configOf(t, [
+      { name: 'pulls', appID: 'demo', listID: 'pulls' },
+      { name: 'pushes', appID: 'demo', listID: 'pushes' },
+      { name: 'healed', appID: 'demo', listID: 'healed' },
+    ]);
+    // pulls: a pull failed; a push and a reconcile succeeded since: still the pull's error.
+    await seedRuns(t.db, 'pulls', [
+      { job: 'pull', status: 'succeeded', startedAt: at(0) },
+      { job: 'pull', status: 'failed', startedAt: at(10), error: 'pull: HTTP 503' },
+      { job: 'push', status: 'succeeded', startedAt: at(11) },
+      { job: 'reconcile', status: 'succeeded', startedAt: at(12) },
+    ]);
+    // pushes: a push failed, then a pull failed, then a pull succeeded: the push's error is left.
+    await seedRuns(t.db, 'pushes', [
+      { job: 'push', status: 'failed', startedAt: at(10), error: 'push: HTTP 500' },
+      { job: 'pull', status: 'failed', startedAt: at(20), error: 'pull: HTTP 503' },
+      { job: 'pull', status: 'succeeded', startedAt: at(30) },
+    ]);
+    // healed: a pull failed, a backfill succeeded since (a pull of a date range): no error.
+    await seedRuns(t.db, 'healed', [
+      { job: 'pull', status: 'failed', startedAt: at(10), error: 'pull: HTTP 503' },
+      { job: 'backfill', status: 'succeeded', startedAt: at(20) },
+    ]);
+  });
+  afterAll(async () => t?.drop());
+
+  it('keeps a job’s failure until a run of the same job succeeds, whatever else succeeded since', async () => {
+    const statuses = await listStatuses(t.db, config, NOW, { rows: false });
+    expect(statuses.map((s) => [s.list, s.lastError])).toEqual([
+      ['pulls', 'pull: HTTP 503'],
+      ['pushes', 'push: HTTP 500'],
+      ['healed', null],
+    ]);
   });
 });

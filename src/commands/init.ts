@@ -10,6 +10,9 @@ import { appLogger, createClient, type GlobalOptions, type Output } from '../con
 import { discoverLists, type Discovery } from './discover.js';
 import type { CommandKit } from './command-kit.js';
 
+/** The push schedule `init --write-back` writes: SQL edits are sent back every 2 minutes. */
+export const WRITE_BACK_SCHEDULE = '*/2 * * * *';
+
 export const SAMPLE_CONFIG = {
   '//': 'listsync config. Keys starting with // are comments. Secrets come from the environment (.env): ${NAME} is replaced by the variable NAME.',
   platform: {
@@ -34,7 +37,11 @@ export const SAMPLE_CONFIG = {
       sortField: 'Created',
       lookbackDays: 1,
       conflictPolicy: 'remote-wins',
-      schedule: { pull: '*/10 * * * *', push: '*/2 * * * *', reconcile: '30 3 * * *' },
+      schedule: {
+        '//': `Write-back is not scheduled: SQL edits in the mirror reach the platform only with "listsync push", until you add "push": "${WRITE_BACK_SCHEDULE}" here (listsync init --write-back writes it).`,
+        pull: '*/10 * * * *',
+        reconcile: '30 3 * * *',
+      },
     },
   ],
   users: { enabled: true, schedule: '0 * * * *' },
@@ -62,22 +69,33 @@ function listEntry(list: DiscoveredList): Record<string, unknown> {
   return { '//': `${about} (application ${list.appTitle}). ${hint}`, name: list.name, appID: list.appID, listID: list.listID, ...settings };
 }
 
+/** A list entry with write-back scheduled: the push schedule in place of the comment that says how to add it. */
+function withWriteBack(list: Record<string, unknown>): Record<string, unknown> {
+  const { '//': _howTo, ...schedule } = list.schedule as Record<string, string>;
+  return { ...list, schedule: { ...schedule, push: WRITE_BACK_SCHEDULE } };
+}
+
 /**
  * Writes the config and .env.example. With `discovered`, the config holds
  * those lists (and `baseUrl`, the platform they were found on) instead of the
- * sample list.
+ * sample list. Write-back (a push schedule) is written only with `writeBack`:
+ * sending SQL edits to the platform is the user's choice.
  */
 export function runInit(opts: {
   dir: string;
   force: boolean;
   discovered?: { baseUrl: string; lists: readonly DiscoveredList[] };
+  writeBack?: boolean;
 }): string[] {
   const configPath = assertConfigWritable(opts.dir, opts.force);
   const envPath = resolve(opts.dir, '.env.example');
   const d = opts.discovered;
-  const config = d
-    ? { ...SAMPLE_CONFIG, platform: { ...SAMPLE_CONFIG.platform, baseUrl: d.baseUrl }, lists: d.lists.map(listEntry) }
-    : SAMPLE_CONFIG;
+  const lists: Record<string, unknown>[] = d ? d.lists.map(listEntry) : SAMPLE_CONFIG.lists;
+  const config = {
+    ...SAMPLE_CONFIG,
+    platform: { ...SAMPLE_CONFIG.platform, baseUrl: d?.baseUrl ?? SAMPLE_CONFIG.platform.baseUrl },
+    lists: opts.writeBack ? lists.map(withWriteBack) : lists,
+  };
   writeFileSync(configPath, `${JSON.stringify(config, null, 2)}\n`);
   writeFileSync(envPath, SAMPLE_ENV);
   return [configPath, envPath];
@@ -146,19 +164,25 @@ export function register({ program, io, globals }: CommandKit): void {
     .option('--base-url <url>', 'with --discover: the platform API address ending with /v1 (default $PLATFORM_BASE_URL)')
     .option('--all', 'with --discover: take every list instead of asking', false)
     .option(
+      '--write-back',
+      `schedule write-back: serve sends SQL edits to the platform every 2 minutes (schedule.push "${WRITE_BACK_SCHEDULE}")`,
+      false,
+    )
+    .option(
       '--list <listID>',
       'with --discover: take this list (listID, appID/listID or its config name); repeatable',
       (v: string, prev: string[]) => [...prev, v],
       [] as string[],
     )
-    .action(async (opts: { force: boolean; discover: boolean; baseUrl?: string; all: boolean; list: string[] }) => {
+    .action(async (opts: { force: boolean; discover: boolean; baseUrl?: string; all: boolean; list: string[]; writeBack: boolean }) => {
       const dir = process.cwd();
       if (!opts.discover && (opts.all || opts.list.length || opts.baseUrl))
         throw new UsageError('--all, --list and --base-url go with --discover.');
       assertConfigWritable(dir, opts.force);
       const discovered = opts.discover ? await discoverForInit(opts, io, globals()) : undefined;
-      for (const file of runInit({ dir, force: opts.force, discovered })) io.out(`wrote ${file}`);
+      for (const file of runInit({ dir, force: opts.force, discovered, writeBack: opts.writeBack })) io.out(`wrote ${file}`);
       if (discovered) io.out(`with ${discovered.lists.length} list(s): ${discovered.lists.map((l) => l.name).join(', ')}`);
+      io.out(writeBackNote(opts.writeBack));
       io.out('Next: copy .env.example to .env, fill it in, then run "listsync check".');
     });
 }
@@ -200,4 +224,12 @@ async function discoverForInit(
   } finally {
     rl?.close();
   }
+}
+
+/** What init says about write-back: scheduled, or how to turn it on. */
+function writeBackNote(scheduled: boolean): string {
+  return scheduled
+    ? `Write-back is scheduled (lists[].schedule.push "${WRITE_BACK_SCHEDULE}"): serve sends SQL edits in the mirror to the platform.`
+    : 'Write-back is not scheduled: SQL edits in the mirror reach the platform only with "listsync push". ' +
+        `To send them on a schedule, add "push": "${WRITE_BACK_SCHEDULE}" to a list's schedule (or run init --write-back).`;
 }

@@ -10,6 +10,9 @@ import { createRunOutcomes } from '../serve/run-outcomes.js';
 import { startRealtime, type Realtime } from '../realtime/index.js';
 import { createHookReceiver, earlyPullOnItemEvent, HOOKS_PATH, replayUnprocessedEvents, type ItemEvent } from '../webhooks/index.js';
 import { InvalidArgumentError } from 'commander';
+import { ConfigError } from '../errors.js';
+import type { AddressInfo } from 'node:net';
+import { serveBanner } from './serve-banner.js';
 import type { CommandKit } from './command-kit.js';
 import { wholeNumber } from './options.js';
 
@@ -64,9 +67,7 @@ function untilStopped(ctx: AppContext, serve: RunningServe, consoleServer: Runni
     process.on('SIGTERM', onTerm);
     process.on('SIGINT', onInt);
     // Announced once SIGTERM is handled: whoever waits for this line may stop the process at once.
-    ctx.io.out(
-      `listsync serve on ${serve.url} (healthz: ${serve.url}/healthz, metrics: ${serve.url}/metrics, webhooks: ${serve.url}${HOOKS_PATH}<token>)`,
-    );
+    ctx.io.out(serveBanner(serve.server.address() as AddressInfo, HOOKS_PATH));
   });
 }
 
@@ -121,7 +122,7 @@ export async function runServe(
   try {
     consoleServer = await startConsoleOf(ctx, client, opts.console);
   } catch (err) {
-    // A console that cannot listen ends serve, as the webhook port does: nothing keeps running behind the error.
+    // A console address the operator chose that cannot be had ends serve: nothing keeps running behind the error.
     await serve.close();
     await rt.close();
     await client.close();
@@ -135,14 +136,48 @@ export async function runServe(
   return 0;
 }
 
-/** The console on its own listener (`serve.console`), unless it is "off"; says where, and a generated token once. */
+/**
+ * The console on its own listener (`serve.console`), unless it is "off"; says where, and a generated token once.
+ * The console never stops serve by itself: when the default address cannot be had, serve warns and runs
+ * without it; an address the operator chose (serve.console, --console) that cannot be had is a ConfigError (exit 2).
+ */
 async function startConsoleOf(ctx: AppContext, client: AppContext['client'], address?: string): Promise<RunningConsole | undefined> {
   const at = consoleListen(ctx.config, address);
   if (!at) return undefined;
   const access = consoleToken(ctx.config, at.host);
-  const running = await startConsole({ config: ctx.config, db: ctx.db, client, logger: ctx.logger, ...at, token: access.token });
+  let running: RunningConsole;
+  try {
+    running = await startConsole({
+      config: ctx.config,
+      db: ctx.db,
+      client,
+      logger: ctx.logger,
+      host: at.host,
+      port: at.port,
+      token: access.token,
+    });
+  } catch (err) {
+    const code = listenErrorCode(err);
+    if (code === undefined) throw err;
+    const why = `the console cannot listen on ${at.host}:${at.port}: ${code === 'EADDRINUSE' ? 'the port is in use by another process' : code}`;
+    if (!at.explicit) {
+      ctx.logger.warn({ code }, `${why}; serve runs without the console (set serve.console or --console to another host:port, or "off")`);
+      return undefined;
+    }
+    throw new ConfigError(
+      `${why} (${address !== undefined ? '--console' : 'serve.console'}). Choose a free host:port there, or "off" to run without the console.`,
+      address !== undefined ? undefined : 'serve.console',
+      { cause: err },
+    );
+  }
   ctx.io.out(consoleAnnouncement(running.url, access));
   return running;
+}
+
+/** The system error code of a listener that could not be opened (EADDRINUSE, EACCES, EADDRNOTAVAIL...), if that is what `err` is. */
+function listenErrorCode(err: unknown): string | undefined {
+  const cause = (err as { cause?: unknown } | undefined)?.cause as NodeJS.ErrnoException | undefined;
+  return cause?.syscall === 'listen' && typeof cause.code === 'string' ? cause.code : undefined;
 }
 
 function consoleAddressArg(value: string): string {

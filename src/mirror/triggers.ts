@@ -16,8 +16,11 @@
  * - DELETE of another row, with `pushDeletes` → an open 'delete' (base version
  *   and the row's whole content); the row stays, marked `_deleted_at`, until
  *   push settles it. Without `pushDeletes` → refused, naming the option.
- * - UPDATE of id / row_version / created_at / modified_at, TRUNCATE →
- *   refused with an exception (SQLSTATE P0001) whose message says why.
+ * - UPDATE of listsync's own columns (id, row_version, created_at,
+ *   modified_at, _raw, _synced_at, _deleted_at), an INSERT that sets _raw,
+ *   _synced_at or _deleted_at, TRUNCATE → refused with an exception
+ *   (SQLSTATE P0001) whose message names the column and says why (migration
+ *   20261130030000_own_columns_read_only).
  * - A write of a read-only field's column (system, auto-number, calculated:
  *   src/mirror/read-only.ts) or of a multi-value array holding a NULL element
  *   → refused, naming the field and the column (migration

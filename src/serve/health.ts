@@ -18,7 +18,7 @@
  * database refusing connections during fires").
  */
 import type { Config } from '../config.js';
-import type { Knex } from '../db.js';
+import { credentialsRefused, type Knex } from '../db.js';
 import { coerceError } from '../errors.js';
 import { listStatuses, type ListStatus } from '../status.js';
 import { waitFor } from './deadline.js';
@@ -38,7 +38,8 @@ export interface HealthOptions {
 }
 
 interface Snapshot {
-  database: 'ok' | { error: string };
+  /** `refused`: the server refused the credentials (it was reached; the config must change). */
+  database: 'ok' | { error: string; refused?: boolean };
   lists: ListStatus[];
   extra: { degraded: boolean; [key: string]: unknown };
 }
@@ -63,7 +64,7 @@ export function createHealth(opts: HealthOptions): Health {
       snapshot = {
         lists: snapshot?.lists ?? [],
         extra: snapshot?.extra ?? { degraded: false },
-        database: { error: coerceError(err).message },
+        database: { error: coerceError(err).message, refused: credentialsRefused(err, config.database.url) !== undefined },
       };
       return;
     }
@@ -92,7 +93,7 @@ export function createHealth(opts: HealthOptions): Health {
   };
   const ready: RouteHandler = async (_req, res) => {
     await waitFor(refresh(), opts.waitMs ?? 250);
-    const database = !snapshot ? 'unknown' : snapshot.database === 'ok' ? 'ok' : `unreachable: ${snapshot.database.error}`;
+    const database = databaseState(snapshot);
     json(res, database === 'ok' ? 200 : 503, { status: database === 'ok' ? 'ready' : 'not ready', database });
   };
   return {
@@ -105,8 +106,15 @@ export function createHealth(opts: HealthOptions): Health {
   };
 }
 
+/** The database as /healthz and /readyz name it: "ok", "unreachable: …", or "refused: …" when it refused the credentials. */
+function databaseState(snapshot: Snapshot | undefined): string {
+  if (!snapshot) return 'unknown';
+  if (snapshot.database === 'ok') return 'ok';
+  return `${snapshot.database.refused ? 'refused' : 'unreachable'}: ${snapshot.database.error}`;
+}
+
 function answer(snapshot: Snapshot | undefined, config: Config, opts: HealthOptions): [number, unknown] {
-  const database = !snapshot ? 'unknown' : snapshot.database === 'ok' ? 'ok' : `unreachable: ${snapshot.database.error}`;
+  const database = databaseState(snapshot);
   const lists = snapshot?.lists ?? [];
   const { degraded: extraDegraded, ...more } = snapshot?.extra ?? { degraded: false };
   const stale = lists.filter((l) => l.lagMinutes !== null && l.lagMinutes > config.serve.maxLagMinutes);

@@ -7,11 +7,13 @@
  * - one query for a whole page, whatever the number of lists; the page is cut
  *   in SQL (degraded lists first, then in config order), with the totals
  *   (bench/console.bench.ts: 500 lists under 300 ms);
- * - a list is degraded for the reasons in `problems`, in words
+ * - a list is degraded for the reasons in `problems`, in words; a failed job
+ *   keeps it degraded until a run of the same job succeeds (src/store/list-health.ts)
  *   (test/console/console-browser.test.ts › "the overview says what each list is doing").
  */
 import type { Knex } from '../db.js';
 import { CONFLICTS_TABLE } from './conflicts.js';
+import { currentFailureSql } from './list-health.js';
 import { OUTBOX_TABLE } from './outbox.js';
 import { REALTIME_STATS_TABLE } from './realtime-stats.js';
 import { RUNS_TABLE } from './runs.js';
@@ -59,7 +61,7 @@ with l as (
          lr.job as last_job, lr.status as last_status, lr.started_at as last_started_at, lr.finished_at as last_finished_at,
          ok.at as last_pull_at,
          extract(epoch from now() - ok.at)::float8 as fresh_seconds,
-         case when lo.status = 'failed' then lo.error end as last_error,
+         lo.failing_job, lo.failing_error as last_error,
          coalesce(ob.pending, 0)::int as pending, coalesce(ob.failed, 0)::int as failed,
          coalesce(cf.n, 0)::int as conflicts,
          coalesce(sb.n, 0)::int as subscriptions,
@@ -67,11 +69,12 @@ with l as (
          ev.oldest_seconds as oldest_waiting_seconds,
          rs.last_applied_at
     from l
-    -- The last run, and the last that ended in success or failure (its error is the list's while it is the newest).
+    -- The last run that did something (a success without a platform request, such as a push with nothing
+    -- to send, is passed over), and the list's current failure (list-health.ts).
     left join lateral (select job, status, started_at, finished_at from ${RUNS_TABLE} x
-                        where x.list_name = l.name order by x.id desc limit 1) lr on true
-    left join lateral (select status, error from ${RUNS_TABLE} x
-                        where x.list_name = l.name and x.status in ('succeeded', 'failed') order by x.id desc limit 1) lo on true
+                        where x.list_name = l.name and not (x.status = 'succeeded' and x.requests = 0)
+                        order by x.id desc limit 1) lr on true
+    left join lateral ${currentFailureSql('l.name')} lo on true
     left join lateral (select greatest(
                          (select max(started_at) from ${RUNS_TABLE} x where x.list_name = l.name and x.job = 'pull' and x.status = 'succeeded'),
                          (select max(started_at) from ${RUNS_TABLE} x where x.list_name = l.name and x.job = 'backfill' and x.status = 'succeeded')
@@ -87,7 +90,7 @@ with l as (
     left join ${REALTIME_STATS_TABLE} rs on rs.list_name = l.name
 ), p as (
   select r.*, array_remove(array[
-           case when last_error is not null then 'last run failed' end,
+           case when failing_job is not null then 'last ' || failing_job || ' failed' end,
            case when last_pull_at is null and last_status is distinct from 'running' then 'never pulled' end,
            case when fresh_seconds > ? * 60 then 'stale' end,
            case when failed > 0 then 'changes failed' end,

@@ -1,8 +1,9 @@
 /**
  * What status reads of each configured list from listsync's own tables, in
  * one statement for all lists: the pull's state, the latest run of each kind
- * status names, whether a run is open, unsent and failed changes, open
- * conflicts, and whether the list's mirror table exists.
+ * status names, the list's current failure (src/store/list-health.ts),
+ * whether a run is open, unsent and failed changes, open conflicts, and
+ * whether the list's mirror table exists.
  *
  * Invariants:
  * - one query however many lists (test/status.test.ts › "reads 50 lists with
@@ -13,6 +14,7 @@
  */
 import type { Knex } from '../db.js';
 import { CONFLICTS_TABLE } from './conflicts.js';
+import { currentFailureSql } from './list-health.js';
 import { OUTBOX_TABLE } from './outbox.js';
 import { RUNS_TABLE } from './runs.js';
 import { STATE_TABLE } from './state.js';
@@ -26,7 +28,9 @@ export interface StatusFacts {
   /** The latest pull or backfill. */
   last_run_at: Date | null;
   last_run_status: string | null;
+  /** The list's current failure (list-health.ts): the failed run's start, job and error; null while none. */
   last_failure_at: Date | null;
+  last_failure_job: string | null;
   last_failure_error: string | null;
   last_succeeded_at: Date | null;
   last_pull_at: Date | null;
@@ -49,7 +53,7 @@ export const STATUS_FACTS_SQL = `
 select l.name, l.tbl as "table",
        st.watermark, st.checkpoint, st.last_success_at,
        lr.started_at as last_run_at, lr.status as last_run_status,
-       lf.started_at as last_failure_at, lf.error as last_failure_error,
+       lf.failing_at as last_failure_at, lf.failing_job as last_failure_job, lf.failing_error as last_failure_error,
        ls.started_at as last_succeeded_at,
        lp.started_at as last_pull_at,
        rc.started_at as reconcile_at, rc.rows_deleted as reconcile_deleted, rc.rows_undeleted as reconcile_undeleted,
@@ -61,7 +65,7 @@ select l.name, l.tbl as "table",
   from unnest(?::text[], ?::text[]) with ordinality as l(name, tbl, ord)
   left join ${STATE_TABLE} st on st.list_name = l.name and st.job = 'pull'
   left join lateral ${latest('started_at, status', `x.job in ('pull', 'backfill')`)} lr on true
-  left join lateral ${latest('started_at, error', `x.status = 'failed'`)} lf on true
+  left join lateral ${currentFailureSql('l.name')} lf on true
   left join lateral ${latest('started_at', `x.status = 'succeeded'`)} ls on true
   left join lateral ${latest('started_at', `x.status = 'succeeded' and x.job = 'pull'`)} lp on true
   left join lateral ${latest('started_at, rows_deleted, rows_undeleted, details', `x.status = 'succeeded' and x.job = 'reconcile'`)} rc on true

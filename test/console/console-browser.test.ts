@@ -116,7 +116,7 @@ describe('console in Chromium', () => {
     expect([rows, changes, conflicts, realtime]).toEqual(['20', '0 / 0', '0', 'off']);
     expect(schedule).toMatch(/^pull \*\/10 \* \* \* \*; next in \d+ (s|min)/);
     const invoices = await cells('invoices');
-    expect(invoices[1]).toMatch(/^degraded\s+last run failed, never pulled$/);
+    expect(invoices[1]).toMatch(/^degraded\s+last pull failed, never pulled$/);
     expect(invoices[2]).toBe('never pulled');
     expect(invoices[4]).toBe('—'); // no mirror table
     expect(invoices[3]).toMatch(/^pull failed \d+ s ago\s+\S/);

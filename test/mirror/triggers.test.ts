@@ -81,9 +81,13 @@ describe('change capture', () => {
     ]);
   });
 
-  it('records nothing for an UPDATE that changes nothing, or only listsync columns', async () => {
+  it('records nothing for an UPDATE that changes nothing; one of listsync columns is refused', async () => {
     await t.db.raw(`update mirror.orders set title = title, amount = amount where id = ?`, [orderId(1)]);
-    await t.db.raw(`update mirror.orders set _synced_at = now(), _raw = '{}' where id = ?`, [orderId(1)]);
+    await t.db.raw(`update mirror.orders set _synced_at = _synced_at, _raw = _raw where id = ?`, [orderId(1)]);
+    const err = await t.db
+      .raw(`update mirror.orders set _synced_at = now(), _raw = '{}' where id = ?`, [orderId(1)])
+      .catch((e: unknown) => e);
+    expect((err as Error).message).toMatch(/column _raw of mirror\.orders is managed by listsync and cannot be changed/);
     expect(await outbox()).toEqual([]);
   });
 

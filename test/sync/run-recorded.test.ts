@@ -124,6 +124,8 @@ describe('a run that fails at its first request is recorded', () => {
     });
     try {
       expect((await runCli(['--config', w.configFile, 'pull'], { env: { PLATFORM_API_KEY: w.emu.apiKey }, cwd: w.cwd })).code).toBe(0);
+      // The reconcile that failed above keeps the list degraded until a reconcile succeeds (a list is as healthy as its worst job).
+      expect((await runCli(['--config', w.configFile, 'reconcile'], { env: { PLATFORM_API_KEY: w.emu.apiKey }, cwd: w.cwd })).code).toBe(0);
       expect(((await (await fetch(`${serve.url}/healthz`)).json()) as { status: string }).status).toBe('ok');
       writeFileSync(
         join(w.cwd, 'bad.json'),
