@@ -115,6 +115,11 @@ export async function runServe(
     catchUpAtStart: true,
     // Catch-up and backlog pulls take their turn in serve's one queue, recorded like any other run.
     runPull: async (name) => (await serve.runNow('pull', name)) as { status: string } | undefined,
+    // A backlog pull is taken only when it would start at once: the applier never waits in the queue.
+    pullSlotFree: () => {
+      const load = serve.load();
+      return load.queued === 0 && load.running < load.workers;
+    },
   });
   routing.attach(rt);
   let consoleServer: RunningConsole | undefined;

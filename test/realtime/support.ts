@@ -47,7 +47,7 @@ export interface StartOptions {
   /** Merged into the config's serve section. */
   serve?: Record<string, unknown>;
   /** Applier timings (e.g. retryDelayMs). */
-  applier?: Partial<Pick<RealtimeOptions, 'retryDelayMs' | 'maxRetryDelayMs' | 'backlogPullEvents'>>;
+  applier?: Partial<Pick<RealtimeOptions, 'retryDelayMs' | 'maxRetryDelayMs' | 'backlogPullEvents' | 'backlogPuller'>>;
 }
 
 let running: Running | undefined;
@@ -70,7 +70,12 @@ export async function start(opts: StartOptions = {}): Promise<Running> {
   const client = createClient(config, w.logger, w.t.db);
   if (opts.pull !== false) await pullList({ db: w.t.db, client, config, logger: w.logger }, config.lists[0]!);
   const ref: { rt?: Realtime } = {};
-  const hooks = createHookReceiver({ db: w.t.db, config, logger: w.logger, onItemEvent: (e) => ref.rt?.onItemEvent(e) ?? 'deferred' });
+  const hooks = createHookReceiver({
+    db: w.t.db,
+    config,
+    logger: w.logger,
+    onItemEvent: (e) => ref.rt?.onItemEvent(e) ?? 'deferred',
+  });
   const serve = await startServe({
     jobs,
     config,
