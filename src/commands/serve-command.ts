@@ -3,6 +3,7 @@ import { consoleListen, isConsoleAddress } from '../config.js';
 import { consoleAnnouncement, consoleToken } from '../console/console-token.js';
 import { startConsole, type RunningConsole } from '../console/console-server.js';
 import { createClient, type AppContext } from '../context.js';
+import { createDb } from '../db.js';
 import { createMetrics } from '../metrics.js';
 import { startServe, type RunningServe } from '../serve/start-serve.js';
 import type { JobDefinition } from '../serve/job-definition.js';
@@ -46,6 +47,26 @@ function callbackRouting(ctx: AppContext, requestPull: (list: string) => void) {
   };
 }
 
+/** Connections the webhook receiver stores callbacks through (its batches in flight). */
+const INBOX_CONNECTIONS = 2;
+
+/**
+ * The receiver's own connections, opened now and kept open: a burst of thousands of callbacks (each
+ * an open socket) never opens a database connection, so it cannot fail with EMFILE, and never waits
+ * for the pool the jobs and the applier use.
+ */
+async function openInboxPool(ctx: AppContext) {
+  const db = createDb({
+    url: ctx.config.database.url,
+    poolMax: INBOX_CONNECTIONS,
+    poolMin: INBOX_CONNECTIONS,
+    applicationName: 'listsync-webhooks',
+    logger: ctx.logger,
+  });
+  await Promise.all(Array.from({ length: INBOX_CONNECTIONS }, () => db.raw('select 1')));
+  return db;
+}
+
 /** Resolves once SIGTERM or SIGINT has closed serve (the applier, then the listener) and the console. */
 function untilStopped(ctx: AppContext, serve: RunningServe, consoleServer: RunningConsole | undefined): Promise<void> {
   return new Promise<void>((resolve) => {
@@ -83,8 +104,10 @@ export async function runServe(
   const started: { serve?: RunningServe } = {};
   const requestPull = (list: string): void => started.serve?.requestPull(list);
   const routing = callbackRouting(ctx, requestPull);
+  const inboxDb = await openInboxPool(ctx);
   const hooks = createHookReceiver({
     db: ctx.db,
+    storeDb: inboxDb,
     config: ctx.config,
     logger: ctx.logger,
     onItemEvent: routing.onItemEvent,
@@ -103,6 +126,9 @@ export async function runServe(
     health: async () => routing.realtime()?.health() ?? { degraded: false },
     // The applier stops before the listener closes: callbacks are taken (stored) until the last moment.
     beforeHttpClose: async () => routing.realtime()?.close(),
+  }).catch(async (err: unknown) => {
+    await inboxDb.destroy();
+    throw err;
   });
   started.serve = serve;
   const rt = await startRealtime({
@@ -130,12 +156,14 @@ export async function runServe(
     await serve.close();
     await rt.close();
     await client.close();
+    await inboxDb.destroy();
     throw err;
   }
   const replayed = await replayUnprocessedEvents(ctx.db, ctx.config, requestPull);
   if (replayed) ctx.logger.info({ events: replayed }, 'webhook events left unprocessed by a previous run: early pull requested');
   await untilStopped(ctx, serve, consoleServer);
   await client.close();
+  await inboxDb.destroy();
   ctx.io.out('listsync serve stopped');
   return 0;
 }

@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { expectMirrorEqualsPlatform } from '../helpers/world.js';
 import { createDb } from '../../src/db.js';
 import { acquireLock, listLockName } from '../../src/sync/lock.js';
-import { APP, closeRunning, LIST, settled, start, type Running } from './support.js';
+import { APP, closeRunning, LIST, settled, start, until, type Running } from './support.js';
 
 /**
  * 2,000 at once here: this process also runs the emulator that opens every delivery's connection, beside
@@ -106,6 +106,27 @@ describe('a bulk edit on a real-time list', () => {
       await lock.release();
       await other.destroy();
     }
+  });
+
+  it('duplicate deliveries cost summary lines with their count, not a log line each', async () => {
+    const items = 300;
+    const r = await start({ items, summaryEveryMs: 500 });
+    await r.w.emu.admin.setItemDelivery({ duplicateRate: 1 });
+    await r.w.emu.admin.bulkEdit(APP, LIST, { Data: { Text4: 'bulk edit' } });
+    await settled(r, 30_000);
+    const summaries = () =>
+      r.w.logs
+        .join('')
+        .split('\n')
+        .filter((l) => l.trim().startsWith('{'))
+        .map((l) => JSON.parse(l) as { level: string; msg: string; stored?: number; duplicates?: number })
+        .filter((l) => l.level !== 'debug' && l.level !== 'trace' && /webhook event/.test(l.msg));
+    await until('the summary of every delivery', async () => summaries().reduce((n, l) => n + (l.duplicates ?? 0), 0) === items, 10_000);
+    const lines = summaries();
+    expect(lines.reduce((n, l) => n + (l.stored ?? 0), 0)).toBe(items);
+    // At info level and above: summaries only, a few of them for 600 deliveries.
+    expect(lines.every((l) => /^webhook events stored: \d+ new/.test(l.msg))).toBe(true);
+    expect(lines.length).toBeLessThan(20);
   });
 });
 

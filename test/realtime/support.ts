@@ -48,6 +48,8 @@ export interface StartOptions {
   serve?: Record<string, unknown>;
   /** Applier timings (e.g. retryDelayMs). */
   applier?: Partial<Pick<RealtimeOptions, 'retryDelayMs' | 'maxRetryDelayMs' | 'backlogPullEvents' | 'backlogPuller'>>;
+  /** How often the receiver logs its counts (ms). */
+  summaryEveryMs?: number;
 }
 
 let running: Running | undefined;
@@ -75,6 +77,7 @@ export async function start(opts: StartOptions = {}): Promise<Running> {
     config,
     logger: w.logger,
     onItemEvent: (e) => ref.rt?.onItemEvent(e) ?? 'deferred',
+    summaryEveryMs: opts.summaryEveryMs,
   });
   const serve = await startServe({
     jobs,
