@@ -9,7 +9,7 @@
  *   only when `canStart` says none of the list's runs is open (in this
  *   process or another) and a worker is free; otherwise the items are re-read;
  * - a pull taken is waited for at most `pullWaitMs` (its pages at the budget's
- *   pace, twice over, plus a few seconds); past that the items are re-read
+ *   pace, twice over, plus 15 s); past that the items are re-read
  *   while it goes on (burst.test.ts: a backlog pull that never ends does not
  *   hold the events back);
  * - the pull is asked through `BacklogPuller` alone, so serve may run it on
@@ -52,9 +52,12 @@ export function drainBy(i: DrainInput): 'pull' | 'reread' {
   return i.pullPages <= Math.ceil(i.items / REREAD_BATCH) ? 'pull' : 'reread';
 }
 
-/** The longest wait for a backlog pull of `pages` pages at `requestsPerSecond`: twice its pace, plus 5 s. */
+/** Slack beyond its pages a backlog pull is given: its start, its writes, a busy machine. */
+const PULL_WAIT_SLACK_MS = 15_000;
+
+/** The longest wait for a backlog pull of `pages` pages at `requestsPerSecond`: twice its pace, plus PULL_WAIT_SLACK_MS. */
 export function pullWaitMs(pages: number, requestsPerSecond: number): number {
-  return Math.ceil(((pages + 2) * 1000) / Math.max(0.1, requestsPerSecond)) * 2 + 5000;
+  return Math.ceil(((pages + 2) * 1000) / Math.max(0.1, requestsPerSecond)) * 2 + PULL_WAIT_SLACK_MS;
 }
 
 /**

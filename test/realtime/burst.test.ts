@@ -84,8 +84,8 @@ describe('a bulk edit on a real-time list', () => {
     await settled(r, 60_000);
     expect(asked).toBe(1);
     await expectMirrorEqualsPlatform(r.w, LIST, APP, LIST);
-    // The pull is waited for as long as its one page should take (about 5 s here), not longer.
-    expect(Date.now() - started).toBeLessThan(30_000);
+    // The pull is waited for as long as its one page should take (about 15 s here), not longer.
+    expect(Date.now() - started).toBeLessThan(45_000);
   });
 
   it('a backlog while another process runs a pull of the list: no pull is asked, the items are re-read at once', async () => {
