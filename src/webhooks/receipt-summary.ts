@@ -1,12 +1,14 @@
 /**
  * What the receiver stored, told in summary lines: a burst of 20,000 callbacks
  * (and the platform's copies of them) costs one log line per `everyMs`, not
- * one per delivery. Each callback is still logged at debug level.
+ * one per delivery. A new event after a quiet spell is logged whole (a quiet
+ * system still shows each event); the others of the spell only at debug level.
  *
  * Invariants:
- * - every accepted callback is counted once, as new or as a duplicate; a
- *   summary line says how many of each since the previous one, per
- *   subscription, and nothing is logged while nothing arrives;
+ * - every accepted callback is told once at info: whole (the first new one of
+ *   a spell) or counted, as new or as a duplicate, in a summary line that says
+ *   how many of each since the previous one, per subscription; nothing is
+ *   logged while nothing arrives;
  * - the counts of a burst are logged at most `everyMs` after its last
  *   callback (the timer is unref'd: it never keeps a process alive).
  * (burst.test.ts: duplicated deliveries cost summary lines, not a line each.)
@@ -27,16 +29,27 @@ export class ReceiptSummary {
     private readonly everyMs: number,
   ) {}
 
-  /** Counts one accepted callback of the subscription. */
-  add(subscriptionId: number, duplicate: boolean): void {
+  /**
+   * Takes one accepted callback of the subscription: 'log' for a new event after a quiet spell (the
+   * caller logs it whole, at info), else 'counted' for the next summary.
+   */
+  add(subscriptionId: number, duplicate: boolean): 'log' | 'counted' {
+    if (!duplicate && this.timer === null) {
+      this.arm();
+      return 'log';
+    }
     const c = this.counts.get(subscriptionId) ?? { stored: 0, duplicates: 0 };
     if (duplicate) c.duplicates++;
     else c.stored++;
     this.counts.set(subscriptionId, c);
-    if (!this.timer) {
-      this.timer = setTimeout(() => this.flush(), this.everyMs);
-      this.timer.unref();
-    }
+    this.arm();
+    return 'counted';
+  }
+
+  private arm(): void {
+    if (this.timer) return;
+    this.timer = setTimeout(() => this.flush(), this.everyMs);
+    this.timer.unref();
   }
 
   /** Logs what was counted since the last summary (nothing when nothing came). */

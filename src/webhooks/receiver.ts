@@ -34,9 +34,10 @@
  * `serve.webhookDedupWindowMinutes` is stored once: the check and the insert
  * run in one transaction under an advisory lock on the key, so two copies
  * arriving at the same moment are serialised. The answer is 200
- * `{"ok":true,"duplicate":false|true}`. Accepted callbacks are logged as
+ * `{"ok":true,"duplicate":false|true}`. A burst of callbacks is logged as
  * counts, one line per subscription every few seconds while they arrive
- * (src/webhooks/receipt-summary.ts), each one only at debug level.
+ * (src/webhooks/receipt-summary.ts): only the first new one of a quiet spell
+ * has a line of its own.
  *
  * A new event whose body names a list item (`ListDataID`) is handed to
  * `onItemEvent` after the answer (serve asks for an early pull), and the row's
@@ -253,8 +254,7 @@ export function createHookReceiver(options: ReceiverOptions): HookHandler {
       }
       send(res, 200, { ok: true, duplicate: stored.duplicate });
       outcome({ result: 'accepted', duplicate: stored.duplicate });
-      receipts.add(sub.id, stored.duplicate);
-      log.debug(
+      log[receipts.add(sub.id, stored.duplicate) === 'log' ? 'info' : 'debug'](
         {
           subscription: sub.id,
           inboxId: stored.id,
