@@ -89,7 +89,11 @@ async function measure(
   first.child.kill('SIGTERM');
   const code = await first.exited;
   const exitMs = performance.now() - stopAt;
-  if (exitMs > 10_000) console.error(`  a slow exit; serve's last lines:\n${first.output().split('\n').slice(-30).join('\n')}`);
+  const slow = first
+    .output()
+    .split('\n')
+    .filter((l) => l.includes('shutdown did not end in time') || l.includes('"level":"warn"'));
+  if (exitMs > 5_000) console.error(`  a slow exit; serve's warnings:\n${slow.slice(-20).join('\n')}`);
   const again = await start();
   const restartedAt = performance.now();
   const atRestart = await inboxCounts(b);
