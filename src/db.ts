@@ -38,6 +38,8 @@ export const OWN_SCHEMA = 'listsync';
 export interface DbOptions {
   url: string;
   poolMax?: number;
+  /** Connections kept open even when idle (default 0). */
+  poolMin?: number;
   applicationName?: string;
   /** Where knex's own warnings go (at debug level); by default nowhere. They never reach the terminal directly. */
   logger?: { debug(obj: object, msg: string): void };
@@ -50,7 +52,7 @@ export function createDb(options: DbOptions): Knex {
   return knexFactory({
     client: 'pg',
     connection: { connectionString: options.url, application_name: options.applicationName ?? 'listsync' },
-    pool: { min: 0, max: options.poolMax ?? 10 },
+    pool: { min: options.poolMin ?? 0, max: options.poolMax ?? 10 },
     acquireConnectionTimeout: 30_000,
     log: { warn: toLogger('warn'), error: toLogger('error'), deprecate: toLogger('deprecate'), debug: toLogger('debug') },
   });

@@ -3,6 +3,7 @@ import { consoleListen, isConsoleAddress } from '../config.js';
 import { consoleAnnouncement, consoleToken } from '../console/console-token.js';
 import { startConsole, type RunningConsole } from '../console/console-server.js';
 import { createClient, type AppContext } from '../context.js';
+import { createDb } from '../db.js';
 import { createMetrics } from '../metrics.js';
 import { startServe, type RunningServe } from '../serve/start-serve.js';
 import type { JobDefinition } from '../serve/job-definition.js';
@@ -49,11 +50,53 @@ function callbackRouting(ctx: AppContext, requestPull: (list: string) => void) {
   };
 }
 
+/** Connections the webhook receiver stores callbacks through (its batches in flight). */
+const INBOX_CONNECTIONS = 2;
+
+/**
+ * The receiver's own connections, opened now and kept open: a burst of thousands of callbacks (each
+ * an open socket) never opens a database connection, so it cannot fail with EMFILE, and never waits
+ * for the pool the jobs and the applier use.
+ */
+async function openInboxPool(ctx: AppContext) {
+  const db = createDb({
+    url: ctx.config.database.url,
+    poolMax: INBOX_CONNECTIONS,
+    poolMin: INBOX_CONNECTIONS,
+    applicationName: 'listsync-webhooks',
+    logger: ctx.logger,
+  });
+  await Promise.all(Array.from({ length: INBOX_CONNECTIONS }, () => db.raw('select 1')));
+  return db;
+}
+
+/** What a shutdown may take beyond serve.shutdownTimeoutMs (recording the runs, closing the parts) before serve exits anyway. */
+const EXIT_GRACE_MS = 3000;
+
+/**
+ * serve exits within serve.shutdownTimeoutMs + EXIT_GRACE_MS of the signal, whatever still holds the
+ * process (a request or a connection that does not end): every state serve writes is right if it
+ * stops at any line, its runs' checkpoints and the unprocessed events are kept for the next start.
+ * (catch-up.test.ts: SIGTERM during a bulk edit with a pull running, exit 0 within 10 s.)
+ */
+function exitWatchdog(ctx: AppContext): void {
+  const ms = ctx.config.serve.shutdownTimeoutMs + EXIT_GRACE_MS;
+  const timer = setTimeout(() => {
+    ctx.logger.warn(
+      { afterMs: ms, holding: [...new Set(process.getActiveResourcesInfo())] },
+      'shutdown did not end in time: exiting now (checkpoints and unprocessed events are kept for the next start)',
+    );
+    process.exit(process.exitCode ?? 0);
+  }, ms);
+  timer.unref();
+}
+
 /** Resolves once SIGTERM or SIGINT has closed serve (the applier, then the listener) and the console. */
 function untilStopped(ctx: AppContext, serve: RunningServe, consoleServer: RunningConsole | undefined): Promise<void> {
   return new Promise<void>((resolve) => {
     const stop = (signal: string) => {
       ctx.logger.info({ signal }, 'signal received');
+      exitWatchdog(ctx);
       process.off('SIGTERM', onTerm);
       process.off('SIGINT', onInt);
       // serve closes the applier before its listener (callbacks are stored until the last moment); the console after.
@@ -84,8 +127,10 @@ export async function runServe(
   const started: { serve?: RunningServe } = {};
   const requestPull = (list: string): void => started.serve?.requestPull(list);
   const routing = callbackRouting(ctx, requestPull);
+  const inboxDb = await openInboxPool(ctx);
   const hooks = createHookReceiver({
     db: ctx.db,
+    storeDb: inboxDb,
     config: ctx.config,
     logger: ctx.logger,
     onItemEvent: routing.onItemEvent,
@@ -104,6 +149,9 @@ export async function runServe(
     health: async () => routing.realtime()?.health() ?? { degraded: false },
     // The applier stops before the listener closes: callbacks are taken (stored) until the last moment.
     beforeHttpClose: async () => routing.realtime()?.close(),
+  }).catch(async (err: unknown) => {
+    await inboxDb.destroy();
+    throw err;
   });
   started.serve = serve;
   const rt = await startRealtime({
@@ -116,6 +164,11 @@ export async function runServe(
     catchUpAtStart: true,
     // Catch-up and backlog pulls take their turn in serve's one queue, recorded like any other run.
     runPull: async (name) => (await serve.runNow('pull', name)) as { status: string } | undefined,
+    // A backlog pull is taken only when it would start at once: the applier never waits in the queue.
+    pullSlotFree: () => {
+      const load = serve.load();
+      return load.queued === 0 && load.running < load.workers;
+    },
   });
   routing.attach(rt);
   let consoleServer: RunningConsole | undefined;
@@ -126,12 +179,14 @@ export async function runServe(
     await serve.close();
     await rt.close();
     await client.close();
+    await inboxDb.destroy();
     throw err;
   }
   const replayed = await replayUnprocessedEvents(ctx.db, ctx.config, requestPull);
   if (replayed) ctx.logger.info({ events: replayed }, 'webhook events left unprocessed by a previous run: early pull requested');
   await untilStopped(ctx, serve, consoleServer);
   await client.close();
+  await inboxDb.destroy();
   ctx.io.out('listsync serve stopped');
   return 0;
 }

@@ -22,10 +22,16 @@
  *    conflict rules), `_deleted_at` for confirmed deletes, the events marked
  *    processed, the list's counters in `listsync.realtime_stats`.
  *
- * A backlog of BACKLOG_PULL_EVENTS or more events of one list asks one
- * incremental pull first (`pullBacklog`); the flushes after it settle from
- * the stored rows every claim the pull brought to its announced version.
- * (burst: a backlog past the threshold.)
+ * A backlog of BACKLOG_PULL_EVENTS or more events of one list is drained by
+ * re-reading its items by ID, or by one incremental pull when that costs no
+ * more and can start at once (src/realtime/backlog-pull.ts); the flushes
+ * after it settle from the stored rows every claim the pull brought to its
+ * announced version. The applier never waits behind a pull that cannot run,
+ * and waits for one it took only as long as its pages should take.
+ * (burst: a backlog past the threshold; a backlog pull that never ends.)
+ *
+ * `close()` aborts the requests in flight: their events stay unprocessed and
+ * are replayed at the next start.
  *
  * Versions only move forward: a re-read older than the version an event
  * announced (the platform's queries can lag behind a write) is re-read again
@@ -72,16 +78,19 @@ import {
   type ItemEventRow,
 } from '../store/webhook-inbox.js';
 import { pendingConflictHandler } from '../sync/push/conflict-handling.js';
+import { drainBy, estimatePullPages, pullWaitMs, REREAD_BATCH, type BacklogPuller } from './backlog-pull.js';
 import { ITEM_EVENT } from './subscriptions.js';
 
-/** IDs per `In` query (the platform's largest page). */
-export const REREAD_BATCH = 1000;
+export { REREAD_BATCH };
 
 /** Queued events one flush takes at most: two `In` queries' worth; the rest follow in the next flushes. */
 export const FLUSH_EVENTS = 2 * REREAD_BATCH;
 
 /** Queued events of one list from which one incremental pull is asked instead of re-reading each item. */
 export const BACKLOG_PULL_EVENTS = 5 * REREAD_BATCH;
+
+/** How long one backlog's drain decision holds: the callbacks of one bulk edit arrive over many seconds. */
+const BACKLOG_DECISION_MS = 30_000;
 
 /** Failed chunks in a row after which a flush stops trying the rest (the platform is failing, not one item). */
 const FAILED_CHUNKS_TO_STOP = 2;
@@ -106,11 +115,11 @@ export interface ApplierOptions {
   /** A list that has no mirror table yet: asks for a pull (which reads everything). */
   requestPull?: (list: string) => void;
   /**
-   * A list whose queued events reach `backlogPullEvents`: runs one incremental pull of it now and
-   * resolves once it ended (true: succeeded). The flushes after it find most items at the version
-   * their events announced and need no re-read.
+   * A list whose queued events reach `backlogPullEvents`: one incremental pull of it, when it can
+   * start now and costs no more than the re-reads. The flushes after it find most items at the
+   * version their events announced and need no re-read.
    */
-  pullBacklog?: (list: string) => Promise<boolean>;
+  backlogPuller?: BacklogPuller;
   /** Queued events of one list from which a pull replaces the re-reads. Default BACKLOG_PULL_EVENTS. */
   backlogPullEvents?: number;
   /** Called after each flush with what it did (metrics, tests). */
@@ -162,8 +171,11 @@ interface ListQueue {
   /** Flushes in a row that failed as a whole (the platform or the database failing): the list backs off. */
   failedFlushes: number;
   backoffUntil: number;
-  /** A pull was asked for the current backlog (asked again only once the backlog was drained below the threshold). */
-  backlogPulled: boolean;
+  /**
+   * When the current backlog's drain was decided (0: none). Decided again only once the backlog fell
+   * below the threshold and BACKLOG_DECISION_MS passed since.
+   */
+  backlogDecidedAt: number;
 }
 
 export class RealtimeApplier {
@@ -177,6 +189,8 @@ export class RealtimeApplier {
   private readonly retryDelayMs: number;
   private readonly maxRetryDelayMs: number;
   private recentRequests: { at: number; requests: number } = { at: Date.now(), requests: 0 };
+  /** Aborted by `close()`: requests in flight stop, their events stay queued in the inbox. */
+  private readonly closing = new AbortController();
 
   constructor(private readonly opts: ApplierOptions) {
     this.log = opts.logger.child({ component: 'realtime' });
@@ -243,6 +257,7 @@ export class RealtimeApplier {
   /** Stops the timers and waits for a flush in flight; what is queued stays unprocessed in the inbox. */
   async close(): Promise<void> {
     this.closed = true;
+    this.closing.abort();
     for (const q of this.queues.values()) this.disarm(q);
     await Promise.allSettled([...this.queues.values()].map((q) => q.running));
   }
@@ -263,7 +278,7 @@ export class RealtimeApplier {
       lastFlushAt: 0,
       failedFlushes: 0,
       backoffUntil: 0,
-      backlogPulled: false,
+      backlogDecidedAt: 0,
     };
     this.queues.set(listName, q);
     return q;
@@ -355,11 +370,11 @@ export class RealtimeApplier {
   private async flush(q: ListQueue): Promise<void> {
     const { db, config } = this.opts;
     const list = q.list;
-    await this.pullIfBacklog(q);
+    const mapping = await loadTableMapping(db, config.database.schema, list.name);
+    if (mapping) await this.pullIfBacklog(q, mapping);
     // A backlog is taken in steps of a few `In` queries: each flush's work (and each of its event-loop turns) stays short.
     const inboxIds = [...q.inbox].slice(0, FLUSH_EVENTS);
     const rows = inboxIds.length ? await unprocessedEvents(db, inboxIds) : [];
-    const mapping = await loadTableMapping(db, config.database.schema, list.name);
     if (!mapping) {
       // No mirror yet: the first pull reads every item, these included.
       const all = [...inboxIds, ...[...q.retry.values()].flatMap((c) => c.inboxIds)];
@@ -409,25 +424,59 @@ export class RealtimeApplier {
   }
 
   /**
-   * A backlog past the threshold: one incremental pull reads what changed, at the cost of the list's
-   * changed pages, instead of re-reading item by item; the events stay queued and the flushes after it
-   * mark those the mirror now holds at their announced version as applied, without a request (deletes
-   * and items the pull did not bring are re-read as always). Asked once per backlog.
+   * A backlog past the threshold, asked once per backlog: drained by re-reading its items, or by one
+   * incremental pull when that costs no more and can start now (backlog-pull.ts). The events stay
+   * queued; the flushes after the pull mark those the mirror now holds at their announced version as
+   * applied, without a request (deletes and items the pull did not bring are re-read as always). A
+   * pull slower than its pages should be is not waited for: the re-reads go on beside it.
    */
-  private async pullIfBacklog(q: ListQueue): Promise<void> {
+  private async pullIfBacklog(q: ListQueue, mapping: TableMapping): Promise<void> {
     const threshold = this.opts.backlogPullEvents ?? BACKLOG_PULL_EVENTS;
+    // Decided once per burst: callbacks of edits the pull brought keep arriving after it, and settle without requests.
     if (q.inbox.size < threshold) {
-      q.backlogPulled = false;
+      if (Date.now() - q.backlogDecidedAt > BACKLOG_DECISION_MS) q.backlogDecidedAt = 0;
       return;
     }
-    if (q.backlogPulled || !this.opts.pullBacklog) return;
-    q.backlogPulled = true;
-    this.log.info(
-      { list: q.list.name, events: q.inbox.size },
-      'a backlog of item events: one incremental pull instead of re-reading each item',
+    const puller = this.opts.backlogPuller;
+    if (q.backlogDecidedAt > 0 || !puller) return;
+    q.backlogDecidedAt = Date.now();
+    const list = q.list;
+    const events = q.inbox.size;
+    const pages = await estimatePullPages(this.opts.db, list, mapping, events);
+    const pullCanStart = await puller.canStart(list.name).catch(() => false);
+    if (drainBy({ items: events, pullPages: pages, pullCanStart }) === 'reread') {
+      const why = pullCanStart ? `a pull would read ${pages} pages` : 'a pull of the list cannot start now';
+      this.log.info({ list: list.name, events }, `a backlog of item events: re-read by ID (${why})`);
+      return;
+    }
+    this.log.info({ list: list.name, events, pages }, 'a backlog of item events: one incremental pull instead of re-reading each item');
+    const waitMs = pullWaitMs(pages, this.opts.config.platform.requestsPerSecond);
+    const ended = await this.within(
+      puller.run(list.name).catch(() => false),
+      waitMs,
     );
-    const ok = await this.opts.pullBacklog(q.list.name).catch(() => false);
-    if (!ok) this.log.info({ list: q.list.name }, 'the backlog pull did not run; the items are re-read');
+    if (ended === 'timeout')
+      this.log.info(
+        { list: list.name, waitedMs: waitMs },
+        'the backlog pull takes longer than its pages should; the items are re-read beside it',
+      );
+    else if (!ended) this.log.info({ list: list.name }, 'the backlog pull did not succeed; the items are re-read');
+  }
+
+  /** `p`'s value, or 'timeout' once `ms` passed or the applier closes. */
+  private within<T>(p: Promise<T>, ms: number): Promise<T | 'timeout'> {
+    return new Promise((resolve) => {
+      const done = (v: T | 'timeout'): void => {
+        clearTimeout(timer);
+        this.closing.signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      };
+      const onAbort = (): void => done('timeout');
+      const timer = setTimeout(onAbort, ms);
+      if (this.closing.signal.aborted) return done('timeout');
+      this.closing.signal.addEventListener('abort', onAbort);
+      void p.then(done);
+    });
   }
 
   /**
@@ -478,6 +527,8 @@ export class RealtimeApplier {
 
   /** The claims' events stay unprocessed: counted and their error recorded in the inbox, retried after a backoff. */
   private async chunkFailed(q: ListQueue, claims: Claim[], err: Error): Promise<void> {
+    // Stopped by close(): nothing failed, the events stay unprocessed and are replayed at the next start.
+    if (this.closing.signal.aborted) return;
     const now = Date.now();
     for (const c of claims) {
       c.attempts++;
@@ -557,7 +608,7 @@ export class RealtimeApplier {
     };
     const queried = claims.filter((c) => !byIdOnly.has(c.id));
     const queriedIds = queried.map((c) => c.id);
-    for (const item of await queryItemsByIds(client, ref, queriedIds)) {
+    for (const item of await queryItemsByIds(client, ref, queriedIds, { signal: this.closing.signal })) {
       const id = itemId(item[mapping.idField]);
       if (id !== null) out.items.set(id, item);
     }
@@ -576,7 +627,7 @@ export class RealtimeApplier {
         continue;
       }
       try {
-        const item = await client.getItem(list.appID, list.listID, c.id);
+        const item = await client.getItem(list.appID, list.listID, c.id, this.closing.signal);
         out.items.set(c.id, item);
         out.fromGet.add(c.id);
       } catch (err) {
@@ -593,7 +644,7 @@ export class RealtimeApplier {
     }
     if (unconfirmed.size) {
       out.requests++;
-      for (const [id, presence] of await confirmAbsent(client, ref, unconfirmed)) {
+      for (const [id, presence] of await confirmAbsent(client, ref, unconfirmed, this.closing.signal)) {
         if (presence.kind === 'gone') out.gone.add(id);
         else out.items.set(id, presence.item);
       }

@@ -15,10 +15,12 @@ import type { PlatformClient } from '../platform/client.js';
 import { unappliedItemEventAges } from '../store/webhook-inbox.js';
 import type { ItemEvent } from '../webhooks/receiver.js';
 import { RealtimeApplier, type ApplierOptions } from './applier.js';
+import { listLockFree, type BacklogPuller } from './backlog-pull.js';
 import { CatchUp, type CatchUpOptions } from './catch-up.js';
 import { ensureItemSubscriptions, listsMissingSubscriptions, removeRetiredSubscriptions } from './subscriptions.js';
 
 export { BACKLOG_PULL_EVENTS, RealtimeApplier, REREAD_BATCH, type ApplierOptions, type FlushResult } from './applier.js';
+export type { BacklogPuller } from './backlog-pull.js';
 export {
   ensureItemSubscriptions,
   listsMissingSubscriptions,
@@ -68,6 +70,8 @@ export interface RealtimeOptions extends Omit<ApplierOptions, 'db' | 'client' | 
   catchUpRetryDelayMs?: number;
   /** How catch-up and backlog pulls run (serve: through its job queue); default directly. */
   runPull?: CatchUpOptions['runPull'];
+  /** Whether `runPull` would start a run at once (serve: a worker free, nothing queued); default yes. */
+  pullSlotFree?: () => boolean;
 }
 
 /** Removes the subscriptions listsync replaced on the platform; one that fails stays for the next start. */
@@ -92,7 +96,11 @@ export async function startRealtime(opts: RealtimeOptions): Promise<Realtime> {
   const { db, client, config, logger } = opts;
   const log = logger.child({ component: 'realtime' });
   const catchUp = new CatchUp({ db, client, config, logger, retryDelayMs: opts.catchUpRetryDelayMs, runPull: opts.runPull });
-  const applier = new RealtimeApplier({ pullBacklog: (name) => catchUp.pullOnce(name), ...opts });
+  const backlogPuller: BacklogPuller = {
+    canStart: async (name) => (opts.pullSlotFree?.() ?? true) && (await listLockFree(db, name)),
+    run: (name) => catchUp.pullOnce(name),
+  };
+  const applier = new RealtimeApplier({ backlogPuller, ...opts });
   await removeRetired({ db, client, config }, log);
   for (const list of config.lists.filter((l) => l.realtime)) {
     try {

@@ -34,7 +34,10 @@
  * `serve.webhookDedupWindowMinutes` is stored once: the check and the insert
  * run in one transaction under an advisory lock on the key, so two copies
  * arriving at the same moment are serialised. The answer is 200
- * `{"ok":true,"duplicate":false|true}`.
+ * `{"ok":true,"duplicate":false|true}`. A burst of callbacks is logged as
+ * counts, one line per subscription every few seconds while they arrive
+ * (src/webhooks/receipt-summary.ts): only the first new one of a quiet spell
+ * has a line of its own.
  *
  * A new event whose body names a list item (`ListDataID`) is handed to
  * `onItemEvent` after the answer (serve asks for an early pull), and the row's
@@ -49,6 +52,7 @@ import { pgCode } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { markProcessed } from '../store/webhook-inbox.js';
 import { InboxBatcher } from './inbox-batcher.js';
+import { ReceiptSummary } from './receipt-summary.js';
 import { subscriptionByToken, type SubscriptionRow } from '../store/webhook-subscriptions.js';
 import { HOOKS_PATH } from './subscribe.js';
 
@@ -72,6 +76,11 @@ export interface ItemEvent {
 
 export interface ReceiverOptions {
   db: Knex;
+  /**
+   * Where callbacks are stored (default `db`): serve hands a small pool of its own, opened at start
+   * and kept open, so a burst never opens a database connection nor waits for the jobs' pool.
+   */
+  storeDb?: Knex;
   config: Config;
   logger: Logger;
   /**
@@ -87,6 +96,8 @@ export interface ReceiverOptions {
    * (null: the subscription could not be looked up either, any list may).
    */
   onRefused?: (listName: string | null) => void;
+  /** Accepted callbacks are logged as counts (new, duplicates) once per this many ms; each one at debug. Default 10 s. */
+  summaryEveryMs?: number;
 }
 
 export type HookHandler = (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>;
@@ -181,11 +192,13 @@ async function readJsonObject(req: IncomingMessage, limit: number, itemEvents: b
 }
 
 export function createHookReceiver(options: ReceiverOptions): HookHandler {
-  const { db, config } = options;
+  const { config } = options;
+  const db = options.storeDb ?? options.db;
   const log = options.logger.child({ component: 'webhooks' });
   const limit = config.serve.webhookBodyLimitBytes;
   const batcher = new InboxBatcher({ db, windowMinutes: config.serve.webhookDedupWindowMinutes });
   const subscriptions = new TokenCache(db);
+  const receipts = new ReceiptSummary(log, options.summaryEveryMs ?? 10_000);
 
   const outcome = (o: ReceiveOutcome): void => {
     try {
@@ -209,7 +222,7 @@ export function createHookReceiver(options: ReceiverOptions): HookHandler {
     discardRest(req);
     outcome({ result: 'rejected', reason, status });
   };
-  const receiving: Receiving = { options, log, outcome };
+  const receiving: Receiving = { options: { ...options, db }, log, outcome };
 
   return async (req, res, url) => {
     const started = performance.now();
@@ -241,7 +254,7 @@ export function createHookReceiver(options: ReceiverOptions): HookHandler {
       }
       send(res, 200, { ok: true, duplicate: stored.duplicate });
       outcome({ result: 'accepted', duplicate: stored.duplicate });
-      log.info(
+      log[receipts.add(sub.id, stored.duplicate) === 'log' ? 'info' : 'debug'](
         {
           subscription: sub.id,
           inboxId: stored.id,

@@ -158,7 +158,8 @@ describe('catch-up after a gap', () => {
     const t = Date.now();
     first.child.kill('SIGTERM');
     expect(await first.exited, first.output().slice(-2000)).toBe(0);
-    expect(Date.now() - t).toBeLessThan(10_000);
+    // A slow exit shows what serve was doing meanwhile.
+    expect(Date.now() - t, first.output().slice(-4000)).toBeLessThan(10_000);
     expect(await db('listsync.sync_runs').where({ status: 'running' }).first('id')).toBeUndefined();
 
     await emu.admin.clearFaults();

@@ -47,7 +47,9 @@ export interface StartOptions {
   /** Merged into the config's serve section. */
   serve?: Record<string, unknown>;
   /** Applier timings (e.g. retryDelayMs). */
-  applier?: Partial<Pick<RealtimeOptions, 'retryDelayMs' | 'maxRetryDelayMs' | 'backlogPullEvents'>>;
+  applier?: Partial<Pick<RealtimeOptions, 'retryDelayMs' | 'maxRetryDelayMs' | 'backlogPullEvents' | 'backlogPuller'>>;
+  /** How often the receiver logs its counts (ms). */
+  summaryEveryMs?: number;
 }
 
 let running: Running | undefined;
@@ -70,7 +72,13 @@ export async function start(opts: StartOptions = {}): Promise<Running> {
   const client = createClient(config, w.logger, w.t.db);
   if (opts.pull !== false) await pullList({ db: w.t.db, client, config, logger: w.logger }, config.lists[0]!);
   const ref: { rt?: Realtime } = {};
-  const hooks = createHookReceiver({ db: w.t.db, config, logger: w.logger, onItemEvent: (e) => ref.rt?.onItemEvent(e) ?? 'deferred' });
+  const hooks = createHookReceiver({
+    db: w.t.db,
+    config,
+    logger: w.logger,
+    onItemEvent: (e) => ref.rt?.onItemEvent(e) ?? 'deferred',
+    summaryEveryMs: opts.summaryEveryMs,
+  });
   const serve = await startServe({
     jobs,
     config,
