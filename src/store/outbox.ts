@@ -176,6 +176,27 @@ export async function behindItems(db: Db, listName: string): Promise<string[]> {
   return rows.map((r) => r.item_id);
 }
 
+/**
+ * The columns each item's applied changes sent, for those still flagged
+ * `mirror_behind` (a change applied in part went back to pending with its
+ * remainder: what it sent is not known any more, so it names nothing).
+ */
+export async function sentColumnsBehind(db: Db, listName: string, itemIds: readonly string[]): Promise<Map<string, Set<string>>> {
+  const out = new Map<string, Set<string>>();
+  for (let i = 0; i < itemIds.length; i += 1000) {
+    const rows = (await db(OUTBOX_TABLE)
+      .where({ list_name: listName, mirror_behind: true, status: 'applied' })
+      .whereIn('item_id', itemIds.slice(i, i + 1000))
+      .select('item_id', 'changes')) as { item_id: string; changes: Record<string, unknown> | null }[];
+    for (const r of rows) {
+      const cols = out.get(r.item_id) ?? new Set<string>();
+      for (const c of Object.keys(r.changes ?? {})) cols.add(c);
+      out.set(r.item_id, cols);
+    }
+  }
+  return out;
+}
+
 /** The items' mirror rows were re-read: their changes are settled. */
 export async function clearBehind(db: Db, listName: string, itemIds: readonly string[]): Promise<void> {
   if (itemIds.length === 0) return;

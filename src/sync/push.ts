@@ -70,7 +70,16 @@ import { pushCreate, withdrawCreate } from './push/create.js';
 import { pushDelete } from './push/delete.js';
 import { mapConcurrent } from './push/map-concurrent.js';
 import { loadMappingOrExplain, syncDeleteCapture } from './push/mapping.js';
-import { describeOp, failureStreak, runDetails, tally, type Outcome, type PushResult } from './push/outcome.js';
+import {
+  countNotTaken,
+  describeOp,
+  failureStreak,
+  runDetails,
+  tally,
+  type CountedWrites,
+  type Outcome,
+  type PushResult,
+} from './push/outcome.js';
 import { fail, interrupted } from './push/record.js';
 import { settleMirror, type SettleDeps } from './push/settle-mirror.js';
 import type { ChangeContext, PushDeps } from './push/types.js';
@@ -118,7 +127,8 @@ async function pushLocked(deps: PushDeps, list: ListConfig, run: ActiveRun): Pro
   };
   try {
     // Writes of an earlier run that were never re-read come first.
-    result.failed += (await settleMirror(settle, list, mapping)).notTaken.length;
+    const counted: CountedWrites = new Map();
+    countNotTaken(result, counted, (await settleMirror(settle, list, mapping)).notTaken);
     const rows = await outbox.dueChanges(db, list.name, now);
     log.info({ changes: rows.length }, 'push started');
     const failures = failureStreak();
@@ -140,8 +150,8 @@ async function pushLocked(deps: PushDeps, list: ListConfig, run: ActiveRun): Pro
         items: outcomes.length,
         itemsSoFar: handled,
       });
-      tally(result, outcomes);
-      await settleBatch(settle, ctx, result);
+      tally(result, outcomes, counted);
+      await settleBatch(settle, ctx, result, counted);
     }
     await outbox.pruneApplied(db, list.name, list.appliedRetentionDays);
     result.counters = { ...result.counters, ...counters() };
@@ -188,13 +198,11 @@ function runCounters(deps: PushDeps, run: ActiveRun, result: PushResult): () => 
   };
 }
 
-/** After a batch: what was written is re-read; a value the platform kept for itself is not applied. */
-async function settleBatch(settle: SettleDeps, ctx: ChangeContext, result: PushResult): Promise<void> {
+/** After a batch: what was written is re-read; a change whose value the platform kept for itself is failed, counted once. */
+async function settleBatch(settle: SettleDeps, ctx: ChangeContext, result: PushResult, counted: CountedWrites): Promise<void> {
   const settled = await settleMirror(settle, ctx.list, ctx.mapping);
   result.behind = settled.behind.length;
-  // Written, but the platform kept its own value: not applied.
-  result.failed += settled.notTaken.length;
-  result.applied = Math.max(0, result.applied - settled.notTaken.length);
+  countNotTaken(result, counted, settled.notTaken);
 }
 
 /**

@@ -55,9 +55,29 @@ const TALLIED: Record<Outcome['kind'], 'applied' | 'created' | 'deleted' | 'with
   retry: 'retrying',
 };
 
-/** Counts the outcomes into the result. */
-export function tally(result: PushResult, outcomes: readonly Outcome[]): void {
-  for (const o of outcomes) result[TALLIED[o.kind]]++;
+/** Items this run counted as applied or created, by ID: a value later found not taken moves that change to failed. */
+export type CountedWrites = Map<string, 'applied' | 'created'>;
+
+/** Counts the outcomes into the result, remembering which items were counted as written. */
+export function tally(result: PushResult, outcomes: readonly Outcome[], counted?: CountedWrites): void {
+  for (const o of outcomes) {
+    result[TALLIED[o.kind]]++;
+    if (counted && (o.kind === 'applied' || o.kind === 'created')) counted.set(o.id, o.kind);
+  }
+}
+
+/**
+ * Items whose written values the platform did not take (their changes ended
+ * failed): each change is counted once, so one this run counted as applied
+ * or created moves to failed; one an earlier run wrote is only failed now.
+ */
+export function countNotTaken(result: PushResult, counted: CountedWrites, itemIds: readonly string[]): void {
+  for (const id of itemIds) {
+    const was = counted.get(id);
+    if (was) result[was]--;
+    counted.delete(id);
+    result.failed++;
+  }
 }
 
 /** What a push's run row keeps beside its counters. */
