@@ -18,7 +18,7 @@ import { coerceError, UsageError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { PlatformClient } from '../platform/client.js';
 import { startHttp } from '../serve/routes.js';
-import { settleConflict } from '../sync/push/settle-conflict.js';
+import { settleConflict } from '../conflicts/resolve.js';
 import { createAccess, type ConsoleAccess } from './access.js';
 import { CSS, SCRIPT } from './assets.js';
 import { html, type SafeHtml } from './html.js';

@@ -257,6 +257,24 @@ export async function supersede(db: Db, id: number, reason: string): Promise<voi
     .update({ status: 'superseded', sent_changes: null, last_error: closestText(reason), updated_at: db.fn.now() });
 }
 
+/**
+ * Columns taken out of a pending edit (a conflict decided them); an edit left
+ * empty is superseded with `reason`. Returns whether it was.
+ */
+export async function dropColumns(db: Db, id: number, columns: readonly string[], reason: string): Promise<boolean> {
+  const rows = (await db.raw(
+    `update ${OUTBOX_TABLE} o
+        set changes = o.changes - ?::text[],
+            status = case when (o.changes - ?::text[]) = '{}'::jsonb then 'superseded' else o.status end,
+            last_error = case when (o.changes - ?::text[]) = '{}'::jsonb then ? else o.last_error end,
+            updated_at = now()
+      where o.id = ?
+      returning o.status`,
+    [[...columns], [...columns], [...columns], closestText(reason), id],
+  )) as { rows: { status: OutboxStatus }[] };
+  return rows.rows[0]?.status === 'superseded';
+}
+
 /** A delete went through (nothing to re-read: the mirror row stays marked deleted). */
 export async function markApplied(db: Db, id: number): Promise<void> {
   await db(OUTBOX_TABLE)

@@ -52,7 +52,7 @@
  * them in batches, a few at a time (push/update.ts, push/create.ts,
  * push/delete.ts), each settled from what the platform answers or, when it
  * rejects or does not answer, from the item read back (the pure verdicts:
- * push/write-verdict.ts, push/lost-create-verdict.ts, push/conflict-side.ts;
+ * push/write-verdict.ts, push/lost-create-verdict.ts, src/conflicts/merge.ts and policy.ts;
  * what is sent: push/wire.ts), re-read what was written after each batch,
  * then close the run (push/outcome.ts counts it).
  */
@@ -174,6 +174,8 @@ function emptyResult(runId: number, list: string): PushResult {
     deleted: 0,
     withdrawn: 0,
     conflicts: 0,
+    merged: 0,
+    settledByPolicy: 0,
     failed: 0,
     retrying: 0,
     behind: 0,

@@ -2,13 +2,13 @@
  * Conflicts: the open ones (paged), and one conflict field by field — base,
  * local and platform values, the policy — with buttons to keep local or keep
  * remote. The form carries the platform version the page showed; settling
- * runs `settleConflict` (src/sync/push/settle-conflict.ts), as the CLI does.
+ * runs `settleConflict` (src/conflicts/resolve.ts), as the CLI does.
  */
 import type { Config } from '../../config.js';
 import type { Knex } from '../../db.js';
 import { loadTableMapping } from '../../mirror/list-registry.js';
 import { getConflict, openConflictsPage } from '../../store/conflicts.js';
-import { conflictFields } from '../../sync/push/conflict-handling.js';
+import { conflictFields } from '../../conflicts/record.js';
 import { ago, itemValue } from '../page-format.js';
 import { dataTable, html, pager, type SafeHtml } from '../html.js';
 import { PAGE_SIZE, pageOf, type PageContext } from './page-context.js';

@@ -12,11 +12,13 @@ import type { OutboxRow } from '../../store/outbox.js';
 import type { RunCounters } from '../../store/runs.js';
 
 export type Outcome =
-  | { kind: 'applied'; id: string; version: number | null }
+  /** `merged`: fields sent at the platform's newer version after a field-by-field merge. */
+  | { kind: 'applied'; id: string; version: number | null; merged?: number }
   | { kind: 'created'; id: string }
   | { kind: 'deleted' }
   | { kind: 'withdrawn' }
-  | { kind: 'conflict'; id: string; reread: boolean; version: number | null }
+  /** `settled`: the list's policy settled it (remote-wins, local-wins); `merged`: fields sent beside it. */
+  | { kind: 'conflict'; id: string; reread: boolean; version: number | null; merged?: number; settled?: boolean }
   | { kind: 'retry'; error: string }
   | { kind: 'failed'; error: string };
 
@@ -30,6 +32,10 @@ export interface PushResult {
   /** Creates withdrawn because their local row was deleted (and the item deleted if it had been created). */
   withdrawn: number;
   conflicts: number;
+  /** Fields only the user changed, sent at the platform's newer version (field-by-field merges). */
+  merged: number;
+  /** Conflicts the list's policy settled (remote-wins, local-wins): `listsync conflicts --all` shows them. */
+  settledByPolicy: number;
   failed: number;
   /** Changes left pending with an error (retried later). */
   retrying: number;
@@ -62,6 +68,8 @@ export type CountedWrites = Map<string, 'applied' | 'created'>;
 export function tally(result: PushResult, outcomes: readonly Outcome[], counted?: CountedWrites): void {
   for (const o of outcomes) {
     result[TALLIED[o.kind]]++;
+    if (o.kind === 'applied' || o.kind === 'conflict') result.merged += o.merged ?? 0;
+    if (o.kind === 'conflict' && o.settled) result.settledByPolicy++;
     if (counted && (o.kind === 'applied' || o.kind === 'created')) counted.set(o.id, o.kind);
   }
 }
@@ -88,6 +96,8 @@ export function runDetails(result: PushResult): Record<string, number> {
     withdrawn: result.withdrawn,
     retrying: result.retrying,
     behind: result.behind,
+    merged: result.merged,
+    settled_by_policy: result.settledByPolicy,
   };
 }
 

@@ -20,9 +20,8 @@
 import type { ListConfig } from '../../config.js';
 import type { Knex } from '../../db.js';
 import type { Logger } from '../../logger.js';
-import { fromPlatformToSql, NOT_CONVERTED, upsertItems, type TableMapping } from '../../mirror/index.js';
-import { platformInstantMillis } from '../../mirror/convert.js';
-import type { ColumnKind } from '../../mirror/column-types.js';
+import { upsertItems, type TableMapping } from '../../mirror/index.js';
+import { samePlatformValue } from '../../mirror/same-value.js';
 import type { MappedColumn } from '../../mirror/table-mapping.js';
 import type { PlatformClient } from '../../platform/client.js';
 import { AuthError, PlatformError } from '../../platform/platform-errors.js';
@@ -158,21 +157,9 @@ function notTakenColumns(
   const { written, sent } = write;
   if (!sent || itemVersionNumber(item[mapping.versionField]) !== version) return [];
   return mapping.columns.filter(
-    (c) => !c.readOnly && sent.has(c.column) && c.field in written && !sameValue(c.kind, written[c.field], item[c.field], zone),
+    (c) => !c.readOnly && sent.has(c.column) && c.field in written && !samePlatformValue(c.kind, written[c.field], item[c.field], zone),
   );
 }
-
-function sameValue(kind: ColumnKind, a: unknown, b: unknown, zone: string): boolean {
-  if ((a ?? '') === (b ?? '')) return true;
-  const x = fromPlatformToSql(kind, a, zone);
-  const y = fromPlatformToSql(kind, b, zone);
-  if (x === NOT_CONVERTED || y === NOT_CONVERTED) return false;
-  if (kind === 'numeric' && x !== null && y !== null) return Number(x) === Number(y) && trimZeros(x) === trimZeros(y);
-  if (kind === 'timestamptz' && x !== null && y !== null) return platformInstantMillis(x, zone) === platformInstantMillis(y, zone);
-  return x === y;
-}
-
-const trimZeros = (s: string): string => (s.includes('.') ? s.replace(/\.?0+$/, '') : s);
 
 function notTakenError(mapping: TableMapping, columns: readonly MappedColumn[], written: Item, item: Item): string {
   const names = columns.map(

@@ -12,20 +12,20 @@
  *   (test/console/console-http.test.ts › "an item that moved since the page was drawn is refused");
  * - keeping remote takes the platform's current row, not the one recorded.
  */
-import type { Config, ListConfig } from '../../config.js';
-import type { Knex } from '../../db.js';
-import { UsageError } from '../../errors.js';
-import type { Logger } from '../../logger.js';
-import type { PlatformClient } from '../../platform/client.js';
-import { queryItemsByIds } from '../../platform/item-lookup.js';
-import type { Item } from '../../platform/types.js';
-import { itemId } from '../../platform/item-identity.js';
-import { versionOf } from './write-verdict.js';
-import { getConflict, type ConflictRow } from '../../store/conflicts.js';
-import { resolveConflict } from './conflict-handling.js';
-import { listLockName, withLock } from '../lock.js';
-import { loadMappingOrExplain } from './mapping.js';
-import { rereadItems } from './remote.js';
+import type { Config, ListConfig } from '../config.js';
+import type { Knex } from '../db.js';
+import { UsageError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import type { PlatformClient } from '../platform/client.js';
+import { queryItemsByIds } from '../platform/item-lookup.js';
+import type { Item } from '../platform/types.js';
+import { itemId } from '../platform/item-identity.js';
+import { versionOf } from '../sync/push/write-verdict.js';
+import { getConflict, type ConflictRow } from '../store/conflicts.js';
+import { resolveConflict } from './record.js';
+import { listLockName, withLock } from '../sync/lock.js';
+import { loadMappingOrExplain } from '../sync/push/mapping.js';
+import { rereadItems } from '../sync/push/remote.js';
 
 export interface SettleDeps {
   db: Knex;
