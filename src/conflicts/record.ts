@@ -89,6 +89,8 @@ export function pendingConflictHandler(config: Config, list: ListConfig) {
 
 export interface ConflictField {
   field: string;
+  /** The field's display name with its slot beside it (`Note (Text2)`), or the slot alone. */
+  label: string;
   column: string;
   base: unknown;
   local: unknown;
@@ -99,8 +101,10 @@ export interface ConflictField {
 export function conflictFields(mapping: TableMapping, c: ConflictRow): ConflictField[] {
   const base = c.base ?? {};
   return Object.entries(c.local).map(([column, local]) => {
-    const field = mapping.byColumn(column)?.field ?? column;
-    return { field, column, base: base[field] ?? null, local, remote: c.remote?.[field] ?? null };
+    const col = mapping.byColumn(column);
+    const field = col?.field ?? column;
+    const label = col?.displayName && col.displayName !== field ? `${col.displayName} (${field})` : field;
+    return { field, label, column, base: base[field] ?? null, local, remote: c.remote?.[field] ?? null };
   });
 }
 
