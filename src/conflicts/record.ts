@@ -110,10 +110,10 @@ export function conflictFields(mapping: TableMapping, c: ConflictRow): ConflictF
 
 /**
  * Settles a conflict (an open one, or for `local` one remote-wins settled).
- * `local`: the change goes back to pending against the platform's version,
- * holding the conflict's local side (the next push sends it; a newer edit
- * there makes a new conflict). `remote`: the change is dropped and the mirror row takes the
- * platform's values.
+ * `local`: the change goes back to pending against the platform's version
+ * (`againstVersion`: the one read just now; else the recorded one), holding
+ * the conflict's local side (every edit made since the base). `remote`: the
+ * change is dropped and the mirror row takes the platform's values.
  */
 export async function resolveConflict(
   db: Knex,
@@ -122,11 +122,12 @@ export async function resolveConflict(
   c: ConflictRow,
   keep: 'local' | 'remote',
   remoteNow?: Item,
+  againstVersion?: number | null,
 ): Promise<void> {
   await db.transaction(async (trx) => {
     if (keep === 'local') {
       // What is sent is the conflict's local side: every edit made since the base (the outbox row may be superseded).
-      await requeueAgainst(trx, c.outbox_id, c.remote_version, c.local);
+      await requeueAgainst(trx, c.outbox_id, againstVersion ?? c.remote_version, c.local);
     } else {
       if (c.outbox_id !== null) await supersede(trx, c.outbox_id, "conflict resolved: kept the platform's version");
       const remote = remoteNow ?? c.remote;

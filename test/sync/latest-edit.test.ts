@@ -72,13 +72,15 @@ const conflictRows = (world: World) =>
 
 async function resolveKeepLocal(world: World, conflictId: number, platformVersion: number, id: string): Promise<void> {
   const env = { PLATFORM_API_KEY: world.emu.apiKey };
+  await world.emu.admin.clearRequests();
+  // Keep local sends at once (a list with no push schedule is not left waiting).
   const resolved = await runCli(['--config', world.configFile, 'conflicts', 'resolve', String(conflictId), '--keep', 'local'], { env });
   expect(resolved.code, resolved.stderr).toBe(0);
-  await world.emu.admin.clearRequests();
-  const r = await pushList({ ...world.deps(), ...fast }, world.config.lists[0]!);
-  expect(r).toMatchObject({ applied: 1, conflicts: 0, failed: 0 });
+  expect(resolved.stdout).toMatch(/sent at the platform's version \d+ and applied/);
   expect(await patches(world)).toEqual([{ RowVersion: platformVersion, Data: { [F.notes]: 'edit2' } }]);
   expect((await item(world, id))[F.notes]).toBe('edit2');
+  const r = await pushList({ ...world.deps(), ...fast }, world.config.lists[0]!);
+  expect(r).toMatchObject({ applied: 0, conflicts: 0, failed: 0 });
 }
 
 describe('a push killed after the platform applied its PATCH, then edits on both sides', () => {
