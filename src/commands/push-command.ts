@@ -5,7 +5,7 @@ import { UsageError } from '../errors.js';
 import { plural, table } from '../format.js';
 import { getConflict, listConflicts } from '../store/conflicts.js';
 import { OUTBOX_TABLE, requeueFailed } from '../store/outbox.js';
-import { conflictFields } from '../conflicts/record.js';
+import { conflictFields } from '../conflicts/recording.js';
 import { settleConflict } from '../conflicts/resolve.js';
 import { loadMappingOrExplain, pushList, type PushResult } from '../sync/push.js';
 import { previewPush, type PushPreview } from '../sync/push/preview.js';
@@ -220,7 +220,7 @@ export function register({ program, io, withContext }: CommandKit): void {
     .action((id: string) => withContext(async (ctx) => io.out(await showConflict(ctx, positiveId(id, 'A conflict id')))));
   conflicts
     .command('resolve <id>')
-    .description("settle a conflict: keep the local change (sent by the next push) or the platform's version")
+    .description("settle a conflict: keep the local change (sent at once, at the platform's current version) or the platform's version")
     .addOption(new Option('--keep <side>', 'which side wins').choices(['local', 'remote']).makeOptionMandatory())
     .action((id: string, opts: { keep: 'local' | 'remote' }) =>
       withContext(async (ctx) => io.out(await resolveConflictCommand(ctx, positiveId(id, 'A conflict id'), opts.keep))),

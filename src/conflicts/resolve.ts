@@ -32,7 +32,7 @@ import type { Item } from '../platform/types.js';
 import { itemId } from '../platform/item-identity.js';
 import { versionOf } from '../sync/push/write-verdict.js';
 import { getConflict, refreshOpenConflicts, type ConflictRow } from '../store/conflicts.js';
-import { resolveConflict } from './record.js';
+import { resolveConflict } from './recording.js';
 import { listLockName, withLock } from '../sync/lock.js';
 import { loadMappingOrExplain } from '../sync/push/mapping.js';
 import { rereadItems } from '../sync/push/remote.js';

@@ -71,7 +71,7 @@ import {
   unprocessedEvents,
   type ItemEventRow,
 } from '../store/webhook-inbox.js';
-import { pendingConflictHandler } from '../conflicts/record.js';
+import { pendingConflictHandler } from '../conflicts/recording.js';
 import { ITEM_EVENT } from './subscriptions.js';
 
 /** IDs per `In` query (the platform's largest page). */

@@ -11,7 +11,7 @@ import type { Config } from '../../config.js';
 import type { Knex } from '../../db.js';
 import { loadTableMapping } from '../../mirror/list-registry.js';
 import { getConflict, openConflictsPage } from '../../store/conflicts.js';
-import { conflictFields } from '../../conflicts/record.js';
+import { conflictFields } from '../../conflicts/recording.js';
 import { ago, itemValue } from '../page-format.js';
 import { dataTable, html, pager, type SafeHtml } from '../html.js';
 import { PAGE_SIZE, pageOf, type PageContext } from './page-context.js';

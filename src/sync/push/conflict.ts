@@ -11,7 +11,7 @@ import type { Item } from '../../platform/types.js';
 import * as outbox from '../../store/outbox.js';
 import type { OutboxRow } from '../../store/outbox.js';
 import { conflictAction } from '../../conflicts/policy.js';
-import { recordConflict } from '../../conflicts/record.js';
+import { recordConflict } from '../../conflicts/recording.js';
 import { conflictLocalSide, heldConflictMessage } from '../../conflicts/sides.js';
 import type { Outcome } from './outcome.js';
 import { exactJsonOf, fail, settleApplied } from './record.js';

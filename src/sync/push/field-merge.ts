@@ -10,7 +10,7 @@
  *   merged again (at most MAX_MERGES times), a write whose answer was lost is
  *   recognised as ours (push/write-verdict.ts), so nothing is applied twice.
  * - Then, in one transaction: the conflict of the fields both changed
- *   recorded with those fields alone (src/conflicts/record.ts), the sent and
+ *   recorded with those fields alone (src/conflicts/recording.ts), the sent and
  *   same-valued fields settled as applied with what the write produced in the
  *   mirror row, and the conflicting rest superseded (remote-wins) or held
  *   (manual). A process that dies before it re-reads the item and merges
@@ -20,7 +20,7 @@
  */
 import { mergeFields, type FieldMerge } from '../../conflicts/merge.js';
 import { planFields, policyResolution, type FieldPlan } from '../../conflicts/policy.js';
-import { recordConflict } from '../../conflicts/record.js';
+import { recordConflict } from '../../conflicts/recording.js';
 import { conflictLocalSide, heldConflictMessage } from '../../conflicts/sides.js';
 import { coerceError } from '../../errors.js';
 import { upsertItems, type TableMapping } from '../../mirror/index.js';
