@@ -57,6 +57,10 @@ const conflicts = (world: World) =>
 describe('a three-way merge per field', () => {
   it("the platform changed customer, SQL changed notes: one PATCH with notes alone at the platform's version, exit 0, no conflict, both edits kept", async () => {
     const { world, id, version } = await editedOnBothSides({}, { [F.customer]: 'Remote Ltd' }, { notes: 'local note' });
+    const env = { PLATFORM_API_KEY: world.emu.apiKey };
+    const preview = await runCli(['--config', world.configFile, 'push', '--dry-run'], { env });
+    expect(preview.stdout).toMatch(/1 would apply, 0 would conflict/);
+    expect(preview.stdout).toMatch(/merged field by field, Text4 would be sent at the platform's version/);
     const r = await push(world);
     expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(r.stdout).toMatch(/1 applied, 0 created, 0 conflict\(s\), 0 failed/);
