@@ -183,3 +183,25 @@ describe('a three-way merge per field', () => {
     });
   });
 });
+
+describe('an open conflict follows the platform', () => {
+  it('a pull that reads the item again records its latest version and values in the open conflict; conflicts show draws them', async () => {
+    const { world, id, version } = await editedOnBothSides(
+      { conflictPolicy: 'manual' },
+      { [F.customer]: 'Remote Ltd' },
+      { customer: 'Local Co' },
+    );
+    expect((await push(world)).code).toBe(0);
+    expect(await conflicts(world)).toEqual([
+      { local: { customer: 'Local Co' }, status: 'open', resolution: null, remote_version: version },
+    ]);
+    await world.emu.admin.editItem('demo', 'orders', id, { Data: { [F.customer]: 'Remote Again' } });
+    await pullList(world.deps(), world.config.lists[0]!);
+    expect(await conflicts(world)).toEqual([
+      { local: { customer: 'Local Co' }, status: 'open', resolution: null, remote_version: version + 1 },
+    ]);
+    const show = await runCli(['--config', world.configFile, 'conflicts', 'show', '1'], { env: { PLATFORM_API_KEY: world.emu.apiKey } });
+    expect(show.stdout).toMatch(new RegExp(`platform at ${version + 1}`));
+    expect(show.stdout).toMatch(/Local Co\s+Remote Again/);
+  });
+});
