@@ -166,8 +166,8 @@ export async function showConflict(ctx: AppContext, id: number): Promise<string>
   const head = `conflict ${c.id}: list ${c.list_name}, item ${c.item_id}; local ${c.op === 'delete' ? "delete (the row's content below)" : 'change'} made on version ${c.base_version ?? '-'}, platform at ${c.remote_version ?? '-'}; ${c.status}${c.resolution ? ` (${c.resolution})` : ''}`;
   const show = (v: unknown) => (v === null || v === undefined ? '(empty)' : typeof v === 'string' ? v : JSON.stringify(v));
   return `${head}\n${table(
-    ['field', 'column', 'base', 'local', 'platform'],
-    fields.map((f) => [f.label, f.column, show(f.base), show(f.local), show(f.remote)]),
+    ['field', 'slot', 'column', 'base', 'local', 'platform'],
+    fields.map((f) => [f.name, f.field, f.column, show(f.base), show(f.local), show(f.remote)]),
   )}`;
 }
 

@@ -89,7 +89,9 @@ export function pendingConflictHandler(config: Config, list: ListConfig) {
 
 export interface ConflictField {
   field: string;
-  /** The field's display name with its slot beside it (`Note (Text2)`), or the slot alone. */
+  /** The field's display name (the slot when it has none). */
+  name: string;
+  /** The display name with the slot beside it (`Note (Text2)`), or the slot alone. */
   label: string;
   column: string;
   base: unknown;
@@ -104,7 +106,7 @@ export function conflictFields(mapping: TableMapping, c: ConflictRow): ConflictF
     const col = mapping.byColumn(column);
     const field = col?.field ?? column;
     const label = col?.displayName && col.displayName !== field ? `${col.displayName} (${field})` : field;
-    return { field, label, column, base: base[field] ?? null, local, remote: c.remote?.[field] ?? null };
+    return { field, name: col?.displayName || field, label, column, base: base[field] ?? null, local, remote: c.remote?.[field] ?? null };
   });
 }
 

@@ -117,7 +117,7 @@ describe('a three-way merge per field', () => {
     const held = (await world.t.db('listsync.outbox').where({ status: 'conflict' }).select('changes')) as { changes: object }[];
     expect(held).toEqual([{ changes: { customer: 'Local Co' } }]);
     const show = await runCli(['--config', world.configFile, 'conflicts', 'show', '1'], { env: { PLATFORM_API_KEY: world.emu.apiKey } });
-    expect(show.stdout).toMatch(/Customer \(Text2\)\s+customer\s+\S.*Local Co\s+Remote Ltd/);
+    expect(show.stdout).toMatch(/Customer\s+Text2\s+customer\s+\S.*Local Co\s+Remote Ltd/);
   });
 
   it("local-wins: both fields go in one PATCH at the platform's version, the conflict recorded as settled", async () => {

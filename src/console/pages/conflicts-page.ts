@@ -57,7 +57,15 @@ export async function conflictPage(
   const mapping = await mappingOf(ctx.db, ctx.config, c.list_name);
   const fields = mapping
     ? conflictFields(mapping, c)
-    : Object.entries(c.local).map(([column, local]) => ({ field: column, label: column, column, base: null, local, remote: null }));
+    : Object.entries(c.local).map(([column, local]) => ({
+        field: column,
+        name: column,
+        label: column,
+        column,
+        base: null,
+        local,
+        remote: null,
+      }));
   const open = c.status === 'open';
   const body = html`<h1>Conflict ${c.id}</h1>
     ${notice ?? ''}
