@@ -91,7 +91,7 @@ describe('a three-way merge per field', () => {
     expect((await patches(world)).at(-1)).toEqual({ RowVersion: version, Data: { [F.notes]: 'local note' } });
     expect(await item(world, id)).toMatchObject({ [F.customer]: 'Remote Ltd', [F.notes]: 'local note' });
     expect(await conflicts(world)).toEqual([
-      { local: { customer: 'Local Co' }, status: 'resolved', resolution: 'remote-wins', remote_version: version },
+      { local: { customer: 'Local Co' }, status: 'resolved', resolution: 'remote-wins', remote_version: version + 1 },
     ]);
     expect(await world.t.db('mirror.orders').where({ id }).first('customer', 'notes')).toEqual({
       customer: 'Remote Ltd',
@@ -112,7 +112,7 @@ describe('a three-way merge per field', () => {
     expect((await patches(world)).at(-1)).toEqual({ RowVersion: version, Data: { [F.notes]: 'local note' } });
     expect(await item(world, id)).toMatchObject({ [F.customer]: 'Remote Ltd', [F.notes]: 'local note' });
     expect(await conflicts(world)).toEqual([
-      { local: { customer: 'Local Co' }, status: 'open', resolution: null, remote_version: version },
+      { local: { customer: 'Local Co' }, status: 'open', resolution: null, remote_version: version + 1 },
     ]);
     const held = (await world.t.db('listsync.outbox').where({ status: 'conflict' }).select('changes')) as { changes: object }[];
     expect(held).toEqual([{ changes: { customer: 'Local Co' } }]);

@@ -144,7 +144,8 @@ async function settleMerged(ctx: ChangeContext, m: Merged, remote: RemoteSide, w
     if (conflictFields.length) {
       const status = m.plan.conflicts === 'held' ? 'open' : 'resolved';
       const local = columnsOf(mapping, m.local, conflictFields);
-      await recordConflict(trx, list, m.latest, local, remote.item, remote.version, status, policyResolution(m.plan.conflicts), mapping);
+      const side = platformSide(list.versionField, m, remote, writtenVersion);
+      await recordConflict(trx, list, m.latest, local, side.item, side.version, status, policyResolution(m.plan.conflicts), mapping);
     }
     if (Object.keys(settled).length) await outbox.settleSentEdit(trx, m.latest.id, settled, writtenVersion ?? remote.version);
     if (writtenVersion !== null) await recordWrite(trx, mapping, { id: itemId, version: writtenVersion, data: m.plan.send });
@@ -162,6 +163,17 @@ async function settleMerged(ctx: ChangeContext, m: Merged, remote: RemoteSide, w
       });
     }
   });
+}
+
+/**
+ * The conflict's platform side: what the platform holds once the merged write
+ * went through (its version, the fields sent), so a page drawn from it offers
+ * the version a resolve will find; under local-wins the values the write
+ * overwrote, which is what the conflict is there to keep.
+ */
+function platformSide(versionField: string, m: Merged, remote: RemoteSide, writtenVersion: number | null): RemoteSide {
+  if (writtenVersion === null || m.plan.conflicts === 'sent') return remote;
+  return { item: { ...remote.item, ...m.plan.send, [versionField]: writtenVersion }, version: writtenVersion };
 }
 
 /** The change's columns whose fields are among `fields`. */
