@@ -226,6 +226,11 @@ const listSchema = z
     // A plain string is the pull schedule.
     schedule: z.preprocess((v) => (typeof v === 'string' ? { pull: v } : v), scheduleSchema).default({}),
     conflictPolicy: z.enum(['remote-wins', 'local-wins', 'manual']).default('remote-wins'),
+    /**
+     * `field`: a three-way merge per field; only fields both sides changed differently are a conflict, the rest
+     * is sent at the platform's version. `item`: the whole change is one conflict (fields that must change together).
+     */
+    conflictScope: z.enum(['field', 'item']).default('field'),
     maxPushAttempts: positiveInt.max(100).default(5),
     /** A DELETE on a mirror row deletes the item on the platform (version-checked); off: deletes are refused. */
     pushDeletes: z.boolean().default(false),
@@ -663,6 +668,7 @@ function hintFor(key: string): string {
   if (key === 'database.url') return ' Set DATABASE_URL, e.g. postgres://user@127.0.0.1:5432/db.';
   if (key === 'platform.baseUrl') return ' Use the versioned base address, e.g. https://api.example.com/v1.';
   if (key.endsWith('conflictPolicy')) return ' Use one of remote-wins, local-wins, manual.';
+  if (key.endsWith('conflictScope')) return ' Use field (merge field by field) or item (the whole change is one conflict).';
   return '';
 }
 

@@ -5,8 +5,8 @@ import { UsageError } from '../errors.js';
 import { plural, table } from '../format.js';
 import { getConflict, listConflicts } from '../store/conflicts.js';
 import { OUTBOX_TABLE, requeueFailed } from '../store/outbox.js';
-import { conflictFields } from '../sync/push/conflict-handling.js';
-import { settleConflict } from '../sync/push/settle-conflict.js';
+import { conflictFields } from '../conflicts/recording.js';
+import { settleConflict } from '../conflicts/resolve.js';
 import { loadMappingOrExplain, pushList, type PushResult } from '../sync/push.js';
 import { previewPush, type PushPreview } from '../sync/push/preview.js';
 import { Option } from 'commander';
@@ -22,7 +22,10 @@ export function pushSummary(r: PushResult, policy?: ConflictPolicy): string {
   return (
     `${r.list}: push — ${r.applied} applied, ${r.created} created, ${extra ? `${extra}, ` : ''}${r.conflicts} conflict(s), ${r.failed} failed, ${r.retrying} left pending with an error; ` +
     `${plural(r.counters.requests, 'request')}, ${plural(r.counters.retries, 'retry', 'retries')}` +
-    (r.conflicts && policy ? `\n  ${conflictOutcome(r.list, r.conflicts, policy)}` : '') +
+    (r.merged
+      ? `\n  ${plural(r.merged, 'field')} only you changed ${r.merged === 1 ? 'was' : 'were'} merged: sent at the platform's newer version, beside the changes made there.`
+      : '') +
+    (r.conflicts && policy ? `\n  ${conflictOutcome(r, policy)}` : '') +
     (r.failed || r.retrying ? `\n  ${failureHint(r)}` : '') +
     (r.behind
       ? `\n  the mirror is behind the platform for ${plural(r.behind, 'item')} just written: the platform's queries did not show the new version yet; the next pull brings it (versions never go backwards).`
@@ -37,14 +40,16 @@ function failureHint(r: PushResult): string {
   return `${parts.join('; ')}; "listsync status" and ${OUTBOX_TABLE} (last_error) say why.`;
 }
 
-/** What a conflict did to the local edit, and where to find it. */
-function conflictOutcome(list: string, n: number, policy: ConflictPolicy): string {
+/** What a conflict did to the local edit, how many the policy settled, and where to find them. */
+function conflictOutcome(r: PushResult, policy: ConflictPolicy): string {
+  const { list, conflicts: n, settledByPolicy: settled } = r;
   const items = n === 1 ? 'an item was' : `${n} items were`;
+  const byPolicy = `${settled} of ${plural(n, 'conflict')} settled by policy`;
   if (policy === 'remote-wins')
-    return `${items} changed on the platform since your edit: the platform's version is kept in the mirror (conflictPolicy remote-wins); your edit is saved with the conflict: "listsync conflicts --all --list ${list}" shows it, "conflicts resolve ID --keep local" sends it anyway.`;
+    return `${items} changed on the platform since your edit, in fields you changed too: ${byPolicy}: the platform's version is kept in the mirror (conflictPolicy remote-wins); your values are saved with the conflict: "listsync conflicts --all --list ${list}" shows them, "conflicts resolve ID --keep local" sends them anyway.`;
   if (policy === 'local-wins')
-    return `${items} changed on the platform since your edit: your edit was sent over the platform's version (conflictPolicy local-wins); the platform's values are saved with the conflict: "listsync conflicts --all --list ${list}".`;
-  return `${items} changed on the platform since your edit: your edit is held, not sent (conflictPolicy manual); settle it with "listsync conflicts --list ${list}", then "conflicts resolve ID --keep local|remote".`;
+    return `${items} changed on the platform since your edit, in fields you changed too: ${byPolicy}: your values were sent over the platform's (conflictPolicy local-wins); the platform's values are saved with the conflict: "listsync conflicts --all --list ${list}".`;
+  return `${items} changed on the platform since your edit, in fields you changed too: those fields are held, not sent (conflictPolicy manual); settle them with "listsync conflicts --list ${list}", then "conflicts resolve ID --keep local|remote".`;
 }
 
 export async function runPushes(
@@ -124,7 +129,13 @@ const indent = (text: string): string =>
 
 export async function conflictsTable(ctx: AppContext, options: { list?: string; all: boolean }): Promise<string> {
   const rows = await listConflicts(ctx.db, options);
-  if (rows.length === 0) return options.all ? 'no conflicts recorded' : 'no open conflicts';
+  if (rows.length === 0 && options.all) return 'no conflicts recorded';
+  if (rows.length === 0) {
+    const settled = (await listConflicts(ctx.db, { ...options, all: true })).length;
+    return settled === 0
+      ? 'no open conflicts'
+      : `no open conflicts; ${plural(settled, 'conflict')} settled (by policy or by hand): "listsync conflicts --all${options.list ? ` --list ${options.list}` : ''}" shows them.`;
+  }
   return table(
     ['id', 'list', 'item', 'policy', 'base', 'remote', 'fields', 'status', 'recorded'],
     rows.map((c) => [
@@ -155,8 +166,8 @@ export async function showConflict(ctx: AppContext, id: number): Promise<string>
   const head = `conflict ${c.id}: list ${c.list_name}, item ${c.item_id}; local ${c.op === 'delete' ? "delete (the row's content below)" : 'change'} made on version ${c.base_version ?? '-'}, platform at ${c.remote_version ?? '-'}; ${c.status}${c.resolution ? ` (${c.resolution})` : ''}`;
   const show = (v: unknown) => (v === null || v === undefined ? '(empty)' : typeof v === 'string' ? v : JSON.stringify(v));
   return `${head}\n${table(
-    ['field', 'column', 'base', 'local', 'platform'],
-    fields.map((f) => [f.field, f.column, show(f.base), show(f.local), show(f.remote)]),
+    ['field', 'slot', 'column', 'base', 'local', 'platform'],
+    fields.map((f) => [f.name, f.field, f.column, show(f.base), show(f.local), show(f.remote)]),
   )}`;
 }
 
@@ -209,7 +220,7 @@ export function register({ program, io, withContext }: CommandKit): void {
     .action((id: string) => withContext(async (ctx) => io.out(await showConflict(ctx, positiveId(id, 'A conflict id')))));
   conflicts
     .command('resolve <id>')
-    .description("settle a conflict: keep the local change (sent by the next push) or the platform's version")
+    .description("settle a conflict: keep the local change (sent at once, at the platform's current version) or the platform's version")
     .addOption(new Option('--keep <side>', 'which side wins').choices(['local', 'remote']).makeOptionMandatory())
     .action((id: string, opts: { keep: 'local' | 'remote' }) =>
       withContext(async (ctx) => io.out(await resolveConflictCommand(ctx, positiveId(id, 'A conflict id'), opts.keep))),

@@ -18,7 +18,7 @@ import { coerceError, UsageError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { PlatformClient } from '../platform/client.js';
 import { startHttp } from '../serve/routes.js';
-import { settleConflict } from '../sync/push/settle-conflict.js';
+import { ConflictReadError, settleConflict } from '../conflicts/resolve.js';
 import { createAccess, type ConsoleAccess } from './access.js';
 import { CSS, SCRIPT } from './assets.js';
 import { html, type SafeHtml } from './html.js';
@@ -139,10 +139,12 @@ async function resolveAction(req: IncomingMessage, res: ServerResponse, id: numb
   try {
     const said = await settleConflict(deps, id, keep, { seenVersion: seen });
     deps.logger.info({ conflict: id, keep }, said);
-    res.writeHead(303, { ...SECURITY_HEADERS, location: `/conflicts/${id}?settled=${keep}` });
+    const queued = keep === 'local' && / is queued but not applied yet /.test(said) ? '&sent=0' : '';
+    res.writeHead(303, { ...SECURITY_HEADERS, location: `/conflicts/${id}?settled=${keep}${queued}` });
     res.end();
   } catch (err) {
     const e = coerceError(err);
+    if (e instanceof ConflictReadError) return platformFailed(res, id, e);
     if (!(e instanceof UsageError)) throw e;
     const drawn = await conflictPage(ctx, id, html`<p class="notice bad" role="alert">${e.message}</p>`);
     send(
@@ -153,9 +155,29 @@ async function resolveAction(req: IncomingMessage, res: ServerResponse, id: numb
   }
 }
 
+/** The platform failed the read before a resolve: a console page that says what failed and that nothing changed. */
+function platformFailed(res: ServerResponse, id: number, e: ConflictReadError): void {
+  send(
+    res,
+    502,
+    page(
+      'The platform did not answer',
+      '/conflicts',
+      html`<h1>Nothing was changed</h1>
+        <p role="alert">${e.message}</p>
+        <p><a href="/conflicts/${id}">Back to conflict ${id}</a></p>`,
+    ),
+  );
+}
+
 function noticeOf(url: URL): SafeHtml | undefined {
   const keep = url.searchParams.get('settled');
-  if (keep === 'local') return html`<p class="notice" role="status">Settled: the local change is kept; the next push sends it.</p>`;
+  if (keep === 'local' && url.searchParams.get('sent') === '0')
+    return html`<p class="notice bad" role="status">
+      Settled: the local change is kept and queued, but the platform did not take it yet; a push sends it (“listsync push”, or the list’s
+      push schedule).
+    </p>`;
+  if (keep === 'local') return html`<p class="notice" role="status">Settled: the local change is kept and was sent to the platform.</p>`;
   if (keep === 'remote')
     return html`<p class="notice" role="status">Settled: the platform’s version is kept; the mirror row took its values.</p>`;
   return undefined;

@@ -5,6 +5,7 @@
  * mirror's other SQL (test/store-ownership.test.ts keeps listsync's own
  * tables the same way).
  *
+ * - `_raw` is given back in the platform's form (storage escapes decoded).
  * - `knownVersions` is `listsync.mirror_base_version`: the greater of
  *   `row_version` and the version a write left in `_raw` (src/mirror/write-results.ts).
  * - `adoptCreatedId` runs in the transaction that settles the create, as the
@@ -16,11 +17,19 @@ import type { Knex } from '../db.js';
 import type { Item } from '../platform/types.js';
 import type { TableMapping } from './table-mapping.js';
 import { markListsyncWriter } from './own-writes.js';
+import { decodeStorable } from '../storable.js';
+
+/**
+ * `_raw` in the platform's form: strings PostgreSQL cannot hold are kept
+ * escaped there (src/storable.ts) and given back as the platform sent them,
+ * so that no comparison ever sees listsync's storage escape.
+ */
+const platformForm = (raw: Item | null | undefined): Item | null => (raw ? (decodeStorable(raw) as Item) : null);
 
 /** The item as the mirror last read it (`_raw`), or null. */
 export async function heldItem(db: Knex | Knex.Transaction, mapping: TableMapping, id: string): Promise<Item | null> {
   const r = (await db.withSchema(mapping.schema).from(mapping.table).where({ id }).first('_raw')) as { _raw: Item | null } | undefined;
-  return r?._raw ?? null;
+  return platformForm(r?._raw);
 }
 
 /** The `_raw` of each row among `ids` that has one (1000 IDs a query). */
@@ -32,7 +41,7 @@ export async function heldItems(db: Knex, mapping: TableMapping, ids: readonly s
       .from(mapping.table)
       .whereIn('id', ids.slice(i, i + 1000))
       .select('id', '_raw')) as { id: string; _raw: Item | null }[];
-    for (const r of rows) if (r._raw) out.set(r.id, r._raw);
+    for (const r of rows) if (r._raw) out.set(r.id, platformForm(r._raw)!);
   }
   return out;
 }
@@ -50,7 +59,7 @@ export async function knownVersions(db: Knex, mapping: TableMapping, ids: readon
     `select t.id, listsync.mirror_base_version(to_jsonb(t.*), ?) as version, t._raw from ${mapping.qualifiedTable} as t where t.id = any(?::text[])`,
     [mapping.versionField, [...ids]],
   )) as { rows: { id: string; version: string | null; _raw: Item | null }[] };
-  for (const r of rows.rows) out.set(r.id, { version: r.version === null ? null : Number(r.version), raw: r._raw });
+  for (const r of rows.rows) out.set(r.id, { version: r.version === null ? null : Number(r.version), raw: platformForm(r._raw) });
   return out;
 }
 

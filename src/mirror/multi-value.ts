@@ -9,9 +9,13 @@
  * number stays bare, a string stays a string), a new integer element is bare
  * when every element of the item was, and anything else is a string.
  *
- * An element that is a rounded copy of one the item holds (its digits as a
- * double writes them: read so by an older listsync) cannot be written back
- * exactly: `InexactElementError`, and the change is refused with its message.
+ * An element that stands in place of one the item holds as its rounded copy
+ * (its digits as a double writes them: read so by an older listsync) cannot
+ * be written back exactly: `InexactElementError`, and the change is refused
+ * with its message. Only then: the held element must be missing from the
+ * edit. An element added beside the exact held ones is the user's, sent as
+ * written (dense 19-digit IDs make an ID equal to a neighbour's rounded form
+ * an ordinary edit: test/sync/exact-values.test.ts).
  */
 import { parse as parseLossless, isLosslessNumber } from 'lossless-json';
 import { plainDecimal } from './convert.js';
@@ -56,7 +60,7 @@ export function multiValueWire(elements: readonly string[], raw: unknown): strin
   const allBare = held.length > 0 && held.every((h) => h.bare);
   const parts = elements.map((e) => {
     const form = forms.get(e);
-    if (form === undefined) assertNotRounded(e, held);
+    if (form === undefined) assertNotRounded(e, held, elements);
     const bare = form ?? (allBare && INTEGER.test(e));
     return bare && INTEGER.test(e) ? e : JSON.stringify(e);
   });
@@ -64,13 +68,16 @@ export function multiValueWire(elements: readonly string[], raw: unknown): strin
 }
 
 /**
- * Throws when `e` is not one of the item's elements but what one of them
- * becomes when read through a double and written out again
- * (`1177823559771361293` → `1177823559771361300`): a rounded copy.
+ * Throws when `e` is not one of the item's elements but what one of them,
+ * missing from the edit (`elements`), becomes when read through a double and
+ * written out again (`1177823559771361293` → `1177823559771361300`): a
+ * rounded copy standing in its place.
  */
-function assertNotRounded(e: string, held: readonly HeldElement[]): void {
+function assertNotRounded(e: string, held: readonly HeldElement[], elements: readonly string[]): void {
   if (!INTEGER.test(e) || e.replace('-', '').length < 16) return;
-  const twin = held.find((h) => h.text !== e && INTEGER.test(h.text) && plainDecimal(String(Number(h.text))) === e);
+  const twin = held.find(
+    (h) => h.text !== e && INTEGER.test(h.text) && !elements.includes(h.text) && plainDecimal(String(Number(h.text))) === e,
+  );
   if (twin)
     throw new InexactElementError(
       `element ${e} is not exact: the platform holds ${twin.text}, and ${e} is that number rounded (read by an older listsync); the change was refused rather than sent. Pull the list again ("listsync pull") and repeat the edit.`,

@@ -5,7 +5,7 @@
  * After a PATCH with RowVersion B the item is at version B + 1 and holds the
  * values sent; after a create it is at its first version. That is written
  * into the row's `_raw` (the version field and the fields sent, as the
- * platform's strings) in the transaction that marks the change applied.
+ * platform's strings, escaped where PostgreSQL cannot hold them: src/storable.ts) in the transaction that marks the change applied.
  * `row_version` and the typed columns stay as they are: the row still reads
  * as behind, so the re-read (and any pull) rewrites it whole, and the next
  * edit's base version (`listsync.mirror_base_version`, the greater of
@@ -14,6 +14,7 @@
  * version is already as new is left alone.
  */
 import type { Knex } from '../db.js';
+import { storableJson } from '../storable.js';
 import { markListsyncWriter } from './own-writes.js';
 import type { TableMapping } from './table-mapping.js';
 
@@ -34,6 +35,6 @@ export async function recordWrite(trx: Knex.Transaction, mapping: TableMapping, 
         set _raw = coalesce(t._raw, '{}'::jsonb) || ?::jsonb
       where t.id = ?
         and coalesce(listsync.mirror_base_version(to_jsonb(t.*), ?), -1) < ?`,
-    [JSON.stringify(patch), write.id, mapping.versionField, write.version],
+    [storableJson(patch), write.id, mapping.versionField, write.version],
   );
 }

@@ -77,7 +77,7 @@ import {
   unprocessedEvents,
   type ItemEventRow,
 } from '../store/webhook-inbox.js';
-import { pendingConflictHandler } from '../sync/push/conflict-handling.js';
+import { pendingConflictHandler } from '../conflicts/recording.js';
 import { drainBy, estimatePullPages, pullWaitMs, REREAD_BATCH, type BacklogPuller } from './backlog-pull.js';
 import { ITEM_EVENT } from './subscriptions.js';
 

@@ -96,6 +96,20 @@ export async function markResolved(db: Db, id: number, resolution: string): Prom
   await db(CONFLICTS_TABLE).where({ id }).update({ status: 'resolved', resolution, resolved_at: db.fn.now() });
 }
 
+/**
+ * The platform's side of an item's open conflicts follows the platform: its
+ * latest version and values, whenever listsync reads the item again (pull,
+ * real time, the re-read before a resolve). Versions never go backwards.
+ * Returns how many conflicts were brought up to date.
+ */
+export async function refreshOpenConflicts(db: Db, listName: string, itemId: string, remote: Item, remoteVersion: number): Promise<number> {
+  if (!Number.isFinite(remoteVersion)) return 0;
+  return db(CONFLICTS_TABLE)
+    .where({ list_name: listName, item_id: itemId, status: 'open' })
+    .where((q) => q.whereNull('remote_version').orWhere('remote_version', '<', remoteVersion))
+    .update({ remote: storableJson(remote), remote_version: remoteVersion });
+}
+
 /** A page of the open conflicts, oldest first, each with how many are open. */
 export async function openConflictsPage(db: Db, page: { offset: number; limit: number }): Promise<(ConflictRow & { total: number })[]> {
   const rows = (await db(CONFLICTS_TABLE)

@@ -176,6 +176,27 @@ export async function behindItems(db: Db, listName: string): Promise<string[]> {
   return rows.map((r) => r.item_id);
 }
 
+/**
+ * The columns each item's applied changes sent, for those still flagged
+ * `mirror_behind` (a change applied in part went back to pending with its
+ * remainder: what it sent is not known any more, so it names nothing).
+ */
+export async function sentColumnsBehind(db: Db, listName: string, itemIds: readonly string[]): Promise<Map<string, Set<string>>> {
+  const out = new Map<string, Set<string>>();
+  for (let i = 0; i < itemIds.length; i += 1000) {
+    const rows = (await db(OUTBOX_TABLE)
+      .where({ list_name: listName, mirror_behind: true, status: 'applied' })
+      .whereIn('item_id', itemIds.slice(i, i + 1000))
+      .select('item_id', 'changes')) as { item_id: string; changes: Record<string, unknown> | null }[];
+    for (const r of rows) {
+      const cols = out.get(r.item_id) ?? new Set<string>();
+      for (const c of Object.keys(r.changes ?? {})) cols.add(c);
+      out.set(r.item_id, cols);
+    }
+  }
+  return out;
+}
+
 /** The items' mirror rows were re-read: their changes are settled. */
 export async function clearBehind(db: Db, listName: string, itemIds: readonly string[]): Promise<void> {
   if (itemIds.length === 0) return;
@@ -234,6 +255,24 @@ export async function supersede(db: Db, id: number, reason: string): Promise<voi
   await db(OUTBOX_TABLE)
     .where({ id })
     .update({ status: 'superseded', sent_changes: null, last_error: closestText(reason), updated_at: db.fn.now() });
+}
+
+/**
+ * Columns taken out of a pending edit (a conflict decided them); an edit left
+ * empty is superseded with `reason`. Returns whether it was.
+ */
+export async function dropColumns(db: Db, id: number, columns: readonly string[], reason: string): Promise<boolean> {
+  const rows = (await db.raw(
+    `update ${OUTBOX_TABLE} o
+        set changes = o.changes - ?::text[],
+            status = case when (o.changes - ?::text[]) = '{}'::jsonb then 'superseded' else o.status end,
+            last_error = case when (o.changes - ?::text[]) = '{}'::jsonb then ? else o.last_error end,
+            updated_at = now()
+      where o.id = ?
+      returning o.status`,
+    [[...columns], [...columns], [...columns], closestText(reason), id],
+  )) as { rows: { status: OutboxStatus }[] };
+  return rows.rows[0]?.status === 'superseded';
 }
 
 /** A delete went through (nothing to re-read: the mirror row stays marked deleted). */

@@ -103,7 +103,7 @@ import { itemVersion } from '../platform/item-identity.js';
 import { noteItemKeys, readFieldMeta, recordFieldMeta } from '../store/registry.js';
 import { LIST_JOBS, listLockName } from './lock.js';
 import { runJob, type ActiveRun, type JobDeps, type PageDone } from './run-job.js';
-import { pendingConflictHandler } from './push/conflict-handling.js';
+import { pendingConflictHandler } from '../conflicts/recording.js';
 import { describeRun, finishRun, zeroCounters, type RunCounters } from '../store/runs.js';
 import { completeState, readState, writeCheckpoint, type SyncState } from '../store/state.js';
 import {

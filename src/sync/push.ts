@@ -52,7 +52,7 @@
  * them in batches, a few at a time (push/update.ts, push/create.ts,
  * push/delete.ts), each settled from what the platform answers or, when it
  * rejects or does not answer, from the item read back (the pure verdicts:
- * push/write-verdict.ts, push/lost-create-verdict.ts, push/conflict-side.ts;
+ * push/write-verdict.ts, push/lost-create-verdict.ts, src/conflicts/merge.ts and policy.ts;
  * what is sent: push/wire.ts), re-read what was written after each batch,
  * then close the run (push/outcome.ts counts it).
  */
@@ -71,7 +71,16 @@ import { pushCreate, withdrawCreate } from './push/create.js';
 import { pushDelete } from './push/delete.js';
 import { mapConcurrent } from './push/map-concurrent.js';
 import { loadMappingOrExplain, syncDeleteCapture } from './push/mapping.js';
-import { describeOp, failureStreak, runDetails, tally, type Outcome, type PushResult } from './push/outcome.js';
+import {
+  countNotTaken,
+  describeOp,
+  failureStreak,
+  runDetails,
+  tally,
+  type CountedWrites,
+  type Outcome,
+  type PushResult,
+} from './push/outcome.js';
 import { fail, interrupted } from './push/record.js';
 import { settleMirror, type SettleDeps } from './push/settle-mirror.js';
 import type { ChangeContext, PushDeps } from './push/types.js';
@@ -119,7 +128,8 @@ async function pushLocked(deps: PushDeps, list: ListConfig, run: ActiveRun): Pro
   };
   try {
     // Writes of an earlier run that were never re-read come first.
-    result.failed += (await settleMirror(settle, list, mapping)).notTaken.length;
+    const counted: CountedWrites = new Map();
+    countNotTaken(result, counted, (await settleMirror(settle, list, mapping)).notTaken);
     const rows = await outbox.dueChanges(db, list.name, now);
     // Never written by stale field metadata: a field removed since is not sent (src/sync/write-fields.ts).
     ctx.mapping = await fieldsForWrite(deps, list, mapping, rows, log);
@@ -143,8 +153,8 @@ async function pushLocked(deps: PushDeps, list: ListConfig, run: ActiveRun): Pro
         items: outcomes.length,
         itemsSoFar: handled,
       });
-      tally(result, outcomes);
-      await settleBatch(settle, ctx, result);
+      tally(result, outcomes, counted);
+      await settleBatch(settle, ctx, result, counted);
     }
     await outbox.pruneApplied(db, list.name, list.appliedRetentionDays);
     result.counters = { ...result.counters, ...counters() };
@@ -167,6 +177,8 @@ function emptyResult(runId: number, list: string): PushResult {
     deleted: 0,
     withdrawn: 0,
     conflicts: 0,
+    merged: 0,
+    settledByPolicy: 0,
     failed: 0,
     retrying: 0,
     behind: 0,
@@ -191,13 +203,11 @@ function runCounters(deps: PushDeps, run: ActiveRun, result: PushResult): () => 
   };
 }
 
-/** After a batch: what was written is re-read; a value the platform kept for itself is not applied. */
-async function settleBatch(settle: SettleDeps, ctx: ChangeContext, result: PushResult): Promise<void> {
+/** After a batch: what was written is re-read; a change whose value the platform kept for itself is failed, counted once. */
+async function settleBatch(settle: SettleDeps, ctx: ChangeContext, result: PushResult, counted: CountedWrites): Promise<void> {
   const settled = await settleMirror(settle, ctx.list, ctx.mapping);
   result.behind = settled.behind.length;
-  // Written, but the platform kept its own value: not applied.
-  result.failed += settled.notTaken.length;
-  result.applied = Math.max(0, result.applied - settled.notTaken.length);
+  countNotTaken(result, counted, settled.notTaken);
 }
 
 /**

@@ -142,7 +142,7 @@ describe('console in Chromium', () => {
     await shot('budget');
   });
 
-  it('opens the conflict and keeps local with the button: the push sends it, the conflict is recorded as resolved', async () => {
+  it('opens the conflict and keeps local with the button: it is sent at once, the conflict is recorded as resolved', async () => {
     await page.getByRole('link', { name: 'Conflicts' }).click();
     await shot('conflicts');
     await page
@@ -157,7 +157,69 @@ describe('console in Chromium', () => {
     await shot('conflict-settled');
     const c = (await w.t.db('listsync.conflicts').where({ item_id: itemId }).first()) as { status: string; resolution: string };
     expect(c).toMatchObject({ status: 'resolved', resolution: 'local' });
-    expect((await pushList(deps(), listOf('tickets'))).applied).toBe(1);
     expect((await w.emu.admin.getItem('demo', 'orders', itemId))[F.customer]).toBe('Local Co');
+    expect((await pushList(deps(), listOf('tickets'))).applied).toBe(0);
+  });
+});
+
+/** A held conflict (manual) on another "tickets" item: customer edited here and on the platform. */
+async function heldConflict(n: number, local: string, remote: string): Promise<{ id: string; conflictId: number }> {
+  const id = String(((await w.t.db('mirror.tickets').orderBy('id').offset(n).first('id')) as { id: string }).id);
+  await w.t.db('mirror.tickets').where({ id }).update({ customer: local });
+  await w.emu.admin.editItem('demo', 'orders', id, { Data: { [F.customer]: remote } });
+  expect((await pushList(deps(), listOf('tickets'))).conflicts).toBe(1);
+  const c = (await w.t.db('listsync.conflicts').where({ item_id: id, status: 'open' }).first('id')) as { id: number };
+  return { id, conflictId: c.id };
+}
+
+const conflictState = async (conflictId: number) =>
+  (await w.t.db('listsync.conflicts').where({ id: conflictId }).first('status', 'resolution')) as {
+    status: string;
+    resolution: string | null;
+  };
+
+describe('every conflict can be settled from the console', () => {
+  it('an item that moves after the page was drawn is refused once, the page shows the new platform values, the next click settles it', async () => {
+    const { id, conflictId } = await heldConflict(1, 'Local Two', 'Remote Two');
+    await page.goto(`${running.url}/conflicts/${conflictId}`);
+    expect(await page.locator('table').innerText()).toMatch(/Customer \(Text2\)\s+customer\s+.*Local Two\s+Remote Two/);
+    await w.emu.admin.editItem('demo', 'orders', id, { Data: { [F.customer]: 'Remote Three' } });
+    await page.getByRole('button', { name: 'Keep local' }).click();
+    await expect(page.getByRole('alert').innerText()).resolves.toMatch(
+      /changed on the platform since the page was drawn.*nothing was changed/,
+    );
+    expect(await page.locator('table').innerText()).toMatch(/Local Two\s+Remote Three/);
+    await shot('conflict-moved');
+    expect(await conflictState(conflictId)).toEqual({ status: 'open', resolution: null });
+    expect((await w.emu.admin.getItem('demo', 'orders', id))[F.customer]).toBe('Remote Three');
+    await page.getByRole('button', { name: 'Keep local' }).click();
+    await expect(page.getByRole('status').innerText()).resolves.toMatch(/the local change is kept and was sent to the platform/);
+    expect(await conflictState(conflictId)).toEqual({ status: 'resolved', resolution: 'local' });
+    expect((await w.emu.admin.getItem('demo', 'orders', id))[F.customer]).toBe('Local Two');
+  });
+
+  it('Keep local while the platform fails its read answers a console page, with the console headers, and changes nothing', async () => {
+    const { id, conflictId } = await heldConflict(2, 'Local Four', 'Remote Four');
+    await page.goto(`${running.url}/conflicts/${conflictId}`);
+    await w.emu.admin.setFaults({ errorRate: 1, faultPaths: 'items/query' });
+    try {
+      const answer = page.waitForResponse((r) => r.url().endsWith(`/conflicts/${conflictId}/resolve`));
+      await page.getByRole('button', { name: 'Keep local' }).click();
+      const r = await answer;
+      expect(r.status()).toBe(502);
+      expect(r.headers()['content-type']).toMatch(/^text\/html/);
+      expect(r.headers()['content-security-policy']).toMatch(/default-src 'none'/);
+      expect(r.headers()['x-frame-options']).toBe('DENY');
+    } finally {
+      await w.emu.admin.setFaults({ errorRate: null, faultPaths: null });
+    }
+    await expect(page.getByRole('heading', { name: 'Nothing was changed' }).isVisible()).resolves.toBe(true);
+    await expect(page.getByRole('alert').innerText()).resolves.toMatch(
+      new RegExp(`the platform could not be asked about item ${id} .*nothing was changed`),
+    );
+    await shot('conflict-platform-failed');
+    expect(await conflictState(conflictId)).toEqual({ status: 'open', resolution: null });
+    expect(await w.t.db('listsync.outbox').where({ item_id: id }).pluck('status')).toEqual(['conflict']);
+    expect((await w.emu.admin.getItem('demo', 'orders', id))[F.customer]).toBe('Remote Four');
   });
 });

@@ -146,6 +146,23 @@ describe('long IDs inside platform values', () => {
     expect(change.last_error).toMatch(/1177823559771361300 is not exact: the platform holds 1177823559771361293/);
   });
 
+  it("an ID appended beside the exact base elements is the user's, sent as written, even when it equals their rounded form", async () => {
+    w = await startWorld({ emulator: { items: 3 } });
+    const world = w;
+    await listWithIdFields(world);
+    const [id] = (await world.emu.admin.exportList('demo', 'orders')).items.map((i) => String(i.ListDataID)) as [string];
+    await world.emu.admin.editItem('demo', 'orders', id, { Data: { Text10: '[1177823559771361293,1177823559771361295]' } });
+    const list = world.config.lists[0]!;
+    await pullList(world.deps(), list);
+    await world.t.db.raw(`update mirror.orders set links = links || '1177823559771361300'::text where id = ?`, [id]);
+    await world.emu.admin.clearRequests();
+    expect(await pushList({ ...world.deps(), ...fast }, list)).toMatchObject({ applied: 1, failed: 0 });
+    const sent = (await world.emu.admin.requests()).filter((e) => e.method === 'PATCH').map((p) => JSON.parse(p.body!) as { Data: object });
+    expect(sent.map((p) => p.Data)).toEqual([{ Text10: '[1177823559771361293,1177823559771361295,1177823559771361300]' }]);
+    const item = (await world.emu.admin.exportList('demo', 'orders')).items.find((i) => String(i.ListDataID) === id)!;
+    expect(item.Text10).toBe('[1177823559771361293,1177823559771361295,1177823559771361300]');
+  });
+
   it('a create and an edit carrying new IDs, answers lost: the platform stores them bare, the push recognises them as its own, one item each', async () => {
     w = await startWorld({ emulator: { items: 3 }, platform: { retries: 1 } });
     const world = w;

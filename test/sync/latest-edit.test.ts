@@ -33,8 +33,8 @@ const patches = async (world: World) =>
     .map((p) => JSON.parse(p.body!) as { RowVersion: number; Data: Record<string, string> });
 
 /** Row A edited to 'round1' and pushed by a child process killed after the platform applied the PATCH, before its answer. */
-async function killedWrite(policy: Policy): Promise<{ world: World; id: string; base: number }> {
-  w = await startWorld({ emulator: { items: 5 }, list: { conflictPolicy: policy } });
+async function killedWrite(policy: Policy, conflictScope: 'field' | 'item' = 'field'): Promise<{ world: World; id: string; base: number }> {
+  w = await startWorld({ emulator: { items: 5 }, list: { conflictPolicy: policy, conflictScope } });
   const world = w;
   const list = world.config.lists[0]!;
   await pullList(world.deps(), list);
@@ -72,13 +72,15 @@ const conflictRows = (world: World) =>
 
 async function resolveKeepLocal(world: World, conflictId: number, platformVersion: number, id: string): Promise<void> {
   const env = { PLATFORM_API_KEY: world.emu.apiKey };
+  await world.emu.admin.clearRequests();
+  // Keep local sends at once (a list with no push schedule is not left waiting).
   const resolved = await runCli(['--config', world.configFile, 'conflicts', 'resolve', String(conflictId), '--keep', 'local'], { env });
   expect(resolved.code, resolved.stderr).toBe(0);
-  await world.emu.admin.clearRequests();
-  const r = await pushList({ ...world.deps(), ...fast }, world.config.lists[0]!);
-  expect(r).toMatchObject({ applied: 1, conflicts: 0, failed: 0 });
+  expect(resolved.stdout).toMatch(/sent at the platform's version \d+ and applied/);
   expect(await patches(world)).toEqual([{ RowVersion: platformVersion, Data: { [F.notes]: 'edit2' } }]);
   expect((await item(world, id))[F.notes]).toBe('edit2');
+  const r = await pushList({ ...world.deps(), ...fast }, world.config.lists[0]!);
+  expect(r).toMatchObject({ applied: 0, conflicts: 0, failed: 0 });
 }
 
 describe('a push killed after the platform applied its PATCH, then edits on both sides', () => {
@@ -105,12 +107,29 @@ describe('a push killed after the platform applied its PATCH, then edits on both
     });
   }
 
-  it('local-wins: edit2 goes out with RowVersion 0, the only write with it', async () => {
-    const { world, id } = await killedWrite('local-wins');
+  it('local-wins, conflictScope item: edit2 goes out with RowVersion 0, the only write with it', async () => {
+    const { world, id } = await killedWrite('local-wins', 'item');
     const r = await pushList({ ...world.deps(), ...afterKill }, world.config.lists[0]!);
     expect(r).toMatchObject({ conflicts: 1, failed: 0 });
     const sent = await patches(world);
     expect(sent.filter((p) => p.RowVersion === 0)).toEqual([{ RowVersion: 0, Data: { [F.notes]: 'edit2' } }]);
+    expect(sent.map((p) => p.Data[F.notes])).not.toContain('round1');
+    expect((await item(world, id))[F.notes]).toBe('edit2');
+    const [c] = await conflictRows(world);
+    expect(c).toMatchObject({ local: { notes: 'edit2' }, resolution: 'local-wins' });
+    expect(await world.t.db('listsync.outbox').whereIn('status', ['pending', 'sending', 'conflict'])).toEqual([]);
+  });
+});
+
+describe('a push killed after the platform applied its PATCH, then edits on both sides (field by field)', () => {
+  it("local-wins: edit2 goes out at the platform's version, never with RowVersion 0", async () => {
+    const { world, id } = await killedWrite('local-wins');
+    const platformVersion = Number((await item(world, id)).RowVersion);
+    const r = await pushList({ ...world.deps(), ...afterKill }, world.config.lists[0]!);
+    expect(r).toMatchObject({ conflicts: 1, failed: 0, settledByPolicy: 1 });
+    const sent = await patches(world);
+    expect(sent.filter((p) => p.RowVersion === 0)).toEqual([]);
+    expect(sent.at(-1)).toEqual({ RowVersion: platformVersion, Data: { [F.notes]: 'edit2' } });
     expect(sent.map((p) => p.Data[F.notes])).not.toContain('round1');
     expect((await item(world, id))[F.notes]).toBe('edit2');
     const [c] = await conflictRows(world);

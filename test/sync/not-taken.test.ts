@@ -130,3 +130,40 @@ describe("date-times before the zone's first standard offset", () => {
     expect(await shipped(b)).toBe('1899-12-31 16:00:00+00');
   });
 });
+
+describe('a verdict is about what was sent', () => {
+  it('items hold NUL and lone surrogates in a text field; an SQL edit of another column is applied, push exit 0', async () => {
+    w = await startWorld({ emulator: { items: 5 } });
+    const world = w;
+    const ids = (await world.emu.admin.exportList('demo', 'orders')).items.map((i) => String(i.ListDataID));
+    const odd = ['a\u0000b', 'half \ud83d of an emoji', '\u0010marked', 'tail \udc00'];
+    for (const [n, id] of ids.slice(0, odd.length).entries())
+      await world.emu.admin.editItem('demo', 'orders', id, { Data: { [F.notes]: odd[n]! } });
+    await pullList(world.deps(), world.config.lists[0]!);
+    await world.t.db('mirror.orders').whereIn('id', ids).update({ customer: 'Edited' });
+    const push = await runCli(['--config', world.configFile, 'push'], { env: { PLATFORM_API_KEY: world.emu.apiKey } });
+    expect(push.code, push.stdout + push.stderr).toBe(0);
+    expect(push.stdout).toMatch(/5 applied/);
+    expect(await world.t.db('listsync.outbox').whereNot({ status: 'applied' }).select('status', 'last_error')).toEqual([]);
+    expect((await patchBodies(world)).map((p) => p.Data)).toEqual(ids.map(() => ({ [F.customer]: 'Edited' })));
+    for (const [n, id] of ids.slice(0, odd.length).entries()) expect((await platformItem(world, id))[F.notes]).toBe(odd[n]);
+  });
+});
+
+describe('the push summary counts each change once', () => {
+  it('creates whose value was not taken are failed only; the updates applied beside them are all counted applied', async () => {
+    w = await startWorld({ emulator: { items: 5 } });
+    const world = w;
+    await world.emu.admin.setSettings({ ignoredWriteFields: [F.notes] });
+    await pullList(world.deps(), world.config.lists[0]!);
+    const ids = (await world.t.db('mirror.orders').orderBy('id').limit(3).pluck('id')) as string[];
+    await world.t.db('mirror.orders').whereIn('id', ids).update({ customer: 'taken' });
+    await world.t.db.raw(`insert into mirror.orders (customer, notes) values ('new one', 'never taken'), ('new two', 'never taken')`);
+    const push = await runCli(['--config', world.configFile, 'push'], { env: { PLATFORM_API_KEY: world.emu.apiKey } });
+    expect(push.code, push.stdout + push.stderr).toBe(1);
+    expect(push.stdout).toMatch(/3 applied, 0 created, 0 conflict\(s\), 2 failed, 0 left pending/);
+    const statuses = (await world.t.db('listsync.outbox').select('op', 'status').orderBy('id')) as { op: string; status: string }[];
+    expect(statuses.filter((s) => s.status === 'applied')).toHaveLength(3);
+    expect(statuses.filter((s) => s.op === 'create' && s.status === 'failed')).toHaveLength(2);
+  });
+});

@@ -10,7 +10,8 @@
 import { describe, expect, it } from 'vitest';
 import { createTableMapping, type MappedColumn } from '../../src/mirror/table-mapping.js';
 import type { Item } from '../../src/platform/types.js';
-import { conflictAction, conflictLocalSide, heldConflictMessage, pullSeesConflict } from '../../src/sync/push/conflict-side.js';
+import { conflictAction } from '../../src/conflicts/policy.js';
+import { conflictLocalSide, heldConflictMessage, pullSeesConflict } from '../../src/conflicts/sides.js';
 import { lostAgainError, lostCreateVerdict, withdrawVerdict } from '../../src/sync/push/lost-create-verdict.js';
 import type { LostCreateSearch } from '../../src/sync/push/lost-creates.js';
 import {

@@ -137,11 +137,13 @@ describe('push', () => {
     const status = await runCli(['--config', w.configFile, 'status'], { env });
     expect(status.stdout).toMatch(/orders\s.*\s1\s+\S+\s+-?\s*$/m);
 
+    // Keep local sends at once: the platform holds it before any push runs.
     const resolved = await runCli(['--config', w.configFile, 'conflicts', 'resolve', cid, '--keep', 'local'], { env });
     expect(resolved.code).toBe(0);
-    const push3 = await runCli(['--config', w.configFile, 'push'], { env });
-    expect(push3.stdout).toContain('1 applied');
+    expect(resolved.stdout).toMatch(/sent at the platform's version \d+ and applied/);
     expect((await w.emu.admin.getItem('demo', 'orders', id))[F.customer]).toBe('Local Co');
+    const push3 = await runCli(['--config', w.configFile, 'push'], { env });
+    expect(push3.stdout).toContain('0 applied');
     expect((await runCli(['--config', w.configFile, 'conflicts', 'resolve', cid, '--keep', 'remote'], { env })).code).toBe(2);
   });
 

@@ -41,7 +41,8 @@ const conflicts = (world: World) =>
 
 describe('write-back settles each change with its row', () => {
   it('re-reads failing after the writes: the next round of edits is applied, platform edits made meanwhile become conflicts, nothing is overwritten', async () => {
-    w = await startWorld({ emulator: { items: 60 }, platform: { retries: 1 } });
+    // Whole-item conflicts (the platform edits other fields than the local ones); field by field: test/sync/field-merge.test.ts.
+    w = await startWorld({ emulator: { items: 60 }, platform: { retries: 1 }, list: { conflictScope: 'item' } });
     const list = w.config.lists[0]!;
     await pullList(w.deps(), list);
     const ids = (await w.t.db('mirror.orders').orderBy('id').limit(20).pluck('id')) as string[];
@@ -118,7 +119,7 @@ describe('write-back settles each change with its row', () => {
   });
 
   it('a created row edited before its re-read is sent against the version the create produced, never RowVersion 0', async () => {
-    w = await startWorld({ emulator: { items: 10 }, platform: { retries: 1 } });
+    w = await startWorld({ emulator: { items: 10 }, platform: { retries: 1 }, list: { conflictScope: 'item' } });
     const list = w.config.lists[0]!;
     await pullList(w.deps(), list);
     await w.t.db.raw(`insert into mirror.orders (customer, order_no) values ('new row', 'N-1')`);
@@ -139,7 +140,7 @@ describe('write-back settles each change with its row', () => {
 
 describe('an edit whose base version is unknown', () => {
   it('is sent against the platform version only when the item still holds what the mirror last saw; else a conflict, never RowVersion 0', async () => {
-    w = await startWorld({ emulator: { items: 10 } });
+    w = await startWorld({ emulator: { items: 10 }, list: { conflictScope: 'item' } });
     const list = w.config.lists[0]!;
     await pullList(w.deps(), list);
     const [same, moved] = (await w.t.db('mirror.orders').orderBy('id').limit(2).pluck('id')) as [string, string];
@@ -313,7 +314,11 @@ describe('applied changes are kept for a while', () => {
 describe('kill -9 at random moments of a push', () => {
   it('20 kills of a 300-change push (updates, creates, deletes): the next push leaves the mirror equal to the platform, no create twice, and a second round of edits is applied with platform edits surfacing as conflicts', async () => {
     // 20 requests a second: a push of 300 changes takes 15 s, so later kills still land in work.
-    w = await startWorld({ emulator: { items: 400 }, list: { pushDeletes: true }, platform: { requestsPerSecond: 20 } });
+    w = await startWorld({
+      emulator: { items: 400 },
+      list: { pushDeletes: true, conflictScope: 'item' },
+      platform: { requestsPerSecond: 20 },
+    });
     const list = w.config.lists[0]!;
     await pullList(w.deps(), list);
     const ids = (await w.t.db('mirror.orders').orderBy('id').limit(250).pluck('id')) as string[];

@@ -2,13 +2,16 @@
  * Conflicts: the open ones (paged), and one conflict field by field — base,
  * local and platform values, the policy — with buttons to keep local or keep
  * remote. The form carries the platform version the page showed; settling
- * runs `settleConflict` (src/sync/push/settle-conflict.ts), as the CLI does.
+ * runs `settleConflict` (src/conflicts/resolve.ts), as the CLI does. The
+ * platform side drawn is the latest listsync read (a pull, real time, the
+ * re-read before a resolve bring it up to date); fields are named by display
+ * name with the slot beside it.
  */
 import type { Config } from '../../config.js';
 import type { Knex } from '../../db.js';
 import { loadTableMapping } from '../../mirror/list-registry.js';
 import { getConflict, openConflictsPage } from '../../store/conflicts.js';
-import { conflictFields } from '../../sync/push/conflict-handling.js';
+import { conflictFields } from '../../conflicts/recording.js';
 import { ago, itemValue } from '../page-format.js';
 import { dataTable, html, pager, type SafeHtml } from '../html.js';
 import { PAGE_SIZE, pageOf, type PageContext } from './page-context.js';
@@ -54,14 +57,22 @@ export async function conflictPage(
   const mapping = await mappingOf(ctx.db, ctx.config, c.list_name);
   const fields = mapping
     ? conflictFields(mapping, c)
-    : Object.entries(c.local).map(([column, local]) => ({ field: column, column, base: null, local, remote: null }));
+    : Object.entries(c.local).map(([column, local]) => ({
+        field: column,
+        name: column,
+        label: column,
+        column,
+        base: null,
+        local,
+        remote: null,
+      }));
   const open = c.status === 'open';
   const body = html`<h1>Conflict ${c.id}</h1>
     ${notice ?? ''}
     <p>
       List <a href="/lists/${encodeURIComponent(c.list_name)}">${c.list_name}</a>, item <code>${c.item_id}</code>: a local
       ${c.op === 'delete' ? 'delete (the row’s content below)' : 'change'} made on version ${c.base_version ?? '—'}; the platform was at
-      version ${c.remote_version ?? '—'} when it was recorded ${ago(c.created_at, ctx.now)}.
+      version ${c.remote_version ?? '—'} when listsync last read it (the conflict was recorded ${ago(c.created_at, ctx.now)}).
     </p>
     <p>Policy: ${POLICY[c.policy] ?? c.policy}.</p>
     <p>
@@ -72,7 +83,7 @@ export async function conflictPage(
     ${dataTable(
       'Field by field',
       ['Field', 'Column', 'Base (the change was made on)', 'Local', 'Platform'],
-      fields.map((f) => [f.field, f.column, itemValue(f.base), itemValue(f.local), itemValue(f.remote)]),
+      fields.map((f) => [f.label, f.column, itemValue(f.base), itemValue(f.local), itemValue(f.remote)]),
     )}
     ${open ? resolveForms(c.id, c.remote_version, ctx.csrf) : html`<p><a href="/conflicts">Back to the open conflicts</a></p>`}`;
   return { title: `Conflict ${c.id}`, body };
@@ -88,7 +99,7 @@ function resolveForms(id: number, seenVersion: number | string | null, csrf: str
       <span id="hint-${keep}" class="muted">${hint}</span>
     </form>`;
   return html`<h2>Decide</h2>
-    ${form('local', 'Keep local', 'the next push sends the local change against the platform’s version', '')}
+    ${form('local', 'Keep local', 'the local change is sent at once, against the platform’s current version', '')}
     ${form('remote', 'Keep remote', 'drop the local change; the mirror row takes the platform’s values', 'secondary')}`;
 }
 

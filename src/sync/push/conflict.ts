@@ -1,7 +1,7 @@
 /**
  * A push that finds the platform moved past a change's base: the conflict is
  * recorded with both sides and settled as the list's policy says
- * (push/conflict-side.ts › conflictAction), each in one transaction with the
+ * (src/conflicts/policy.ts), each in one transaction with the
  * change's new state (test/sync/write-back.test.ts; test/sync/latest-edit.test.ts).
  */
 import type { Knex } from '../../db.js';
@@ -10,10 +10,12 @@ import { upsertItems, type TableMapping } from '../../mirror/index.js';
 import type { Item } from '../../platform/types.js';
 import * as outbox from '../../store/outbox.js';
 import type { OutboxRow } from '../../store/outbox.js';
-import { conflictAction, conflictLocalSide, heldConflictMessage } from './conflict-side.js';
-import { recordConflict } from './conflict-handling.js';
+import { conflictAction } from '../../conflicts/policy.js';
+import { recordConflict } from '../../conflicts/recording.js';
+import { conflictLocalSide, heldConflictMessage } from '../../conflicts/sides.js';
 import type { Outcome } from './outcome.js';
 import { exactJsonOf, fail, settleApplied } from './record.js';
+import { mergedUpdate } from './field-merge.js';
 import { deleteOnPlatform } from './remote.js';
 import type { ChangeContext } from './types.js';
 import { wireOrError } from './wire.js';
@@ -31,6 +33,8 @@ export interface RemoteSide {
  */
 export async function updateConflict(ctx: ChangeContext, row: OutboxRow, remote: RemoteSide, held: Item | null): Promise<Outcome> {
   const { deps, list, mapping } = ctx;
+  // Field by field unless the list keeps whole-item conflicts (or the platform names no version to merge at).
+  if (list.conflictScope === 'field' && Number.isFinite(remote.version) && row.op === 'update') return mergedUpdate(ctx, row, remote, held);
   const { db, client } = deps;
   const itemId = row.item_id!;
   const latest = { ...row, changes: (await outbox.changesOf(db, row.id)) ?? row.changes };
@@ -46,11 +50,11 @@ export async function updateConflict(ctx: ChangeContext, row: OutboxRow, remote:
       await recordConflict(trx, list, latest, local, remote.item, remote.version, 'resolved', 'local-wins', mapping);
       await settleApplied(trx, latest, local, remote.version + 1);
     });
-    return { kind: 'conflict', id: itemId, reread: true, version: remote.version + 1 };
+    return { kind: 'conflict', id: itemId, reread: true, version: remote.version + 1, settled: true };
   }
   if (action.kind === 'keep-remote') await keepRemote(ctx, latest, local, remote, action.note);
   else await holdConflict(db, list, mapping, latest, local, remote);
-  return { kind: 'conflict', id: itemId, reread: false, version: null };
+  return { kind: 'conflict', id: itemId, reread: false, version: null, settled: action.kind === 'keep-remote' };
 }
 
 /** A delete's conflict: local-wins deletes anyway; remote-wins brings the row back as it is there; manual holds it. */
@@ -70,7 +74,7 @@ export async function deleteConflict(ctx: ChangeContext, row: OutboxRow, remote:
   } else {
     await holdConflict(deps.db, list, mapping, row, row.changes, remote);
   }
-  return { kind: 'conflict', id: itemId, reread: false, version: null };
+  return { kind: 'conflict', id: itemId, reread: false, version: null, settled: action.kind !== 'hold' };
 }
 
 /** remote-wins: the conflict recorded, the change superseded, the mirror row takes the platform's version. */

@@ -12,11 +12,13 @@ import type { OutboxRow } from '../../store/outbox.js';
 import type { RunCounters } from '../../store/runs.js';
 
 export type Outcome =
-  | { kind: 'applied'; id: string; version: number | null }
+  /** `merged`: fields sent at the platform's newer version after a field-by-field merge. */
+  | { kind: 'applied'; id: string; version: number | null; merged?: number }
   | { kind: 'created'; id: string }
   | { kind: 'deleted' }
   | { kind: 'withdrawn' }
-  | { kind: 'conflict'; id: string; reread: boolean; version: number | null }
+  /** `settled`: the list's policy settled it (remote-wins, local-wins); `merged`: fields sent beside it. */
+  | { kind: 'conflict'; id: string; reread: boolean; version: number | null; merged?: number; settled?: boolean }
   | { kind: 'retry'; error: string }
   | { kind: 'failed'; error: string };
 
@@ -30,6 +32,10 @@ export interface PushResult {
   /** Creates withdrawn because their local row was deleted (and the item deleted if it had been created). */
   withdrawn: number;
   conflicts: number;
+  /** Fields only the user changed, sent at the platform's newer version (field-by-field merges). */
+  merged: number;
+  /** Conflicts the list's policy settled (remote-wins, local-wins): `listsync conflicts --all` shows them. */
+  settledByPolicy: number;
   failed: number;
   /** Changes left pending with an error (retried later). */
   retrying: number;
@@ -55,9 +61,31 @@ const TALLIED: Record<Outcome['kind'], 'applied' | 'created' | 'deleted' | 'with
   retry: 'retrying',
 };
 
-/** Counts the outcomes into the result. */
-export function tally(result: PushResult, outcomes: readonly Outcome[]): void {
-  for (const o of outcomes) result[TALLIED[o.kind]]++;
+/** Items this run counted as applied or created, by ID: a value later found not taken moves that change to failed. */
+export type CountedWrites = Map<string, 'applied' | 'created'>;
+
+/** Counts the outcomes into the result, remembering which items were counted as written. */
+export function tally(result: PushResult, outcomes: readonly Outcome[], counted?: CountedWrites): void {
+  for (const o of outcomes) {
+    result[TALLIED[o.kind]]++;
+    if (o.kind === 'applied' || o.kind === 'conflict') result.merged += o.merged ?? 0;
+    if (o.kind === 'conflict' && o.settled) result.settledByPolicy++;
+    if (counted && (o.kind === 'applied' || o.kind === 'created')) counted.set(o.id, o.kind);
+  }
+}
+
+/**
+ * Items whose written values the platform did not take (their changes ended
+ * failed): each change is counted once, so one this run counted as applied
+ * or created moves to failed; one an earlier run wrote is only failed now.
+ */
+export function countNotTaken(result: PushResult, counted: CountedWrites, itemIds: readonly string[]): void {
+  for (const id of itemIds) {
+    const was = counted.get(id);
+    if (was) result[was]--;
+    counted.delete(id);
+    result.failed++;
+  }
 }
 
 /** What a push's run row keeps beside its counters. */
@@ -68,6 +96,8 @@ export function runDetails(result: PushResult): Record<string, number> {
     withdrawn: result.withdrawn,
     retrying: result.retrying,
     behind: result.behind,
+    merged: result.merged,
+    settled_by_policy: result.settledByPolicy,
   };
 }
 

@@ -1,7 +1,9 @@
 /**
  * `listsync push --dry-run`: what a push would send now, and whether each
  * change would apply or conflict, judged against the platform's current
- * versions (read with In queries, 1000 IDs a request). Sends no write, takes
+ * versions (read with In queries, 1000 IDs a request); an item that moved is
+ * merged field by field as the push would (src/conflicts/merge.ts) unless
+ * `conflictScope` is `item`. Sends no write, takes
  * no lock, records no run and changes nothing locally.
  */
 import type { Config, ListConfig } from '../../config.js';
@@ -17,6 +19,8 @@ import { unsentChanges, type OutboxRow } from '../../store/outbox.js';
 import { loadMappingOrExplain } from './mapping.js';
 import { toWire } from './wire.js';
 import { coerceError } from '../../errors.js';
+import { mergeFields } from '../../conflicts/merge.js';
+import { sameAs } from './field-merge.js';
 
 export type Verdict = 'apply' | 'conflict' | 'fail';
 
@@ -123,7 +127,28 @@ function judge(
   if (remoteVersion === undefined) return entry('PATCH', 'fail', 'the item is no longer on the platform');
   if (baseVersion === 0) return entry('PATCH', 'apply', `sent with RowVersion 0 (overwrites version ${remoteVersion})`);
   if (remoteVersion === baseVersion) return entry('PATCH', 'apply', `platform at version ${remoteVersion}, as when the change was made`);
-  return entry('PATCH', 'conflict', `platform at version ${remoteVersion}, the change was made on ${baseVersion}`);
+  const moved = `platform at version ${remoteVersion}, the change was made on ${baseVersion}`;
+  if (list.conflictScope === 'item') return entry('PATCH', 'conflict', moved);
+  const merged = fieldMerge(fields, mapping, zone, base.get(row.item_id ?? '') ?? null, remote!);
+  return entry('PATCH', merged.conflicts ? 'conflict' : 'apply', `${moved}: merged field by field, ${merged.reason}`);
+}
+
+/** A moved item under conflictScope field: which fields would be sent at its version and which are in conflict. */
+function fieldMerge(
+  fields: readonly PreviewField[],
+  mapping: TableMapping,
+  zone: string,
+  base: Item | null,
+  remote: Item,
+): { conflicts: boolean; reason: string } {
+  const merge = mergeFields({ local: fields.map((f) => ({ field: f.field, local: f.local })), base, remote, same: sameAs(mapping, zone) });
+  const sent = Object.keys(merge.send);
+  const parts = [
+    sent.length ? `${sent.join(', ')} would be sent at the platform's version` : 'nothing would be sent',
+    ...(merge.same.length ? [`${merge.same.join(', ')} already as you set`] : []),
+    ...(merge.conflicts.length ? [`${merge.conflicts.map((c) => c.field).join(', ')} changed on both sides (in conflict)`] : []),
+  ];
+  return { conflicts: merge.conflicts.length > 0, reason: parts.join('; ') };
 }
 
 function fieldDiffs(row: OutboxRow, mapping: TableMapping, zone: string, base: Item | undefined, remote: Item | undefined): PreviewField[] {

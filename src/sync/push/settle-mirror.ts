@@ -20,9 +20,8 @@
 import type { ListConfig } from '../../config.js';
 import type { Knex } from '../../db.js';
 import type { Logger } from '../../logger.js';
-import { fromPlatformToSql, NOT_CONVERTED, upsertItems, type TableMapping } from '../../mirror/index.js';
-import { platformInstantMillis } from '../../mirror/convert.js';
-import type { ColumnKind } from '../../mirror/column-types.js';
+import { upsertItems, type TableMapping } from '../../mirror/index.js';
+import { samePlatformValue } from '../../mirror/same-value.js';
 import type { MappedColumn } from '../../mirror/table-mapping.js';
 import type { PlatformClient } from '../../platform/client.js';
 import { AuthError, PlatformError } from '../../platform/platform-errors.js';
@@ -76,13 +75,14 @@ export async function settleMirror(deps: SettleDeps, list: ListConfig, mapping: 
 
 async function settleItems(deps: SettleDeps, list: ListConfig, mapping: TableMapping, ids: string[]): Promise<Settled> {
   const wanted = await knownVersions(deps.db, mapping, ids);
+  const sentColumns = await outbox.sentColumnsBehind(deps.db, list.name, ids);
   const { behind, seen } = await rereadUntilShown(deps, list, mapping, wanted);
   const stillBehind = new Set(behind);
   const notTaken: string[] = [];
   for (const [id, item] of seen) {
     const known = wanted.get(id);
     if (stillBehind.has(id) || !known?.raw || known.version === null) continue;
-    const refused = notTakenColumns(mapping, known.raw, item, known.version, deps.zone);
+    const refused = notTakenColumns(mapping, { written: known.raw, sent: sentColumns.get(id) }, item, known.version, deps.zone);
     if (refused.length === 0) continue;
     notTaken.push(id);
     await outbox.markNotTaken(deps.db, list.name, id, notTakenError(mapping, refused, known.raw, item));
@@ -139,28 +139,27 @@ async function rereadUntilShown(
 }
 
 /**
- * The columns whose value the platform did not take: the item re-read at
- * exactly the version the write produced holds another value than the write
- * left in `_raw` (the values sent). Read-only columns are the platform's own
- * (ModifiedBy moves with every write); values are compared as their column
- * reads them (`["1"]` and `[1]` are the same array).
+ * The columns whose value the platform did not take: a column an applied
+ * change sent (`sent`; a column not in the PATCH is never judged) whose value
+ * in the item re-read at exactly the version the write produced differs from
+ * what the write left in `_raw` (the values sent, in the platform's form:
+ * storage escapes decoded by src/mirror/held-items.ts). Read-only columns are
+ * the platform's own (ModifiedBy moves with every write); values are compared
+ * as their column reads them (`["1"]` and `[1]` are the same array).
  */
-function notTakenColumns(mapping: TableMapping, written: Item, item: Item, version: number, zone: string): MappedColumn[] {
-  if (itemVersionNumber(item[mapping.versionField]) !== version) return [];
-  return mapping.columns.filter((c) => !c.readOnly && c.field in written && !sameValue(c.kind, written[c.field], item[c.field], zone));
+function notTakenColumns(
+  mapping: TableMapping,
+  write: { written: Item; sent: ReadonlySet<string> | undefined },
+  item: Item,
+  version: number,
+  zone: string,
+): MappedColumn[] {
+  const { written, sent } = write;
+  if (!sent || itemVersionNumber(item[mapping.versionField]) !== version) return [];
+  return mapping.columns.filter(
+    (c) => !c.readOnly && sent.has(c.column) && c.field in written && !samePlatformValue(c.kind, written[c.field], item[c.field], zone),
+  );
 }
-
-function sameValue(kind: ColumnKind, a: unknown, b: unknown, zone: string): boolean {
-  if ((a ?? '') === (b ?? '')) return true;
-  const x = fromPlatformToSql(kind, a, zone);
-  const y = fromPlatformToSql(kind, b, zone);
-  if (x === NOT_CONVERTED || y === NOT_CONVERTED) return false;
-  if (kind === 'numeric' && x !== null && y !== null) return Number(x) === Number(y) && trimZeros(x) === trimZeros(y);
-  if (kind === 'timestamptz' && x !== null && y !== null) return platformInstantMillis(x, zone) === platformInstantMillis(y, zone);
-  return x === y;
-}
-
-const trimZeros = (s: string): string => (s.includes('.') ? s.replace(/\.?0+$/, '') : s);
 
 function notTakenError(mapping: TableMapping, columns: readonly MappedColumn[], written: Item, item: Item): string {
   const names = columns.map(

@@ -12,7 +12,7 @@ import type { SweepTables } from '../../mirror/sweep-tables.js';
 import { itemId } from '../../platform/item-identity.js';
 import { Operator, type Item } from '../../platform/types.js';
 import type { RunCounters } from '../../store/runs.js';
-import { pendingConflictHandler } from '../push/conflict-handling.js';
+import { pendingConflictHandler } from '../../conflicts/recording.js';
 import { RECONCILE_PAGE_SIZE, type Healed, type ReconcileDeps } from './types.js';
 
 /** Looks up the candidates (1000 IDs a request, operator In); those present are seen after all. Returns how many. */
