@@ -3,7 +3,8 @@
  * may never be scheduled: the queued change goes through the push's own
  * update (src/sync/push/update.ts: version-checked, a lost answer read back)
  * and the item is re-read into the mirror. The caller holds the list's lock.
- * A change the platform does not take now stays queued with its error.
+ * A change the platform does not take now stays queued with its error. Like a
+ * push, it writes by field metadata at most minutes old (src/sync/write-fields.ts).
  */
 import type { ListConfig } from '../config.js';
 import { coerceError } from '../errors.js';
@@ -13,6 +14,7 @@ import { OUTBOX_TABLE, type OutboxRow } from '../store/outbox.js';
 import { settleMirror } from '../sync/push/settle-mirror.js';
 import type { PushDeps } from '../sync/push/types.js';
 import { pushUpdate } from '../sync/push/update.js';
+import { fieldsForWrite } from '../sync/write-fields.js';
 
 export type Sent = { kind: 'applied' } | { kind: 'queued'; detail: string };
 
@@ -20,9 +22,11 @@ export async function sendResolved(deps: PushDeps, list: ListConfig, mapping: Ta
   const row = (await deps.db(OUTBOX_TABLE).where({ id: outboxId }).first()) as OutboxRow | undefined;
   if (!row || row.status !== 'pending' || row.op !== 'update') return { kind: 'queued', detail: 'the change is no longer pending' };
   try {
-    const outcome = await pushUpdate({ deps, list, mapping }, row);
+    // As a push does: never written by field metadata older than minutes, never to a removed field.
+    const current = await fieldsForWrite(deps, list, mapping, [row], deps.logger);
+    const outcome = await pushUpdate({ deps, list, mapping: current }, row);
     const zone = deps.config.platform.timeZone;
-    await settleMirror({ db: deps.db, client: deps.client, logger: deps.logger, zone }, list, mapping);
+    await settleMirror({ db: deps.db, client: deps.client, logger: deps.logger, zone }, list, current);
     if (outcome.kind === 'applied') return { kind: 'applied' };
     if (outcome.kind === 'conflict')
       return { kind: 'queued', detail: 'the item changed on the platform again: a new conflict was recorded' };

@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { SAMPLE_FIELDS as F } from '../../src/emulator/index.js';
 import { pullList } from '../../src/sync/pull.js';
 import { pushList } from '../../src/sync/push.js';
+import { runCli } from '../helpers/cli.js';
 import { minutesLater } from '../helpers/later.js';
 import { startWorld, type World } from '../helpers/world.js';
 
@@ -105,5 +106,25 @@ describe('an edit of a field removed on the platform', () => {
     await w.emu.admin.clearRequests();
     const idle = await push(w, minutesLater(6));
     expect(idle.fieldsAsked).toBe(0);
+  });
+
+  it('keep local of a conflict on a field removed since, the kept metadata minutes old: the resolve asks /fields and never sends it', async () => {
+    w = await startWorld({ emulator: { items: 10 }, list: { conflictPolicy: 'manual' } });
+    await pullList(w.deps(), w.config.lists[0]!);
+    const { id } = (await w.t.db('mirror.orders').orderBy('id').first('id')) as { id: string };
+    await w.emu.admin.editItem('demo', 'orders', id, { Data: { [F.notes]: 'remote note' } });
+    await w.t.db('mirror.orders').where({ id }).update({ notes: 'local note' });
+    const env = { env: { PLATFORM_API_KEY: w.emu.apiKey } };
+    expect((await runCli(['--config', w.configFile, 'push'], env)).code).toBe(0);
+    expect(await w.t.db('listsync.conflicts').where({ status: 'open' })).toHaveLength(1);
+    await w.emu.admin.deleteField('demo', 'orders', F.notes);
+    await w.t.db('listsync.lists').update({ field_meta_at: w.t.db.raw("now() - interval '6 minutes'") });
+    await w.emu.admin.clearRequests();
+
+    const r = await runCli(['--config', w.configFile, 'conflicts', 'resolve', '1', '--keep', 'local'], env);
+    const log = await w.emu.admin.requests();
+    expect(log.filter((e) => e.route === FIELDS_ROUTE)).toHaveLength(1);
+    expect(log.filter((e) => e.method === 'PATCH')).toEqual([]);
+    expect(r.stdout + r.stderr).toMatch(/queued but not applied yet \(.*belongs to a field that was removed from the platform/);
   });
 });
