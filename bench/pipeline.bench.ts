@@ -19,6 +19,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { silentLogger } from '../src/logger.js';
 import { pullList } from '../src/sync/pull.js';
+import { type GcFigures, watchGc } from './gc-watch.js';
 import { benchClient, benchConfig, benchDatabase, emulatorProcess } from './support.js';
 
 export default async function run(): Promise<Record<string, string | number>> {
@@ -50,6 +51,10 @@ export default async function run(): Promise<Record<string, string | number>> {
       'listsync CPU s per 1M items': perMillion(m.cpu.listsync),
       'PostgreSQL CPU s per 1M items': perMillion(m.cpu.postgres),
       'emulator CPU s per 1M items': perMillion(m.cpu.emulator),
+      'full collections forced by the heap budget per 100k items': per100k(m.gc.forced, items),
+      "the engine's own full collections per 100k items": per100k(m.gc.major, items),
+      'young-generation collections per 100k items': per100k(m.gc.minor, items),
+      'garbage collection pauses per 100k items, wall ms (inflated on a loaded machine)': per100k(m.gc.pauseMs, items),
       'listsync main thread busy (event-loop utilization)': Number(m.elu.toFixed(3)),
       'cores used by listsync, PostgreSQL and the emulator together': coresUsed(Object.values(m.cpu), m.seconds),
       'items/s with one page writer': Math.round(items / one.seconds),
@@ -66,6 +71,7 @@ interface Measured {
   pages: number;
   typedColumns: number;
   elu: number;
+  gc: GcFigures;
   cpu: { listsync: number; postgres: number | undefined; emulator: number | undefined };
 }
 
@@ -83,11 +89,13 @@ async function measure(
     const emuBefore = processCpuSeconds(emu.child.pid);
     const cpuBefore = process.cpuUsage();
     const eluBefore = performance.eventLoopUtilization();
+    const gcWatch = watchGc();
     const started = performance.now();
     const r = await pullList({ db: b.db, client, config, logger: silentLogger() }, config.lists[0]!);
     const seconds = (performance.now() - started) / 1000;
     const cpu = process.cpuUsage(cpuBefore);
     const elu = performance.eventLoopUtilization(eluBefore);
+    const gc = gcWatch.stop();
     const pgCpu = pgBefore === undefined ? undefined : (postgresCpuSeconds() ?? pgBefore) - pgBefore;
     const emuCpu = emuBefore === undefined ? undefined : (processCpuSeconds(emu.child.pid) ?? emuBefore) - emuBefore;
     await client.close();
@@ -101,6 +109,7 @@ async function measure(
       pages: r.counters.pages,
       typedColumns: columns.rows[0]!.n,
       elu: elu.utilization,
+      gc,
       cpu: { listsync: (cpu.user + cpu.system) / 1e6, postgres: pgCpu, emulator: emuCpu },
     };
   } finally {
@@ -116,12 +125,23 @@ function mean(x: Measured, y: Measured): Measured {
     ...x,
     seconds: (x.seconds + y.seconds) / 2,
     elu: (x.elu + y.elu) / 2,
+    gc: {
+      forced: (x.gc.forced + y.gc.forced) / 2,
+      major: (x.gc.major + y.gc.major) / 2,
+      minor: (x.gc.minor + y.gc.minor) / 2,
+      pauseMs: (x.gc.pauseMs + y.gc.pauseMs) / 2,
+    },
     cpu: {
       listsync: (x.cpu.listsync + y.cpu.listsync) / 2,
       postgres: avg(x.cpu.postgres, y.cpu.postgres),
       emulator: avg(x.cpu.emulator, y.cpu.emulator),
     },
   };
+}
+
+/** A count or a time for the whole load, per 100,000 items, one decimal. */
+function per100k(n: number, items: number): number {
+  return Math.round((n * 100_000 * 10) / items) / 10;
 }
 
 /** CPU seconds of every process over the wall time; 'n/a' when one of them could not be measured. */
