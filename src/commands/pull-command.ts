@@ -8,7 +8,8 @@ import { pullList, type PullMode, type PullResult } from '../sync/pull.js';
 import { ListTitles } from '../sync/list-title.js';
 import { progressReporter } from './progress.js';
 import type { CommandKit } from './command-kit.js';
-import { reportJobFailure } from './explain-failure.js';
+import { explainJobFailure } from './explain-failure.js';
+import { ListOutcomes } from './list-outcomes.js';
 import { jobDeps } from './job-deps.js';
 import { listJobOptions } from './options.js';
 
@@ -68,7 +69,7 @@ export async function runPulls(
   const titles = new ListTitles(ctx.client, ctx.logger);
   // Several bars at once would overwrite each other on a terminal: lists pulled together show their summaries only.
   const quiet = concurrent > 1 && ctx.io.isTTY;
-  const pullOne = async (list: ListConfig): Promise<{ out?: string; err?: unknown }> => {
+  const pullOne = async (list: ListConfig): Promise<{ out?: string; ok?: boolean; err?: unknown }> => {
     const reporter = quiet ? undefined : progressReporter(ctx, job);
     try {
       const r = await pullList(
@@ -84,7 +85,7 @@ export async function runPulls(
         mode,
       );
       reporter?.stop(r.status === 'succeeded');
-      return { out: summary(r) };
+      return { out: summary(r), ok: r.status === 'succeeded' };
     } catch (err) {
       reporter?.stop(false);
       return { err };
@@ -92,13 +93,19 @@ export async function runPulls(
   };
   // Summaries come out in the config's order, each as soon as the lists before it are done.
   const outcomes = inOrder(lists, concurrent, pullOne);
-  let code = 0;
+  const ends = new ListOutcomes(job);
   for (let i = 0; i < lists.length; i++) {
     const o = await outcomes[i]!;
-    if (o.out !== undefined) ctx.io.out(o.out);
-    else code = Math.max(code, await reportJobFailure(ctx, lists[i]!, job, o.err));
+    const list = lists[i]!;
+    if (o.out !== undefined) {
+      ctx.io.out(o.out);
+      ends.record(list.name, 0, o.ok ? 'succeeded' : 'stopped');
+    } else {
+      const { code, reason } = await explainJobFailure(ctx, list, job, o.err);
+      ends.record(list.name, code, reason);
+    }
   }
-  return code;
+  return ends.finish(ctx.io);
 }
 
 /** Runs `fn` over `items` with at most `limit` at once, in order; the promises of the results, in the items' order. */
