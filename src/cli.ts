@@ -24,7 +24,9 @@ import * as migrate from './commands/migrate.js';
 import * as pull from './commands/pull-command.js';
 import * as push from './commands/push-command.js';
 import * as reconcile from './commands/reconcile-command.js';
+import * as runs from './commands/runs-command.js';
 import * as serve from './commands/serve-command.js';
+import * as state from './commands/state-command.js';
 import * as status from './commands/status-command.js';
 import * as users from './commands/users-command.js';
 
@@ -50,7 +52,23 @@ export function buildProgram(
     .exitOverride();
 
   const kit = commandKit(program, io, setCode, jobs, args);
-  for (const command of [init, check, migrate, discover, pull, push, users, directory, reconcile, hooks, exporter, status, serve])
+  for (const command of [
+    init,
+    check,
+    migrate,
+    discover,
+    pull,
+    push,
+    users,
+    directory,
+    reconcile,
+    hooks,
+    exporter,
+    status,
+    runs,
+    state,
+    serve,
+  ])
     command.register(kit);
   // The demo runs the real commands through the same entry point a user types.
   demo.register(kit, (args, out) => main(['node', 'listsync', ...args], jobs, out));

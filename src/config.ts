@@ -452,7 +452,7 @@ function unknownKeyMessage(key: string, unknown: readonly string[], valid: reado
 }
 
 /** The valid key most like `word` (case-insensitive edit distance at most a third of its length, at least 2). */
-function closest(word: string, candidates: readonly string[]): string | undefined {
+export function closest(word: string, candidates: readonly string[]): string | undefined {
   let best: string | undefined;
   let bestDistance = Math.max(2, Math.floor(word.length / 3)) + 1;
   for (const c of candidates) {

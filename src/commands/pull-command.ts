@@ -10,6 +10,7 @@ import { progressReporter } from './progress.js';
 import type { CommandKit } from './command-kit.js';
 import { explainJobFailure } from './explain-failure.js';
 import { ListOutcomes } from './list-outcomes.js';
+import { knownList } from './list-names.js';
 import { jobDeps } from './job-deps.js';
 import { listJobOptions } from './options.js';
 
@@ -18,12 +19,7 @@ export function selectLists(ctx: Pick<AppContext, 'config'>, name?: string): rea
     if (ctx.config.lists.length === 0) throw new UsageError('No lists configured: add one under "lists" in the config.');
     return ctx.config.lists;
   }
-  const list = ctx.config.lists.find((l) => l.name === name);
-  if (!list)
-    throw new UsageError(
-      `No list named "${name}" in the config; configured: ${ctx.config.lists.map((l) => l.name).join(', ') || '(none)'}.`,
-    );
-  return [list];
+  return [knownList(ctx.config, name)];
 }
 
 export function parseDay(value: string, flag: string): string {
