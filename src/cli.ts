@@ -14,6 +14,7 @@ import { packageVersion } from './version.js';
 import { commandKit } from './commands/command-kit.js';
 import type { JobDefinition } from './serve/job-definition.js';
 import * as check from './commands/check.js';
+import * as configCommand from './commands/config-command.js';
 import * as demo from './commands/demo.js';
 import * as directory from './commands/directory-command.js';
 import * as discover from './commands/discover.js';
@@ -55,6 +56,7 @@ export function buildProgram(
   for (const command of [
     init,
     check,
+    configCommand,
     migrate,
     discover,
     pull,
@@ -73,7 +75,17 @@ export function buildProgram(
   // The demo runs the real commands through the same entry point a user types.
   demo.register(kit, (args, out) => main(['node', 'listsync', ...args], jobs, out));
   registerEmulatorCommand(program);
+  pointUsageErrorsAtOwnHelp(program);
   return program;
+}
+
+/** A subcommand's usage error points at that subcommand's help (`listsync runs show --help`), not the program's. */
+function pointUsageErrorsAtOwnHelp(command: Command, path: readonly string[] = []): void {
+  for (const sub of command.commands) {
+    const own = [...path, sub.name()];
+    sub.showHelpAfterError(`(run "listsync ${own.join(' ')} --help" for usage)`);
+    pointUsageErrorsAtOwnHelp(sub, own);
+  }
 }
 
 export async function main(argv: readonly string[], jobs: readonly JobDefinition[], io: Output = stdio): Promise<number> {
