@@ -11,6 +11,7 @@ import type { CommandKit } from './command-kit.js';
 import { explainJobFailure } from './explain-failure.js';
 import { ListOutcomes } from './list-outcomes.js';
 import { knownList } from './list-names.js';
+import { resumeHint } from './resume-hint.js';
 import { jobDeps } from './job-deps.js';
 import { listJobOptions } from './options.js';
 
@@ -68,18 +69,20 @@ export async function runPulls(
   const pullOne = async (list: ListConfig): Promise<{ out?: string; ok?: boolean; err?: unknown }> => {
     const reporter = quiet ? undefined : progressReporter(ctx, job);
     try {
-      const r = await pullList(
-        // Every line of the run names the list and job, those of the table's set-up too.
-        {
-          ...jobDeps(ctx, list, job, options, (p) => reporter?.onPage(p)),
-          titles,
-          refreshSchema: options.refreshSchema === true,
-          // One list is bound by round trips: its start probes leave with its first page.
-          startProbesEarly: lists.length === 1,
-        },
-        list,
-        mode,
-      );
+      const run = () =>
+        pullList(
+          // Every line of the run names the list and job, those of the table's set-up too.
+          {
+            ...jobDeps(ctx, list, job, options, (p) => reporter?.onPage(p)),
+            titles,
+            refreshSchema: options.refreshSchema === true,
+            // One list is bound by round trips: its start probes leave with its first page.
+            startProbesEarly: lists.length === 1,
+          },
+          list,
+          mode,
+        );
+      const r = reporter ? await reporter.watch(run) : await run();
       reporter?.stop(r.status === 'succeeded');
       return { out: summary(r), ok: r.status === 'succeeded' };
     } catch (err) {
@@ -99,6 +102,8 @@ export async function runPulls(
     } else {
       const { code, reason } = await explainJobFailure(ctx, list, job, o.err);
       ends.record(list.name, code, reason);
+      const hint = await resumeHint(ctx, list.name, job);
+      if (hint) ctx.io.err(hint);
     }
   }
   return ends.finish(ctx.io);

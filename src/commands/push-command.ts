@@ -61,9 +61,11 @@ export async function runPushes(
         const n = await requeueFailed(ctx.db, list.name);
         if (n) ctx.io.out(`${list.name}: ${n} failed change(s) queued again`);
       }
-      const r = await pushList(
-        jobDeps(ctx, list, 'push', options, (p) => reporter.onPage(p)),
-        list,
+      const r = await reporter.watch(() =>
+        pushList(
+          jobDeps(ctx, list, 'push', options, (p) => reporter.onPage(p)),
+          list,
+        ),
       );
       reporter.stop(r.failed === 0 && r.retrying === 0);
       ctx.io.out(pushSummary(r, list.conflictPolicy));

@@ -48,10 +48,12 @@ export async function runReconcile(
   for (const list of lists) {
     const reporter = progressReporter(ctx, 'reconcile');
     try {
-      const r = await reconcileList(
-        jobDeps(ctx, list, 'reconcile', options, (p) => reporter.onPage(p)),
-        list,
-        { full: options.full },
+      const r = await reporter.watch(() =>
+        reconcileList(
+          jobDeps(ctx, list, 'reconcile', options, (p) => reporter.onPage(p)),
+          list,
+          { full: options.full },
+        ),
       );
       reporter.stop(r.status === 'succeeded');
       if (r.status === 'succeeded') ctx.io.out(reconcileSummary(r));

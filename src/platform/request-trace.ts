@@ -3,7 +3,7 @@
  * request trace (AsyncLocalStorage) around its work and the client hands every attempt
  * made from inside it (its outcome, HTTP status, envelope Status, duration, attempt
  * number) to the listener, besides its own `onRequest`. src/sync/run-job.ts records
- * them in the run's trace (src/store/run-events.ts).
+ * them in the run's trace (src/store/run-events.ts); a command's progress bar shows the retries.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 
@@ -19,8 +19,18 @@ export interface TracedRequest {
 
 const listeners = new AsyncLocalStorage<(e: TracedRequest) => void>();
 
+/** Runs `fn` with `listener` hearing of its requests; a listener outside it (a command's progress bar) still hears them too. */
 export function withRequestTrace<T>(listener: (e: TracedRequest) => void, fn: () => T): T {
-  return listeners.run(listener, fn);
+  const outer = listeners.getStore();
+  return listeners.run(
+    outer
+      ? (e) => {
+          outer(e);
+          listener(e);
+        }
+      : listener,
+    fn,
+  );
 }
 
 /** Tells the listener of the run this code belongs to, if any; a listener that throws is ignored. */
