@@ -5,26 +5,29 @@
  * (src/store/console-overview.ts) per page of 100 lists.
  */
 import type { ListConfig } from '../../config.js';
-import { overviewRows, type OverviewRow } from '../../store/console-overview.js';
+import { overviewRows, type OverviewRow, type OverviewSortKey } from '../../store/console-overview.js';
+import { controlsQuery, filterForm, overviewControls, overviewFilter, sortHeader } from '../overview-controls.js';
 import { ago, duration, fromNow } from '../page-format.js';
 import { dataTable, html, pager, type SafeHtml } from '../html.js';
 import { nextFire } from '../next-fire.js';
 import { PAGE_SIZE, pageOf, type PageContext } from './page-context.js';
 
-const HEADERS = [
-  'List',
-  'Health',
-  'Fresh as of',
-  'Last run',
-  'Rows (estimate)',
-  'Changes pending / failed',
-  'Open conflicts',
-  'Real time',
-  'Schedule',
+/** The columns, each with the key it sorts by (overview-controls.ts). */
+const COLUMNS: readonly [string, OverviewSortKey][] = [
+  ['List', 'name'],
+  ['Health', 'health'],
+  ['Fresh as of', 'fresh'],
+  ['Last run', 'last_run'],
+  ['Rows (estimate)', 'rows'],
+  ['Changes pending / failed', 'changes'],
+  ['Open conflicts', 'conflicts'],
+  ['Real time', 'realtime'],
+  ['Schedule', 'schedule'],
 ];
 
 export async function overviewPage(ctx: PageContext, url: URL): Promise<{ title: string; body: SafeHtml }> {
   const page = pageOf(url);
+  const controls = overviewControls(url);
   const { config } = ctx;
   const byName = new Map(config.lists.map((l) => [l.name, l]));
   const rows = await overviewRows(ctx.db, {
@@ -32,10 +35,13 @@ export async function overviewPage(ctx: PageContext, url: URL): Promise<{ title:
     mirrorSchema: config.database.schema,
     maxLagMinutes: config.serve.maxLagMinutes,
     realtimeStaleAfterSeconds: config.serve.realtimeStaleAfterSeconds,
+    schedules: config.lists.map((l) => l.schedule.pull ?? ''),
+    ...overviewFilter(controls),
     offset: (page - 1) * PAGE_SIZE,
     limit: PAGE_SIZE,
   });
-  const total = rows[0]?.total ?? config.lists.length;
+  const filtered = Boolean(controls.name || controls.state);
+  const total = rows[0]?.total ?? (filtered ? 0 : config.lists.length);
   const degraded = rows[0]?.degraded_total ?? 0;
   const body = html`<h1>Lists</h1>
     <div class="summary" data-refresh>
@@ -43,13 +49,14 @@ export async function overviewPage(ctx: PageContext, url: URL): Promise<{ title:
       <div class="${degraded ? 'degraded' : 'healthy'}"><strong>${degraded}</strong> degraded</div>
       <div><strong>${total - degraded}</strong> healthy</div>
     </div>
+    ${filterForm(controls)}
     ${dataTable(
-      'Every list, degraded first',
-      HEADERS,
+      filtered ? 'The lists that match' : controls.sort ? 'Every list' : 'Every list, degraded first',
+      COLUMNS.map(([label, key]) => sortHeader(label, key, controls)),
       rows.map((r) => overviewCells(r, byName.get(r.name)!, ctx)),
-      config.lists.length ? 'none on this page' : 'no lists in the config',
+      !config.lists.length ? 'no lists in the config' : filtered ? 'no list matches' : 'none on this page',
     )}
-    ${pager('/', page, PAGE_SIZE, total)}`;
+    ${pager('/', page, PAGE_SIZE, total, controlsQuery(controls))}`;
   return { title: 'Overview', body };
 }
 
