@@ -8,7 +8,9 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import cron from 'node-cron';
 import { parseConfig, type Config } from '../../src/config.js';
+import { spreadOverMinute } from '../../src/serve/scheduler.js';
 import type { RunningConsole } from '../../src/console/console-server.js';
 import { pullList } from '../../src/sync/pull.js';
 import { startWorld, type World } from '../helpers/world.js';
@@ -37,6 +39,7 @@ async function seriousViolations(p: Page): Promise<string[]> {
     .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
 }
 
+const rowOf = (name: string) => page.locator('tbody tr', { has: page.getByRole('link', { name, exact: true }) });
 const names = () => page.locator('tbody tr td:first-child').allInnerTexts();
 
 beforeAll(async () => {
@@ -67,6 +70,17 @@ afterAll(async () => {
 });
 
 describe('the console at 500 lists', () => {
+  it('a next fire is the one serve schedules: at the second its job name spreads it to', async () => {
+    await page.goto(`${running.url}/?q=orders`);
+    const at = await rowOf('orders').locator('td').last().locator('time').getAttribute('datetime');
+    const task = cron.createTask(spreadOverMinute('*/5 * * * *', 'pull:orders'), () => undefined, { timezone: config.platform.timeZone });
+    const expected = task.getNextRuns(1)[0]!;
+    void task.destroy();
+    expect(new Date(at!).getUTCSeconds()).toBe(expected.getUTCSeconds());
+    expect(Math.abs(new Date(at!).getTime() - expected.getTime())).toBeLessThan(5 * 60_000);
+    expect(spreadOverMinute('*/5 * * * *', 'pull:orders')).not.toMatch(/^0 /);
+  });
+
   for (const width of [1024, 1440])
     it(`no serious or critical axe violation on any page at ${width} px`, async () => {
       await page.setViewportSize({ width, height: 900 });

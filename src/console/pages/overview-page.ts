@@ -10,6 +10,7 @@ import { controlsQuery, filterForm, overviewControls, overviewFilter, sortHeader
 import { ago, duration, fromNow } from '../page-format.js';
 import { dataTable, html, pager, type SafeHtml } from '../html.js';
 import { nextFire } from '../next-fire.js';
+import { spreadOverMinute } from '../../serve/scheduler.js';
 import { PAGE_SIZE, pageOf, type PageContext } from './page-context.js';
 
 /** The columns, each with the key it sorts by (overview-controls.ts). */
@@ -94,6 +95,7 @@ function realtimeCell(r: OverviewRow, list: ListConfig, ctx: PageContext): SafeH
 function scheduleCell(list: ListConfig, ctx: PageContext): SafeHtml {
   const pull = list.schedule.pull;
   if (!pull) return html`<span class="muted">not scheduled</span>`;
-  const next = nextFire(pull, ctx.config.platform.timeZone, ctx.now);
+  // As serve schedules it: a five-field expression fires at the second its job's name hashes to.
+  const next = nextFire(spreadOverMinute(pull, `pull:${list.name}`), ctx.config.platform.timeZone, ctx.now);
   return html`pull <code>${pull}</code>; next ${fromNow(next, ctx.now)}`;
 }
