@@ -34,6 +34,7 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 .healthy { color: var(--ok-fg); background: var(--ok-bg); }
 .degraded { color: var(--bad-fg); background: var(--bad-bg); }
 .why { display: block; color: var(--bad-fg); font-size: .85rem; }
+.title { display: block; color: var(--muted); font-size: .85rem; }
 .muted, .empty { color: var(--muted); }
 .summary { display: flex; gap: 1rem; flex-wrap: wrap; margin-bottom: 1rem; }
 .summary div { background: var(--band); padding: .5rem .9rem; border-radius: .4rem; }

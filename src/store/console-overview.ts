@@ -15,6 +15,7 @@ import type { Knex } from '../db.js';
 import { CONFLICTS_TABLE } from './conflicts.js';
 import { OUTBOX_TABLE } from './outbox.js';
 import { REALTIME_STATS_TABLE } from './realtime-stats.js';
+import { REGISTRY_TABLE } from './registry.js';
 import { RUNS_TABLE } from './runs.js';
 import { INBOX_TABLE, SUBSCRIPTIONS_TABLE } from './webhook-tables.js';
 
@@ -75,6 +76,12 @@ export interface OverviewRow {
   waiting: number;
   oldest_waiting_seconds: number | null;
   last_applied_at: Date | null;
+  /** Events waiting whose re-read failed at least once, the most attempts one has had, and the newest error. */
+  failing_events: number;
+  max_attempts: number;
+  realtime_error: string | null;
+  /** The list's title on the platform (the registry's; null until a pull read it). */
+  title: string | null;
   problems: string[];
   total: number;
   degraded_total: number;
@@ -94,7 +101,8 @@ with l as (
          coalesce(sb.n, 0)::int as subscriptions,
          coalesce(ev.waiting, 0)::int as waiting,
          ev.oldest_seconds as oldest_waiting_seconds,
-         rs.last_applied_at
+         coalesce(ev.failing, 0)::int as failing_events, coalesce(ev.max_attempts, 0)::int as max_attempts, ev.realtime_error,
+         rs.last_applied_at, li.title
     from l
     -- The last run, and the last that ended in success or failure (its error is the list's while it is the newest).
     left join lateral (select job, status, started_at, finished_at from ${RUNS_TABLE} x
@@ -110,10 +118,14 @@ with l as (
                          from ${OUTBOX_TABLE} o where o.list_name = l.name and o.status in ('pending', 'sending', 'failed')) ob on true
     left join lateral (select count(*) as n from ${CONFLICTS_TABLE} c where c.list_name = l.name and c.status = 'open') cf on true
     left join (select list_name, count(*) as n from ${SUBSCRIPTIONS_TABLE} where list_name is not null group by 1) sb on sb.list_name = l.name
-    left join (select s.list_name, count(*) as waiting, extract(epoch from now() - min(i.received_at))::float8 as oldest_seconds
+    -- Events waiting, and those whose re-read failed: how many, the most attempts one has had, the newest error.
+    left join (select s.list_name, count(*) as waiting, extract(epoch from now() - min(i.received_at))::float8 as oldest_seconds,
+                      count(*) filter (where i.attempts > 0) as failing, max(i.attempts) as max_attempts,
+                      (array_agg(i.last_error order by i.last_attempt_at desc nulls last) filter (where i.last_error is not null))[1] as realtime_error
                  from ${INBOX_TABLE} i join ${SUBSCRIPTIONS_TABLE} s on s.id = i.subscription_id
                 where s.list_name is not null and i.processed_at is null group by 1) ev on ev.list_name = l.name
     left join ${REALTIME_STATS_TABLE} rs on rs.list_name = l.name
+    left join ${REGISTRY_TABLE} li on li.name = l.name
 ), p as (
   select r.*, array_remove(array[
            case when last_error is not null then 'last run failed' end,

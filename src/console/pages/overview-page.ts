@@ -72,7 +72,7 @@ function overviewCells(r: OverviewRow, list: ListConfig, ctx: PageContext): (Saf
         }`
     : html`<span class="muted">no run yet</span>`;
   return [
-    html`<a href="/lists/${encodeURIComponent(r.name)}">${r.name}</a>`,
+    html`<a href="/lists/${encodeURIComponent(r.name)}">${r.name}</a>${r.title ? html`<span class="title">${r.title}</span>` : ''}`,
     health,
     fresh,
     lastRun,
@@ -84,12 +84,21 @@ function overviewCells(r: OverviewRow, list: ListConfig, ctx: PageContext): (Saf
   ];
 }
 
-function realtimeCell(r: OverviewRow, list: ListConfig, ctx: PageContext): SafeHtml {
+export function realtimeCell(r: OverviewRow, list: ListConfig, ctx: PageContext): SafeHtml {
   if (!list.realtime && r.subscriptions === 0 && r.waiting === 0) return html`<span class="muted">off</span>`;
   const sub = r.subscriptions > 0 ? 'subscribed' : 'not subscribed';
   const waiting = r.waiting ? html`${r.waiting} events waiting, oldest ${duration(r.oldest_waiting_seconds)}` : html`no events waiting`;
   const applied = r.last_applied_at ? html`<span class="muted">; last applied ${ago(r.last_applied_at, ctx.now)}</span>` : '';
-  return html`${sub}; ${waiting}${applied}`;
+  return html`${sub}; ${waiting}${applied}${realtimeFailure(r)}`;
+}
+
+/** Re-reads that fail: how many events, the most attempts one has had, and the platform's answer (`HTTP 502 …`). */
+export function realtimeFailure(r: Pick<OverviewRow, 'failing_events' | 'max_attempts' | 'realtime_error'>): SafeHtml | string {
+  if (!r.failing_events) return '';
+  return html`<span class="why"
+    >re-read failing for ${r.failing_events} event(s), up to ${r.max_attempts}
+    attempt(s)${r.realtime_error ? html`: ${r.realtime_error.slice(0, 200)}` : ''}</span
+  >`;
 }
 
 function scheduleCell(list: ListConfig, ctx: PageContext): SafeHtml {
