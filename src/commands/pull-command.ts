@@ -98,7 +98,7 @@ export async function runPulls(
     const list = lists[i]!;
     if (o.out !== undefined) {
       ctx.io.out(o.out);
-      ends.record(list.name, 0, o.ok ? 'succeeded' : 'stopped');
+      ends.record(list.name, 0, o.ok ? 'pulled' : 'stopped');
     } else {
       const { code, reason } = await explainJobFailure(ctx, list, job, o.err);
       ends.record(list.name, code, reason);

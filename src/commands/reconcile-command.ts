@@ -58,7 +58,7 @@ export async function runReconcile(
       reporter.stop(r.status === 'succeeded');
       if (r.status === 'succeeded') ctx.io.out(reconcileSummary(r));
       else ctx.io.err(reconcileSummary(r));
-      outcomes.record(list.name, r.status === 'succeeded' ? 0 : 1, r.status === 'succeeded' ? 'succeeded' : (r.message ?? r.status));
+      outcomes.record(list.name, r.status === 'succeeded' ? 0 : 1, r.status === 'succeeded' ? 'reconciled' : (r.message ?? r.status));
     } catch (err) {
       reporter.stop(false);
       const { code, reason } = await explainJobFailure(ctx, list, 'reconcile', err);
