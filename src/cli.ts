@@ -14,6 +14,7 @@ import { packageVersion } from './version.js';
 import { commandKit } from './commands/command-kit.js';
 import type { JobDefinition } from './serve/job-definition.js';
 import * as check from './commands/check.js';
+import * as configCommand from './commands/config-command.js';
 import * as demo from './commands/demo.js';
 import * as directory from './commands/directory-command.js';
 import * as discover from './commands/discover.js';
@@ -24,7 +25,9 @@ import * as migrate from './commands/migrate.js';
 import * as pull from './commands/pull-command.js';
 import * as push from './commands/push-command.js';
 import * as reconcile from './commands/reconcile-command.js';
+import * as runs from './commands/runs-command.js';
 import * as serve from './commands/serve-command.js';
+import * as state from './commands/state-command.js';
 import * as status from './commands/status-command.js';
 import * as users from './commands/users-command.js';
 
@@ -50,12 +53,39 @@ export function buildProgram(
     .exitOverride();
 
   const kit = commandKit(program, io, setCode, jobs, args);
-  for (const command of [init, check, migrate, discover, pull, push, users, directory, reconcile, hooks, exporter, status, serve])
+  for (const command of [
+    init,
+    check,
+    configCommand,
+    migrate,
+    discover,
+    pull,
+    push,
+    users,
+    directory,
+    reconcile,
+    hooks,
+    exporter,
+    status,
+    runs,
+    state,
+    serve,
+  ])
     command.register(kit);
   // The demo runs the real commands through the same entry point a user types.
   demo.register(kit, (args, out) => main(['node', 'listsync', ...args], jobs, out));
   registerEmulatorCommand(program);
+  pointUsageErrorsAtOwnHelp(program);
   return program;
+}
+
+/** A subcommand's usage error points at that subcommand's help (`listsync runs show --help`), not the program's. */
+function pointUsageErrorsAtOwnHelp(command: Command, path: readonly string[] = []): void {
+  for (const sub of command.commands) {
+    const own = [...path, sub.name()];
+    sub.showHelpAfterError(`(run "listsync ${own.join(' ')} --help" for usage)`);
+    pointUsageErrorsAtOwnHelp(sub, own);
+  }
 }
 
 export async function main(argv: readonly string[], jobs: readonly JobDefinition[], io: Output = stdio): Promise<number> {

@@ -428,15 +428,64 @@ export function loadConfig(options: LoadOptions = {}): Config {
     throw new ConfigError(`No config file at ${path}. Run "listsync init" to write one, or point LISTSYNC_CONFIG at yours.`, '(file)');
   }
   registerSecrets([env.PLATFORM_API_KEY, passwordOf(env.DATABASE_URL), env.LISTSYNC_CONSOLE_TOKEN]);
-  let raw: unknown;
+  return parseConfig(readConfigJson(path), env, path);
+}
+
+/** The config file's JSON; a syntax error names its line and column (`line 30, column 5`). */
+export function readConfigJson(path: string): unknown {
+  const text = readFileSync(path, 'utf8');
   try {
-    raw = JSON.parse(readFileSync(path, 'utf8'));
+    return JSON.parse(text) as unknown;
   } catch (err) {
-    // V8 quotes a piece of the text, which may hold a secret: keep only the position.
-    const reason = coerceError(err).message.replace(/,?\s*"[^]*" is not valid JSON/, ' (not valid JSON)');
+    // V8 quotes a piece of the text, which may hold a secret: keep only the position, as a line and column.
+    const reason = coerceError(err)
+      .message.replace(/,?\s*"[^]*" is not valid JSON/, ' (not valid JSON)')
+      .replace(/ at position (\d+)(?: \(line \d+ column \d+\))?/, (_m, at: string) => ` at ${lineAndColumn(text, Number(at))}`);
     throw new ConfigError(`${path} is not valid JSON: ${reason}. Fix the file (JSON allows no comments or trailing commas).`, '(file)');
   }
-  return parseConfig(raw, env, path);
+}
+
+/** `line 3, column 1` (both 1-based) of a position in `text`. */
+export function lineAndColumn(text: string, position: number): string {
+  const before = text.slice(0, position).split('\n');
+  return `line ${before.length}, column ${before.at(-1)!.length + 1}`;
+}
+
+/**
+ * Where settings can come from, for `listsync config show`: the config file's path and JSON, and the
+ * environment's layers from the weakest to the strongest (what readEnvironment merges).
+ */
+export function configLayers(options: { path?: string; cwd?: string } = {}): {
+  path: string;
+  file: unknown;
+  env: { source: string; values: Readonly<Record<string, string | undefined>> }[];
+} {
+  const cwd = options.cwd ?? process.cwd();
+  const path = resolve(cwd, options.path ?? readEnvironment(cwd).LISTSYNC_CONFIG ?? DEFAULT_CONFIG_FILE);
+  const dirs = [...new Set([resolve(cwd), resolve(dirname(path))])];
+  const env = dirs.map((dir) => {
+    const file = resolve(dir, '.env');
+    const where = dir === resolve(cwd) ? 'in the working directory' : 'beside the config file';
+    return { source: `.env ${where} (${file})`, values: existsSync(file) ? parseEnv(readFileSync(file, 'utf8')) : {} };
+  });
+  env.push({ source: 'environment', values: process.env });
+  return { path, file: existsSync(path) ? readConfigJson(path) : undefined, env };
+}
+
+/** The environment variables listsync reads in place of a missing key (applyEnvironment); `log.level`'s wins over the file. */
+export const KEYS_FROM_ENVIRONMENT: Readonly<Record<string, string>> = {
+  'platform.apiKey': 'PLATFORM_API_KEY',
+  'platform.baseUrl': 'PLATFORM_BASE_URL',
+  'database.url': 'DATABASE_URL',
+  'serve.consoleToken': 'LISTSYNC_CONSOLE_TOKEN',
+  'log.level': 'LISTSYNC_LOG_LEVEL',
+};
+
+/** A config value as `config show` prints it: secret keys masked (a database URL keeps all but its password). */
+export function shownValue(key: string, value: unknown): string {
+  const last = key.split('.').at(-1) ?? key;
+  const masked = maskSecretKeys(value, last);
+  return typeof masked === 'string' ? masked : (JSON.stringify(masked) ?? String(masked));
 }
 
 /** Validates an already-parsed config object; `source` names it in messages. */
@@ -475,7 +524,7 @@ function unknownKeyMessage(key: string, unknown: readonly string[], valid: reado
 }
 
 /** The valid key most like `word` (case-insensitive edit distance at most a third of its length, at least 2). */
-function closest(word: string, candidates: readonly string[]): string | undefined {
+export function closest(word: string, candidates: readonly string[]): string | undefined {
   let best: string | undefined;
   let bestDistance = Math.max(2, Math.floor(word.length / 3)) + 1;
   for (const c of candidates) {

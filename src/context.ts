@@ -6,6 +6,7 @@ import { type Config, loadConfig, readEnvironment, secretsOf } from './config.js
 import { createDb, ping, type Knex } from './db.js';
 import { createLogger, type Logger } from './logger.js';
 import { scrubSecrets } from './secrets.js';
+import { beginLine } from './terminal-line.js';
 import { resolveLogFormat } from './log-format.js';
 import { PlatformClient, type PlatformClientOptions } from './platform/client.js';
 import { SharedBudget, budgetAccount } from './platform/shared-budget.js';
@@ -18,8 +19,14 @@ export interface Output {
 
 /** The terminal; every line is scrubbed of the secrets the config resolved. */
 export const stdio: Output = {
-  out: (t) => void process.stdout.write(line(scrubSecrets(t))),
-  err: (t) => void process.stderr.write(line(scrubSecrets(t))),
+  out: (t) => {
+    beginLine();
+    process.stdout.write(line(scrubSecrets(t)));
+  },
+  err: (t) => {
+    beginLine();
+    process.stderr.write(line(scrubSecrets(t)));
+  },
   isTTY: Boolean(process.stdout.isTTY),
 };
 

@@ -8,6 +8,7 @@
 import { pino, type Logger, type LoggerOptions, type DestinationStream } from 'pino';
 import { scrubSecrets } from './secrets.js';
 import { prettyDestination, type LogFormat } from './log-format.js';
+import { beginLine } from './terminal-line.js';
 
 export type { Logger };
 
@@ -48,13 +49,14 @@ export function createLogger(settings: LoggerSettings = {}): Logger {
   };
   const raw = settings.destination ?? pino.destination(2);
   const dest = settings.format === 'pretty' ? prettyDestination(raw, Boolean(process.stderr.isTTY) && !settings.destination) : raw;
-  if (secrets.length === 0) return pino(options, dest);
-  const scrubbing: DestinationStream = {
+  // Every line starts on a line of its own, never on a progress bar's (terminal-line.ts).
+  const lines: DestinationStream = {
     write(line: string) {
-      dest.write(scrubSecrets(line, secrets));
+      beginLine();
+      dest.write(secrets.length === 0 ? line : scrubSecrets(line, secrets));
     },
   };
-  return pino(options, scrubbing);
+  return pino(options, lines);
 }
 
 /** The full error (stack, causes) at debug and trace; type, message and code otherwise. */

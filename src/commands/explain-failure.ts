@@ -16,20 +16,30 @@ import { checkList } from './list-check.js';
  * - the platform refused a request about the list: the platform is asked what is wrong with the
  *   list's config (what `check` asks); a wrong appID/listID or a field that is missing or not
  *   indexed is exit 2, as in `check`;
- * - else 1 (2 for a config, usage or API key problem).
- * A usage error (an unknown list...) ends the command as it is. `subject`: the list, or '' for the users and directory jobs.
+ * - else 1 (2 for a config, usage or API key problem: a list with no mirror table yet...).
+ * It never throws: the command goes on with its next list (list-outcomes.ts). `subject`: the list, or '' for the users and directory jobs.
  */
 export async function reportJobFailure(ctx: AppContext, subject: ListConfig | string, job: string, err: unknown): Promise<number> {
-  if (err instanceof UsageError) throw err;
+  return (await explainJobFailure(ctx, subject, job, err)).code;
+}
+
+/** As reportJobFailure, with the line printed (the reason, for the line per list at the end). */
+export async function explainJobFailure(
+  ctx: AppContext,
+  subject: ListConfig | string,
+  job: string,
+  err: unknown,
+): Promise<{ code: number; reason: string }> {
   const name = typeof subject === 'string' ? subject : subject.name;
   const head = name ? `${name}: ${job}` : job;
   if (err instanceof LockedError) {
     ctx.io.err(`${head} skipped: ${err.message}`);
-    return 0;
+    return { code: 0, reason: `skipped: ${err.message}` };
   }
-  const explained = typeof subject === 'string' ? err : await explainPlatformRefusal(ctx, subject, err);
-  ctx.io.err(`${head} failed: ${coerceError(explained).message}`);
-  return exitCodeFor(explained);
+  const explained = typeof subject === 'string' || err instanceof UsageError ? err : await explainPlatformRefusal(ctx, subject, err);
+  const reason = coerceError(explained).message;
+  ctx.io.err(`${head} failed: ${reason}`);
+  return { code: exitCodeFor(explained), reason };
 }
 
 async function explainPlatformRefusal(ctx: AppContext, list: ListConfig, err: unknown): Promise<unknown> {

@@ -8,7 +8,10 @@ import { pullList, type PullMode, type PullResult } from '../sync/pull.js';
 import { ListTitles } from '../sync/list-title.js';
 import { progressReporter } from './progress.js';
 import type { CommandKit } from './command-kit.js';
-import { reportJobFailure } from './explain-failure.js';
+import { explainJobFailure } from './explain-failure.js';
+import { ListOutcomes } from './list-outcomes.js';
+import { knownList } from './list-names.js';
+import { resumeHint } from './resume-hint.js';
 import { jobDeps } from './job-deps.js';
 import { listJobOptions } from './options.js';
 
@@ -17,12 +20,7 @@ export function selectLists(ctx: Pick<AppContext, 'config'>, name?: string): rea
     if (ctx.config.lists.length === 0) throw new UsageError('No lists configured: add one under "lists" in the config.');
     return ctx.config.lists;
   }
-  const list = ctx.config.lists.find((l) => l.name === name);
-  if (!list)
-    throw new UsageError(
-      `No list named "${name}" in the config; configured: ${ctx.config.lists.map((l) => l.name).join(', ') || '(none)'}.`,
-    );
-  return [list];
+  return [knownList(ctx.config, name)];
 }
 
 export function parseDay(value: string, flag: string): string {
@@ -68,23 +66,25 @@ export async function runPulls(
   const titles = new ListTitles(ctx.client, ctx.logger);
   // Several bars at once would overwrite each other on a terminal: lists pulled together show their summaries only.
   const quiet = concurrent > 1 && ctx.io.isTTY;
-  const pullOne = async (list: ListConfig): Promise<{ out?: string; err?: unknown }> => {
+  const pullOne = async (list: ListConfig): Promise<{ out?: string; ok?: boolean; err?: unknown }> => {
     const reporter = quiet ? undefined : progressReporter(ctx, job);
     try {
-      const r = await pullList(
-        // Every line of the run names the list and job, those of the table's set-up too.
-        {
-          ...jobDeps(ctx, list, job, options, (p) => reporter?.onPage(p)),
-          titles,
-          refreshSchema: options.refreshSchema === true,
-          // One list is bound by round trips: its start probes leave with its first page.
-          startProbesEarly: lists.length === 1,
-        },
-        list,
-        mode,
-      );
+      const run = () =>
+        pullList(
+          // Every line of the run names the list and job, those of the table's set-up too.
+          {
+            ...jobDeps(ctx, list, job, options, (p) => reporter?.onPage(p)),
+            titles,
+            refreshSchema: options.refreshSchema === true,
+            // One list is bound by round trips: its start probes leave with its first page.
+            startProbesEarly: lists.length === 1,
+          },
+          list,
+          mode,
+        );
+      const r = reporter ? await reporter.watch(run) : await run();
       reporter?.stop(r.status === 'succeeded');
-      return { out: summary(r) };
+      return { out: summary(r), ok: r.status === 'succeeded' };
     } catch (err) {
       reporter?.stop(false);
       return { err };
@@ -92,13 +92,21 @@ export async function runPulls(
   };
   // Summaries come out in the config's order, each as soon as the lists before it are done.
   const outcomes = inOrder(lists, concurrent, pullOne);
-  let code = 0;
+  const ends = new ListOutcomes(job);
   for (let i = 0; i < lists.length; i++) {
     const o = await outcomes[i]!;
-    if (o.out !== undefined) ctx.io.out(o.out);
-    else code = Math.max(code, await reportJobFailure(ctx, lists[i]!, job, o.err));
+    const list = lists[i]!;
+    if (o.out !== undefined) {
+      ctx.io.out(o.out);
+      ends.record(list.name, 0, o.ok ? 'pulled' : 'stopped');
+    } else {
+      const { code, reason } = await explainJobFailure(ctx, list, job, o.err);
+      ends.record(list.name, code, reason);
+      const hint = await resumeHint(ctx, list.name, job);
+      if (hint) ctx.io.err(hint);
+    }
   }
-  return code;
+  return ends.finish(ctx.io);
 }
 
 /** Runs `fn` over `items` with at most `limit` at once, in order; the promises of the results, in the items' order. */

@@ -13,7 +13,8 @@ import { Option } from 'commander';
 import { selectLists, runPulls } from './pull-command.js';
 import { progressReporter } from './progress.js';
 import type { CommandKit } from './command-kit.js';
-import { reportJobFailure } from './explain-failure.js';
+import { explainJobFailure } from './explain-failure.js';
+import { ListOutcomes } from './list-outcomes.js';
 import { jobDeps } from './job-deps.js';
 import { LIST_FLAGS, LIST_HELP, listJobOptions, positiveId } from './options.js';
 
@@ -57,7 +58,7 @@ export async function runPushes(
   lists: readonly ListConfig[],
   options: { wait: boolean; retryFailed: boolean },
 ): Promise<number> {
-  let code = 0;
+  const outcomes = new ListOutcomes('push');
   for (const list of lists) {
     const reporter = progressReporter(ctx, 'push', { step: 'batches', item: 'changes' });
     try {
@@ -65,20 +66,28 @@ export async function runPushes(
         const n = await requeueFailed(ctx.db, list.name);
         if (n) ctx.io.out(`${list.name}: ${n} failed change(s) queued again`);
       }
-      const r = await pushList(
-        jobDeps(ctx, list, 'push', options, (p) => reporter.onPage(p)),
-        list,
+      const r = await reporter.watch(() =>
+        pushList(
+          jobDeps(ctx, list, 'push', options, (p) => reporter.onPage(p)),
+          list,
+        ),
       );
       reporter.stop(r.failed === 0 && r.retrying === 0);
       ctx.io.out(pushSummary(r, list.conflictPolicy));
       // A scheduler must see a push that delivered less than it tried.
-      if (r.failed > 0 || r.retrying > 0) code = Math.max(code, 1);
+      const short = r.failed > 0 || r.retrying > 0;
+      outcomes.record(
+        list.name,
+        short ? 1 : 0,
+        short ? `${r.failed} failed, ${r.retrying} left pending` : `${r.applied} applied, ${r.created} created`,
+      );
     } catch (err) {
       reporter.stop(false);
-      code = Math.max(code, await reportJobFailure(ctx, list, 'push', err));
+      const { code, reason } = await explainJobFailure(ctx, list, 'push', err);
+      outcomes.record(list.name, code, reason);
     }
   }
-  return code;
+  return outcomes.finish(ctx.io);
 }
 
 /** `push --dry-run`: per change what would be sent and whether it would apply; nothing is written anywhere. */

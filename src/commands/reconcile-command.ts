@@ -9,7 +9,8 @@ import { progressReporter } from './progress.js';
 import { reconcileList, type ReconcileResult } from '../sync/reconcile.js';
 import { selectLists } from './pull-command.js';
 import type { CommandKit } from './command-kit.js';
-import { reportJobFailure } from './explain-failure.js';
+import { explainJobFailure } from './explain-failure.js';
+import { ListOutcomes } from './list-outcomes.js';
 import { jobDeps } from './job-deps.js';
 import { listJobOptions } from './options.js';
 
@@ -43,27 +44,28 @@ export async function runReconcile(
   lists: readonly ListConfig[],
   options: { wait: boolean; full: boolean },
 ): Promise<number> {
-  let code = 0;
+  const outcomes = new ListOutcomes('reconcile');
   for (const list of lists) {
     const reporter = progressReporter(ctx, 'reconcile');
     try {
-      const r = await reconcileList(
-        jobDeps(ctx, list, 'reconcile', options, (p) => reporter.onPage(p)),
-        list,
-        { full: options.full },
+      const r = await reporter.watch(() =>
+        reconcileList(
+          jobDeps(ctx, list, 'reconcile', options, (p) => reporter.onPage(p)),
+          list,
+          { full: options.full },
+        ),
       );
       reporter.stop(r.status === 'succeeded');
       if (r.status === 'succeeded') ctx.io.out(reconcileSummary(r));
-      else {
-        ctx.io.err(reconcileSummary(r));
-        code = 1;
-      }
+      else ctx.io.err(reconcileSummary(r));
+      outcomes.record(list.name, r.status === 'succeeded' ? 0 : 1, r.status === 'succeeded' ? 'reconciled' : (r.message ?? r.status));
     } catch (err) {
       reporter.stop(false);
-      code = Math.max(code, await reportJobFailure(ctx, list, 'reconcile', err));
+      const { code, reason } = await explainJobFailure(ctx, list, 'reconcile', err);
+      outcomes.record(list.name, code, reason);
     }
   }
-  return code;
+  return outcomes.finish(ctx.io);
 }
 
 export function register({ program, withContext }: CommandKit): void {

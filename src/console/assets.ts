@@ -18,6 +18,13 @@ h2 { font-size: 1.15rem; margin: 1.75rem 0 .5rem; }
 a { color: var(--link); }
 a:focus-visible, button:focus-visible, input:focus-visible, summary:focus-visible { outline: 3px solid #f0a500; outline-offset: 2px; }
 .scroll { overflow-x: auto; }
+.scroll:focus-visible { outline: 3px solid #f0a500; outline-offset: 2px; }
+td { overflow-wrap: anywhere; }
+td pre.error { max-width: 40ch; }
+th a { color: inherit; }
+form.filter { display: flex; gap: 1rem; align-items: end; flex-wrap: wrap; margin: 0 0 1rem; }
+form.filter label { display: flex; flex-direction: column; font-size: .9rem; color: var(--muted); }
+form.filter input, form.filter select { font: inherit; padding: .3rem .5rem; border: 1px solid var(--muted); border-radius: .3rem; }
 table { border-collapse: collapse; width: 100%; margin: .25rem 0 1rem; }
 caption { text-align: left; font-weight: 600; padding: .25rem 0; color: var(--muted); }
 th, td { text-align: left; vertical-align: top; padding: .4rem .6rem; border-bottom: 1px solid var(--line); }
@@ -27,6 +34,7 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 .healthy { color: var(--ok-fg); background: var(--ok-bg); }
 .degraded { color: var(--bad-fg); background: var(--bad-bg); }
 .why { display: block; color: var(--bad-fg); font-size: .85rem; }
+.title { display: block; color: var(--muted); font-size: .85rem; }
 .muted, .empty { color: var(--muted); }
 .summary { display: flex; gap: 1rem; flex-wrap: wrap; margin-bottom: 1rem; }
 .summary div { background: var(--band); padding: .5rem .9rem; border-radius: .4rem; }

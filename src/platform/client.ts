@@ -60,6 +60,7 @@ import type { SharedBudget } from './shared-budget.js';
 import { normalizeFields } from './field-meta.js';
 import type { FieldMeta, Item, ItemQuery, ListDetails, Page, PlatformApplication, PlatformListRef, PlatformUser } from './types.js';
 import { coerceError } from '../errors.js';
+import { traceRequest } from './request-trace.js';
 import { currentTally, type ClientStats } from './request-tally.js';
 
 export type RequestOutcome = 'ok' | 'error' | 'retry' | 'rate_limited';
@@ -766,10 +767,11 @@ export class PlatformClient {
       { method: call.method, endpoint: call.endpoint, path: `/${call.path}`, attempt, outcome, httpStatus, status, durationMs },
       'platform request',
     );
-    if (!this.onRequest) return;
     const event: RequestEvent = { method: call.method, endpoint: call.endpoint, outcome, durationMs, attempt };
     if (httpStatus !== undefined) event.httpStatus = httpStatus;
     if (status !== undefined) event.status = status;
+    traceRequest(event);
+    if (!this.onRequest) return;
     try {
       this.onRequest(event);
     } catch (err) {

@@ -5,6 +5,7 @@
 import { hostname } from 'node:os';
 import type { Knex } from '../db.js';
 import { closestText, storableJson } from '../storable.js';
+import { RUN_EVENTS_TABLE, traceRun } from './run-events.js';
 import { SCHEMA_CHANGES_TABLE } from './schema-changes.js';
 import { STATE_TABLE } from './state.js';
 
@@ -83,6 +84,12 @@ export async function describeRun(
   runId: number,
   extra: { windowFrom?: string | null; windowTo?: string | null; resumed?: boolean; details?: object },
 ): Promise<void> {
+  traceRun(runId, 'plan', {
+    windowFrom: extra.windowFrom ?? null,
+    windowTo: extra.windowTo ?? null,
+    resumed: extra.resumed ?? false,
+    ...extra.details,
+  });
   await db(RUNS_TABLE)
     .where({ id: runId })
     .update({
@@ -102,6 +109,8 @@ export async function isRunOpen(db: Knex, runId: number): Promise<boolean> {
 export async function addToRun(db: Knex, runId: number, delta: Partial<RunCounters>): Promise<void> {
   const entries = Object.entries(delta).filter(([, v]) => typeof v === 'number' && v !== 0);
   if (entries.length === 0) return;
+  // Noted as the page's counters are added; a page whose transaction then rolls back ends the run failed, after it in the trace.
+  traceRun(runId, delta.pages ? 'page' : 'rows', Object.fromEntries(entries));
   const update: Record<string, Knex.Raw> = {};
   for (const [k, v] of entries) update[k] = db.raw('?? + ?', [k, v]);
   await db(RUNS_TABLE).where({ id: runId }).update(update);
@@ -372,14 +381,17 @@ const CARRIED = [...TOTALLED_COLUMNS, 'healed_missing', 'healed_behind'];
 
 /**
  * One batch: deletes prunable runs and adds what they counted to PRUNED_TOTALS_TABLE in the same
- * statement, so /metrics' totals never go down (Prometheus would read a reset); returns how many went.
+ * statement, so /metrics' totals never go down (Prometheus would read a reset), and their traces
+ * (run-events.ts) with them; returns how many went.
  */
 async function pruneRunBatch(db: Knex, days: number, batch: number): Promise<number> {
   const counters = TOTALLED_COLUMNS.join(', ');
   const result = (await db.raw(
     `with gone as (
        delete from ${RUNS_TABLE} where id in (${PRUNABLE_RUNS_SQL})
-       returning list_name, job, status, ${counters}, ${HEALED_MISSING} as healed_missing, ${HEALED_BEHIND} as healed_behind
+       returning id, list_name, job, status, ${counters}, ${HEALED_MISSING} as healed_missing, ${HEALED_BEHIND} as healed_behind
+     ), traces as (
+       delete from ${RUN_EVENTS_TABLE} where run_id in (select id from gone)
      ), carried as (
        insert into ${PRUNED_TOTALS_TABLE} as t (list_name, job, status, runs, ${CARRIED.join(', ')})
        select list_name, job, status, count(*), ${CARRIED.map((c) => `sum(${c})`).join(', ')} from gone group by 1, 2, 3

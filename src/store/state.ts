@@ -71,3 +71,48 @@ export async function completeState(
   }
   await db(STATE_TABLE).insert(row).onConflict(['list_name', 'job']).merge(merge);
 }
+
+/** A list's state per job (pull, backfill, reconcile...), as `listsync state` shows it. */
+export interface JobState {
+  job: string;
+  watermark: string | null;
+  highWater: string | null;
+  checkpoint: Record<string, unknown> | null;
+  lastSuccessAt: Date | null;
+  updatedAt: Date;
+}
+
+export async function readListStates(db: Knex, listName: string): Promise<JobState[]> {
+  const rows = (await db(STATE_TABLE)
+    .where({ list_name: listName })
+    .orderBy('job')
+    .select('job', db.raw('watermark::text as watermark'), 'high_water', 'checkpoint', 'last_success_at', 'updated_at')) as {
+    job: string;
+    watermark: string | null;
+    high_water: string | null;
+    checkpoint: Record<string, unknown> | null;
+    last_success_at: Date | null;
+    updated_at: Date;
+  }[];
+  return rows.map((r) => ({
+    job: r.job,
+    watermark: r.watermark,
+    highWater: r.high_water,
+    checkpoint: r.checkpoint,
+    lastSuccessAt: r.last_success_at,
+    updatedAt: r.updated_at,
+  }));
+}
+
+/**
+ * Forgets where a list's jobs got to (watermark, high-water mark, checkpoint), so the next pull reads
+ * the whole list. The caller holds the list's lock (no run of the list may write them meanwhile).
+ * Returns the jobs whose state was cleared.
+ */
+export async function clearListState(db: Knex, listName: string): Promise<string[]> {
+  const rows = (await db(STATE_TABLE)
+    .where({ list_name: listName })
+    .update({ watermark: null, high_water: null, checkpoint: null, updated_at: db.fn.now() })
+    .returning('job')) as { job: string }[];
+  return rows.map((r) => r.job).sort();
+}

@@ -1042,7 +1042,9 @@ async function failed(ctx: RunContext, err: unknown): Promise<never> {
   Object.assign(ctx.counters, { ...ctx.counters, ...sumRequests(ctx) });
   // When the database itself failed this cannot be written either; runJob reports the original error.
   await finishRun(ctx.deps.db, ctx.run.runId, 'failed', { error: e.message, counters: ctx.counters }).catch(() => undefined);
-  ctx.run.log.error({ err: e }, `${ctx.job} failed; committed pages stay, the checkpoint is kept and the watermark does not move`);
+  // Only a run that committed a page can say it left one (a 401 on the first request wrote nothing).
+  const kept = ctx.counters.pages > 0 ? 'committed pages stay, the checkpoint is kept' : 'this run wrote no page';
+  ctx.run.log.error({ err: e }, `${ctx.job} failed; ${kept} and the watermark does not move`);
   throw err;
 }
 

@@ -26,7 +26,10 @@ import { secretsOf } from '../config.js';
 import { acquireLock } from './lock.js';
 import { currentFire } from './fire-scope.js';
 import { withRequestTally } from '../platform/request-tally.js';
+import { withRequestTrace } from '../platform/request-trace.js';
+import { RunTrace, withRunTrace } from '../store/run-events.js';
 import {
+  HOLDER,
   closeAbandonedRuns,
   describeRunning,
   finishRun,
@@ -132,15 +135,24 @@ async function runRecorded<T>(deps: JobDeps, spec: RunJobSpec, body: (run: Activ
     const now = client.stats();
     return { requests: now.requests - mark.requests, retries: now.retries - mark.retries };
   };
+  const trace = new RunTrace(db, runId, log);
+  trace.add('start', { job: spec.job, holder: HOLDER });
   try {
-    const value = await body({ runId, log, statsAtStart: mark, requests });
+    const value = await traced(trace, () => body({ runId, log, statsAtStart: mark, requests }));
     await recordInterruption(deps, runId, log);
     return value;
   } catch (err) {
     if (!(await recordInterruption(deps, runId, log)))
       await recordFailure(deps, runId, explainDatabaseError(err, deps.config.database.url), requests(), log);
     throw err;
+  } finally {
+    await trace.close();
   }
+}
+
+/** Runs `fn` inside the run's trace: its plan, pages and every platform request it makes are recorded there. */
+function traced<T>(trace: RunTrace, fn: () => Promise<T>): Promise<T> {
+  return withRunTrace(trace, () => withRequestTrace((e) => trace.add('request', { ...e }), fn));
 }
 
 /** Tells serve's queue which row the run opened: what the run cannot record, the queue does. */

@@ -8,6 +8,8 @@ import { pinnedNames, pinnedTypes, type ListConfig } from '../../config.js';
 import { readRegistry, type RegistryField } from '../../mirror/list-registry.js';
 import { recentRuns, requestsPerHour, successfulPulls } from '../../store/console-list.js';
 import { recentSchemaChanges } from '../../store/schema-changes.js';
+import { overviewRows } from '../../store/console-overview.js';
+import { realtimeCell } from './overview-page.js';
 import { barChart, lineChart, type Point } from '../chart.js';
 import { ago, duration } from '../page-format.js';
 import { dataTable, html, pager, type SafeHtml } from '../html.js';
@@ -17,19 +19,31 @@ const DAY_HOURS = 24;
 
 export async function listPage(ctx: PageContext, list: ListConfig, url: URL): Promise<{ title: string; body: SafeHtml }> {
   const page = pageOf(url);
-  const [runs, pulls, hourly, changes, registry] = await Promise.all([
+  const [runs, pulls, hourly, changes, registry, [state]] = await Promise.all([
     recentRuns(ctx.db, list.name, { offset: (page - 1) * PAGE_SIZE, limit: PAGE_SIZE }),
     successfulPulls(ctx.db, list.name, DAY_HOURS),
     requestsPerHour(ctx.db, list.name, DAY_HOURS),
     recentSchemaChanges(ctx.db, { list: list.name, limit: 50 }),
     readRegistry(ctx.db, list.name),
+    // The overview's row of this list alone: its real-time state (events waiting, failing re-reads).
+    overviewRows(ctx.db, {
+      lists: [{ name: list.name, table: list.table ?? list.name }],
+      mirrorSchema: ctx.config.database.schema,
+      maxLagMinutes: ctx.config.serve.maxLagMinutes,
+      realtimeStaleAfterSeconds: ctx.config.serve.realtimeStaleAfterSeconds,
+      offset: 0,
+      limit: 1,
+    }),
   ]);
   const path = `/lists/${encodeURIComponent(list.name)}`;
   const body = html`<h1>List ${list.name}</h1>
     <p class="muted">
-      ${list.appID}/${list.listID} → ${ctx.config.database.schema}.${list.table ?? list.name}; conflict policy
+      ${registry?.title ? html`“${registry.title}” on the platform: ` : ''}${list.appID}/${list.listID} →
+      ${ctx.config.database.schema}.${list.table ?? list.name}; conflict policy
       ${list.conflictPolicy}${list.realtime ? '; real time on' : ''}
     </p>
+    <h2>Real time</h2>
+    <p>${state ? realtimeCell(state, list, ctx) : html`<span class="muted">off</span>`}</p>
     <h2>The last day</h2>
     ${charts(ctx, pulls, hourly)}
     <h2>Runs</h2>

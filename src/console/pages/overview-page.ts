@@ -5,26 +5,30 @@
  * (src/store/console-overview.ts) per page of 100 lists.
  */
 import type { ListConfig } from '../../config.js';
-import { overviewRows, type OverviewRow } from '../../store/console-overview.js';
+import { overviewRows, type OverviewRow, type OverviewSortKey } from '../../store/console-overview.js';
+import { controlsQuery, filterForm, overviewControls, overviewFilter, sortHeader } from '../overview-controls.js';
 import { ago, duration, fromNow } from '../page-format.js';
 import { dataTable, html, pager, type SafeHtml } from '../html.js';
 import { nextFire } from '../next-fire.js';
+import { spreadOverMinute } from '../../serve/scheduler.js';
 import { PAGE_SIZE, pageOf, type PageContext } from './page-context.js';
 
-const HEADERS = [
-  'List',
-  'Health',
-  'Fresh as of',
-  'Last run',
-  'Rows (estimate)',
-  'Changes pending / failed',
-  'Open conflicts',
-  'Real time',
-  'Schedule',
+/** The columns, each with the key it sorts by (overview-controls.ts). */
+const COLUMNS: readonly [string, OverviewSortKey][] = [
+  ['List', 'name'],
+  ['Health', 'health'],
+  ['Fresh as of', 'fresh'],
+  ['Last run', 'last_run'],
+  ['Rows (estimate)', 'rows'],
+  ['Changes pending / failed', 'changes'],
+  ['Open conflicts', 'conflicts'],
+  ['Real time', 'realtime'],
+  ['Schedule', 'schedule'],
 ];
 
 export async function overviewPage(ctx: PageContext, url: URL): Promise<{ title: string; body: SafeHtml }> {
   const page = pageOf(url);
+  const controls = overviewControls(url);
   const { config } = ctx;
   const byName = new Map(config.lists.map((l) => [l.name, l]));
   const rows = await overviewRows(ctx.db, {
@@ -32,10 +36,13 @@ export async function overviewPage(ctx: PageContext, url: URL): Promise<{ title:
     mirrorSchema: config.database.schema,
     maxLagMinutes: config.serve.maxLagMinutes,
     realtimeStaleAfterSeconds: config.serve.realtimeStaleAfterSeconds,
+    schedules: config.lists.map((l) => l.schedule.pull ?? ''),
+    ...overviewFilter(controls),
     offset: (page - 1) * PAGE_SIZE,
     limit: PAGE_SIZE,
   });
-  const total = rows[0]?.total ?? config.lists.length;
+  const filtered = Boolean(controls.name || controls.state);
+  const total = rows[0]?.total ?? (filtered ? 0 : config.lists.length);
   const degraded = rows[0]?.degraded_total ?? 0;
   const body = html`<h1>Lists</h1>
     <div class="summary" data-refresh>
@@ -43,13 +50,14 @@ export async function overviewPage(ctx: PageContext, url: URL): Promise<{ title:
       <div class="${degraded ? 'degraded' : 'healthy'}"><strong>${degraded}</strong> degraded</div>
       <div><strong>${total - degraded}</strong> healthy</div>
     </div>
+    ${filterForm(controls)}
     ${dataTable(
-      'Every list, degraded first',
-      HEADERS,
+      filtered ? 'The lists that match' : controls.sort ? 'Every list' : 'Every list, degraded first',
+      COLUMNS.map(([label, key]) => sortHeader(label, key, controls)),
       rows.map((r) => overviewCells(r, byName.get(r.name)!, ctx)),
-      config.lists.length ? 'none on this page' : 'no lists in the config',
+      !config.lists.length ? 'no lists in the config' : filtered ? 'no list matches' : 'none on this page',
     )}
-    ${pager('/', page, PAGE_SIZE, total)}`;
+    ${pager('/', page, PAGE_SIZE, total, controlsQuery(controls))}`;
   return { title: 'Overview', body };
 }
 
@@ -64,7 +72,7 @@ function overviewCells(r: OverviewRow, list: ListConfig, ctx: PageContext): (Saf
         }`
     : html`<span class="muted">no run yet</span>`;
   return [
-    html`<a href="/lists/${encodeURIComponent(r.name)}">${r.name}</a>`,
+    html`<a href="/lists/${encodeURIComponent(r.name)}">${r.name}</a>${r.title ? html`<span class="title">${r.title}</span>` : ''}`,
     health,
     fresh,
     lastRun,
@@ -76,17 +84,27 @@ function overviewCells(r: OverviewRow, list: ListConfig, ctx: PageContext): (Saf
   ];
 }
 
-function realtimeCell(r: OverviewRow, list: ListConfig, ctx: PageContext): SafeHtml {
+export function realtimeCell(r: OverviewRow, list: ListConfig, ctx: PageContext): SafeHtml {
   if (!list.realtime && r.subscriptions === 0 && r.waiting === 0) return html`<span class="muted">off</span>`;
   const sub = r.subscriptions > 0 ? 'subscribed' : 'not subscribed';
   const waiting = r.waiting ? html`${r.waiting} events waiting, oldest ${duration(r.oldest_waiting_seconds)}` : html`no events waiting`;
   const applied = r.last_applied_at ? html`<span class="muted">; last applied ${ago(r.last_applied_at, ctx.now)}</span>` : '';
-  return html`${sub}; ${waiting}${applied}`;
+  return html`${sub}; ${waiting}${applied}${realtimeFailure(r)}`;
+}
+
+/** Re-reads that fail: how many events, the most attempts one has had, and the platform's answer (`HTTP 502 …`). */
+export function realtimeFailure(r: Pick<OverviewRow, 'failing_events' | 'max_attempts' | 'realtime_error'>): SafeHtml | string {
+  if (!r.failing_events) return '';
+  return html`<span class="why"
+    >re-read failing for ${r.failing_events} event(s), up to ${r.max_attempts}
+    attempt(s)${r.realtime_error ? html`: ${r.realtime_error.slice(0, 200)}` : ''}</span
+  >`;
 }
 
 function scheduleCell(list: ListConfig, ctx: PageContext): SafeHtml {
   const pull = list.schedule.pull;
   if (!pull) return html`<span class="muted">not scheduled</span>`;
-  const next = nextFire(pull, ctx.config.platform.timeZone, ctx.now);
+  // As serve schedules it: a five-field expression fires at the second its job's name hashes to.
+  const next = nextFire(spreadOverMinute(pull, `pull:${list.name}`), ctx.config.platform.timeZone, ctx.now);
   return html`pull <code>${pull}</code>; next ${fromNow(next, ctx.now)}`;
 }
