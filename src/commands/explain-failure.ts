@@ -37,7 +37,7 @@ async function explainPlatformRefusal(ctx: AppContext, list: ListConfig, err: un
   if (!refusal || refusal instanceof AuthError || refusal instanceof TransportError) return err;
   const i = ctx.config.lists.findIndex((l) => l.name === list.name);
   try {
-    const finding = await checkList(ctx.client, list, i);
+    const finding = await checkList(ctx.clientFor(list), list, i);
     if (!finding.ok && finding.severity === 2) return new ConfigError(finding.message, `lists[${i}]`, { cause: err });
   } catch (checkErr) {
     ctx.logger.debug({ err: checkErr }, 'asking the platform about the list failed too');

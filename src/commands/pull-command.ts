@@ -1,5 +1,6 @@
 /** `listsync pull` and `listsync backfill`: the CLI side (progress, summaries). */
 import { DateTime } from 'luxon';
+import { accountNamed } from '../accounts.js';
 import type { ListConfig } from '../config.js';
 import type { AppContext } from '../context.js';
 import { UsageError } from '../errors.js';
@@ -63,9 +64,11 @@ export async function runPulls(
   options: { wait: boolean; refreshSchema?: boolean },
 ): Promise<number> {
   const job = mode.kind === 'incremental' ? 'pull' : 'backfill';
-  const concurrent = Math.min(lists.length, pullConcurrency(ctx.config));
-  // The lists of one pull ask their missing titles once per application.
-  const titles = new ListTitles(ctx.client, ctx.logger);
+  const groups = byAccount(lists);
+  const limit = (account: string): number => accountConcurrency(ctx.config, account, groups.size);
+  const concurrent = [...groups].reduce((n, [a, g]) => n + Math.min(g.length, limit(a)), 0);
+  // The lists of one pull ask their missing titles once per application (of their account).
+  const titles = new Map([...groups.keys()].map((a) => [a, new ListTitles(ctx.clientFor(a), ctx.logger)]));
   // Several bars at once would overwrite each other on a terminal: lists pulled together show their summaries only.
   const quiet = concurrent > 1 && ctx.io.isTTY;
   const pullOne = async (list: ListConfig): Promise<{ out?: string; err?: unknown }> => {
@@ -75,7 +78,7 @@ export async function runPulls(
         // Every line of the run names the list and job, those of the table's set-up too.
         {
           ...jobDeps(ctx, list, job, options, (p) => reporter?.onPage(p)),
-          titles,
+          titles: titles.get(list.account),
           refreshSchema: options.refreshSchema === true,
           // One list is bound by round trips: its start probes leave with its first page.
           startProbesEarly: lists.length === 1,
@@ -90,8 +93,11 @@ export async function runPulls(
       return { err };
     }
   };
+  // Each account pulls its lists with its own share of the concurrency: a slow or down platform holds its own lists only.
+  const byList = new Map<ListConfig, Promise<{ out?: string; err?: unknown }>>();
+  for (const [account, group] of groups) inOrder(group, limit(account), pullOne).forEach((p, i) => byList.set(group[i]!, p));
   // Summaries come out in the config's order, each as soon as the lists before it are done.
-  const outcomes = inOrder(lists, concurrent, pullOne);
+  const outcomes = lists.map((l) => byList.get(l)!);
   let code = 0;
   for (let i = 0; i < lists.length; i++) {
     const o = await outcomes[i]!;
@@ -99,6 +105,23 @@ export async function runPulls(
     else code = Math.max(code, await reportJobFailure(ctx, lists[i]!, job, o.err));
   }
   return code;
+}
+
+/** The lists by account, each in the given order. */
+function byAccount(lists: readonly ListConfig[]): Map<string, ListConfig[]> {
+  const groups = new Map<string, ListConfig[]>();
+  for (const l of lists) groups.set(l.account, [...(groups.get(l.account) ?? []), l]);
+  return groups;
+}
+
+/**
+ * Lists of one account pulled at once when `accounts` accounts pull together: their share of
+ * `pullConcurrency` (rounded up, at least one each), so every account has its lists under way,
+ * and never more than the account's `platform.maxConcurrentJobs`.
+ */
+function accountConcurrency(config: AppContext['config'], account: string, accounts: number): number {
+  const share = Math.ceil(pullConcurrency(config) / Math.max(1, accounts));
+  return Math.max(1, Math.min(share, accountNamed(config, account).platform.maxConcurrentJobs));
 }
 
 /** Runs `fn` over `items` with at most `limit` at once, in order; the promises of the results, in the items' order. */

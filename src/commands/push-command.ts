@@ -1,5 +1,6 @@
 /** `listsync push`, `listsync sync` and `listsync conflicts`: the CLI side of write-back. */
 import type { ConflictPolicy, ListConfig } from '../config.js';
+import { configForList } from '../accounts.js';
 import type { AppContext } from '../context.js';
 import { UsageError } from '../errors.js';
 import { plural, table } from '../format.js';
@@ -79,7 +80,7 @@ export async function runPushes(
 /** `push --dry-run`: per change what would be sent and whether it would apply; nothing is written anywhere. */
 export async function previewPushes(ctx: AppContext, lists: readonly ListConfig[]): Promise<number> {
   for (const list of lists) {
-    const p = await previewPush(ctx, list);
+    const p = await previewPush({ db: ctx.db, client: ctx.clientFor(list), config: configForList(ctx.config, list) }, list);
     ctx.io.out(previewText(p));
   }
   return 0;
@@ -146,7 +147,7 @@ async function conflictOrExplain(ctx: AppContext, id: number) {
   if (!c) throw new UsageError(`No conflict with id ${id}; "listsync conflicts" lists the open ones.`);
   const list = ctx.config.lists.find((l) => l.name === c.list_name);
   if (!list) throw new UsageError(`Conflict ${id} belongs to list "${c.list_name}", which is no longer in the config.`);
-  return { c, list, mapping: await loadMappingOrExplain(ctx.db, ctx.config, list) };
+  return { c, list, mapping: await loadMappingOrExplain(ctx.db, configForList(ctx.config, list), list) };
 }
 
 export async function showConflict(ctx: AppContext, id: number): Promise<string> {
@@ -161,7 +162,9 @@ export async function showConflict(ctx: AppContext, id: number): Promise<string>
 }
 
 export async function resolveConflictCommand(ctx: AppContext, id: number, keep: 'local' | 'remote'): Promise<string> {
-  return settleConflict(ctx, id, keep);
+  const { list } = await conflictOrExplain(ctx, id);
+  // The conflict is settled through its list's account: its client, its mirror schema.
+  return settleConflict({ ...ctx, client: ctx.clientFor(list), config: configForList(ctx.config, list) }, id, keep);
 }
 
 export function register({ program, io, withContext }: CommandKit): void {
