@@ -16,7 +16,10 @@ const views = new WeakMap<Config, Map<string, Config>>();
 export function accountNamed(config: Config, name: string): AccountConfig {
   const account = config.accounts.find((a) => a.name === name);
   if (!account)
-    throw new ConfigError(`No account named "${name}" in the config; configured: ${config.accounts.map((a) => a.name).join(', ')}.`, 'accounts');
+    throw new ConfigError(
+      `No account named "${name}" in the config; configured: ${config.accounts.map((a) => a.name).join(', ')}.`,
+      'accounts',
+    );
   return account;
 }
 

@@ -446,14 +446,19 @@ function checkForms(cfg: ParsedConfig, ctx: z.RefinementCtx): boolean {
   };
   if (!cfg.accounts) return cfg.platform ? true : issue(['platform'], 'is required: give "platform" and "lists", or "accounts"');
   if (cfg.platform)
-    return issue(['platform'], 'is set beside "accounts": give each account its own "platform" under accounts[], and remove the top-level one');
+    return issue(
+      ['platform'],
+      'is set beside "accounts": give each account its own "platform" under accounts[], and remove the top-level one',
+    );
   if (cfg.lists.length)
     return issue(['lists'], 'is set beside "accounts": move each list into the "lists" of its account under accounts[]');
-  if (cfg.accounts.length === 0) return issue(['accounts'], 'is empty: add an account ({ "name", "platform", "lists" }), or remove the key');
+  if (cfg.accounts.length === 0)
+    return issue(['accounts'], 'is empty: add an account ({ "name", "platform", "lists" }), or remove the key');
   const seen = new Map<string, number>();
   for (const [i, a] of cfg.accounts.entries()) {
     const first = seen.get(a.name);
-    if (first !== undefined) return issue(['accounts', i, 'name'], `"${a.name}" is also the name of accounts[${first}]; give each account its own name`);
+    if (first !== undefined)
+      return issue(['accounts', i, 'name'], `"${a.name}" is also the name of accounts[${first}]; give each account its own name`);
     seen.set(a.name, i);
   }
   return true;
