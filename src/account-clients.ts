@@ -38,7 +38,9 @@ export function createAccountClients(opts: AccountClientsOptions): AccountClient
       const { platform } = accountNamed(opts.config, name);
       const budget = opts.db ? new SharedBudget({ db: opts.db, account: budgetAccount(platform) }) : undefined;
       const logger = opts.config.accounts.length > 1 ? opts.logger.child({ account: name }) : opts.logger;
-      const client = new PlatformClient({ config: platform, logger, budget, onRequest: opts.onRequest });
+      const report = opts.onRequest;
+      const onRequest = report && ((e: Parameters<typeof report>[0]) => report({ ...e, account: name }));
+      const client = new PlatformClient({ config: platform, logger, budget, onRequest });
       clients.set(name, client);
       return client;
     },

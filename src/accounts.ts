@@ -56,3 +56,14 @@ export function configForList(config: Config, list: Pick<ListConfig, 'account'>)
 export function mirrorSchemaOf(config: Config, list: Pick<ListConfig, 'account'>): string {
   return accountOf(config, list).schema;
 }
+
+/** Where a list is written in the config file, for messages: `lists[2]`, or `accounts[1].lists[0]`. */
+export function listKeyPath(config: Config, list: Pick<ListConfig, 'name' | 'account'>): string {
+  const a = accountOf(config, list);
+  return `${a.keyPrefix}lists[${a.lists.findIndex((l) => l.name === list.name)}]`;
+}
+
+/** Whether messages name each list's account: the deployment has more than one. */
+export function namesAccounts(config: Config): boolean {
+  return config.accounts.length > 1;
+}

@@ -380,6 +380,8 @@ type PlacedList = ParsedList & { account: string };
 interface NormalAccount extends Omit<ParsedAccount, 'lists' | 'schema'> {
   lists: PlacedList[];
   schema: string;
+  /** Where the account is written in the file, for messages: "" (the single form) or "accounts[1]." */
+  keyPrefix: string;
 }
 
 /**
@@ -390,8 +392,9 @@ interface NormalAccount extends Omit<ParsedAccount, 'lists' | 'schema'> {
  */
 function withAccounts(cfg: ParsedConfig) {
   const accounts: NormalAccount[] = cfg.accounts
-    ? cfg.accounts.map((a) => ({
+    ? cfg.accounts.map((a, i) => ({
         name: a.name,
+        keyPrefix: `accounts[${i}].`,
         platform: { ...a.platform, account: a.platform.account ?? a.name },
         schema: a.schema ?? cfg.database.schema,
         lists: a.lists.map((l) => ({ ...l, account: a.name })),
@@ -403,7 +406,7 @@ function withAccounts(cfg: ParsedConfig) {
 
 function singleAccount(cfg: ParsedConfig): NormalAccount {
   const name = cfg.platform!.account ?? DEFAULT_ACCOUNT;
-  return { name, platform: cfg.platform!, schema: cfg.database.schema, lists: cfg.lists.map((l) => ({ ...l, account: name })) };
+  return { name, keyPrefix: '', platform: cfg.platform!, schema: cfg.database.schema, lists: cfg.lists.map((l) => ({ ...l, account: name })) };
 }
 
 interface Placed {

@@ -113,8 +113,8 @@ const IN_PROCESS = {
   requests: {
     kind: 'counter',
     name: 'listsync_platform_requests_total',
-    help: 'Platform API attempts by endpoint and outcome (ok, error, retry, rate_limited).',
-    labels: ['endpoint', 'outcome'],
+    help: 'Platform API attempts by account, endpoint and outcome (ok, error, retry, rate_limited).',
+    labels: ['account', 'endpoint', 'outcome'],
   },
   retries: {
     kind: 'counter',
@@ -433,10 +433,12 @@ const FROM_CONFIG: readonly ReadMetric<Config>[] = [
   {
     kind: 'gauge',
     name: 'listsync_list_info',
-    help: "Always 1; the labels carry each configured list's platform IDs and conflict policy.",
-    labels: ['list', 'app_id', 'list_id', 'conflict_policy'],
+    help: "Always 1; the labels carry each configured list's account, platform IDs and conflict policy.",
+    labels: ['list', 'account', 'app_id', 'list_id', 'conflict_policy'],
     read: (v, c) =>
-      c.lists.forEach((l) => v.set({ list: l.name, app_id: l.appID, list_id: l.listID, conflict_policy: l.conflictPolicy }, 1)),
+      c.lists.forEach((l) =>
+        v.set({ list: l.name, account: l.account, app_id: l.appID, list_id: l.listID, conflict_policy: l.conflictPolicy }, 1),
+      ),
   },
   {
     kind: 'gauge',
@@ -455,8 +457,9 @@ const FROM_CONFIG: readonly ReadMetric<Config>[] = [
   {
     kind: 'gauge',
     name: 'listsync_request_budget_per_second',
-    help: "The account's request budget (platform.requestsPerSecond), shared by every process of the account.",
-    read: (v, c) => v.set({}, c.platform.requestsPerSecond),
+    help: "Per account: its request budget (platform.requestsPerSecond), shared by every process of the account.",
+    labels: ['account'],
+    read: (v, c) => c.accounts.forEach((a) => v.set({ account: a.name }, a.platform.requestsPerSecond)),
   },
 ];
 
@@ -595,7 +598,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
   return {
     registry,
     onRequest(e) {
-      counted.requests.inc({ endpoint: e.endpoint, outcome: e.outcome });
+      counted.requests.inc({ account: e.account ?? config.accounts[0]!.name, endpoint: e.endpoint, outcome: e.outcome });
       if (e.attempt > 0) counted.retries.inc({ endpoint: e.endpoint });
       if (e.outcome === 'rate_limited') counted.rateLimited.inc({ endpoint: e.endpoint });
       counted.requestSeconds.observe({ endpoint: e.endpoint }, e.durationMs / 1000);

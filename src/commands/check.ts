@@ -3,15 +3,16 @@
  * available) the platform and every configured filter/sort field. Each finding
  * says what is wrong and what to do.
  */
-import type { Config } from '../config.js';
+import type { AccountConfig, Config } from '../config.js';
+import { listKeyPath, namesAccounts } from '../accounts.js';
 import { redactUrl } from '../config.js';
 import { createDb, pendingMigrations, ping } from '../db.js';
-import type { PlatformClient } from '../platform/client.js';
+import { PlatformClient } from '../platform/client.js';
 import { AuthError } from '../platform/platform-errors.js';
 import { mirrorTableFindings } from './mirror-tables.js';
 import type { Finding } from './finding.js';
 import { checkList } from './list-check.js';
-import { appLogger, createClient, loadAppConfig } from '../context.js';
+import { appLogger, loadAppConfig } from '../context.js';
 import type { CommandKit } from './command-kit.js';
 import { coerceError } from '../errors.js';
 import { exitCodeFor } from '../exit-code.js';
@@ -20,7 +21,8 @@ import { describeBudget, scheduleBudget } from '../serve/schedule-budget.js';
 export type PlatformCheck = (config: Config) => Promise<Finding[]>;
 
 export async function runCheck(config: Config, platformCheck?: PlatformCheck): Promise<Finding[]> {
-  const findings: Finding[] = [{ check: 'config', ok: true, message: `${config.lists.length} list(s) configured` }];
+  const accounts = namesAccounts(config) ? ` in ${config.accounts.length} accounts (${config.accounts.map((a) => a.name).join(', ')})` : '';
+  const findings: Finding[] = [{ check: 'config', ok: true, message: `${config.lists.length} list(s) configured${accounts}` }];
   const budget = describeBudget(scheduleBudget(config));
   findings.push({ check: 'schedules', ok: true, warning: budget.warning, message: budget.message });
   const db = createDb({ url: config.database.url, poolMax: 1 });
@@ -54,29 +56,36 @@ export function exitCodeOf(findings: readonly Finding[]): 0 | 1 | 2 {
   return failed.some((f) => (f.severity ?? 2) === 2) ? 2 : 1;
 }
 
-/** Reaches the platform with the configured key and checks each list's cursor, sort and ID fields are indexed. */
-export function platformCheck(makeClient: () => PlatformClient): PlatformCheck {
-  return async (config) => {
-    const client = makeClient();
-    const findings: Finding[] = [];
-    try {
-      for (const [i, list] of config.lists.entries()) {
-        const finding = await checkList(client, list, i);
-        findings.push(finding);
-        if (finding.keyRefused) break;
-      }
-      if (config.lists.length === 0) {
-        await client.searchUsers({ pageIndex: 1, pageSize: 1 });
-        findings.push({ check: 'platform', ok: true, message: 'reachable, API key accepted' });
-      }
-    } catch (err) {
-      const severity = err instanceof AuthError ? 2 : 1;
-      findings.push({ check: 'platform', ok: false, severity, message: coerceError(err).message });
-    } finally {
-      await client.close();
+/**
+ * Reaches each account's platform with its key and checks each list's cursor, sort and ID fields are
+ * indexed. Accounts are checked side by side (one that does not answer holds up only its own findings);
+ * with more than one, each finding names the account of its list.
+ */
+export function platformCheck(makeClient: (account: AccountConfig) => PlatformClient): PlatformCheck {
+  return async (config) => (await Promise.all(config.accounts.map((a) => checkAccount(config, a, makeClient(a))))).flat();
+}
+
+async function checkAccount(config: Config, account: AccountConfig, client: PlatformClient): Promise<Finding[]> {
+  const named = namesAccounts(config);
+  const findings: Finding[] = [];
+  const platform = named ? `platform of account ${account.name}` : 'platform';
+  try {
+    for (const list of account.lists) {
+      const finding = await checkList(client, list, listKeyPath(config, list), named ? `${list.name} (account ${account.name})` : list.name);
+      findings.push(finding);
+      if (finding.keyRefused) break;
     }
-    return findings;
-  };
+    if (account.lists.length === 0) {
+      await client.searchUsers({ pageIndex: 1, pageSize: 1 });
+      findings.push({ check: platform, ok: true, message: 'reachable, API key accepted' });
+    }
+  } catch (err) {
+    const severity = err instanceof AuthError ? 2 : 1;
+    findings.push({ check: platform, ok: false, severity, message: coerceError(err).message });
+  } finally {
+    await client.close();
+  }
+  return findings;
 }
 
 export function register({ program, io, setCode, globals }: CommandKit): void {
@@ -89,7 +98,7 @@ export function register({ program, io, setCode, globals }: CommandKit): void {
       // check answers quickly: one retry, not the run's full backoff.
       const findings = await runCheck(
         config,
-        platformCheck(() => createClient({ ...config, platform: { ...config.platform, retries: 1 } }, logger)),
+        platformCheck((a) => new PlatformClient({ config: { ...a.platform, retries: 1 }, logger })),
       );
       for (const f of findings) io.out(`${f.ok ? (f.warning ? 'warn' : 'ok  ') : 'FAIL'} ${f.check}: ${f.message}`);
       setCode(exitCodeOf(findings));

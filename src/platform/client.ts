@@ -76,6 +76,8 @@ export interface RequestEvent {
   durationMs: number;
   /** 0 for the first attempt. */
   attempt: number;
+  /** The account whose client sent it (set by src/account-clients.ts). */
+  account?: string;
 }
 
 export interface PlatformClientOptions {

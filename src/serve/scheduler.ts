@@ -13,6 +13,7 @@
 import cron, { type ScheduledTask, type TaskContext } from 'node-cron';
 import type { JobDefinition } from './job-definition.js';
 import { secretsOf, type Config, type ListConfig } from '../config.js';
+import { configForList } from '../accounts.js';
 import { explainDatabaseError, type Knex } from '../db.js';
 import { LockedError } from '../errors.js';
 import type { Logger } from '../logger.js';
@@ -33,6 +34,8 @@ export interface SchedulerOptions {
   /** Where runs take their advisory locks (one connection per worker). */
   lockDb: Knex;
   client: PlatformClient;
+  /** The client of a list's account (default: `client` for every list). */
+  clientFor?: (list: ListConfig) => PlatformClient;
   logger: Logger;
   jobs: readonly JobDefinition[];
   runs: RunTracker;
@@ -85,7 +88,10 @@ export function createScheduler(opts: SchedulerOptions): Scheduler {
     open.add(fire);
     try {
       if (entry.origin === 'schedule' && !(await elect(entry.key, entry.firedAt))) return undefined;
-      const value = await runInFire(fire, () => job.run({ db: opts.db, client: opts.client, config, logger, signal: runs.signal, list }));
+      // A list's job runs with its account's client and config (platform, lists, mirror schema).
+      const client = list && opts.clientFor ? opts.clientFor(list) : opts.client;
+      const seen = list ? configForList(config, list) : config;
+      const value = await runInFire(fire, () => job.run({ db: opts.db, client, config: seen, logger, signal: runs.signal, list }));
       outcomes.note({ ...as, runId: fire.runId, status: runs.signal.aborted ? 'interrupted' : 'succeeded' });
       return value;
     } catch (err) {

@@ -16,7 +16,7 @@
  *   record what is left, close HTTP last.
  */
 import type { Server } from 'node:http';
-import type { Config } from '../config.js';
+import type { Config, ListConfig } from '../config.js';
 import type { Knex } from '../db.js';
 import type { Logger } from '../logger.js';
 import type { PlatformClient } from '../platform/client.js';
@@ -39,6 +39,8 @@ export interface ServeOptions {
   config: Config;
   db: Knex;
   client: PlatformClient;
+  /** The client of a list's account (default: `client` for every list). */
+  clientFor?: (list: ListConfig) => PlatformClient;
   logger: Logger;
   /** The jobs to schedule (jobs/index.ts, handed in by the entry point: nothing in src/ imports jobs/). */
   jobs: readonly JobDefinition[];
@@ -80,7 +82,7 @@ export async function startServe(opts: ServeOptions): Promise<RunningServe> {
   const workers = workerCount(config.database.poolMax);
   const lockDb = createLockPool(db, workers);
   const outcomes = opts.outcomes ?? createRunOutcomes({ db, logger });
-  const scheduler = createScheduler({ config, db, lockDb, client: opts.client, logger, jobs, runs, outcomes, workers });
+  const scheduler = createScheduler({ config, db, lockDb, client: opts.client, clientFor: opts.clientFor, logger, jobs, runs, outcomes, workers });
   const health = createHealth({ db, config, extra: opts.health, outcomes, load: () => scheduler.load() });
   // Listen before scheduling anything: a process that cannot serve must end, not sync on in the background.
   const http = await startHttp({
