@@ -406,7 +406,13 @@ function withAccounts(cfg: ParsedConfig) {
 
 function singleAccount(cfg: ParsedConfig): NormalAccount {
   const name = cfg.platform!.account ?? DEFAULT_ACCOUNT;
-  return { name, keyPrefix: '', platform: cfg.platform!, schema: cfg.database.schema, lists: cfg.lists.map((l) => ({ ...l, account: name })) };
+  return {
+    name,
+    keyPrefix: '',
+    platform: cfg.platform!,
+    schema: cfg.database.schema,
+    lists: cfg.lists.map((l) => ({ ...l, account: name })),
+  };
 }
 
 interface Placed {

@@ -457,7 +457,7 @@ const FROM_CONFIG: readonly ReadMetric<Config>[] = [
   {
     kind: 'gauge',
     name: 'listsync_request_budget_per_second',
-    help: "Per account: its request budget (platform.requestsPerSecond), shared by every process of the account.",
+    help: 'Per account: its request budget (platform.requestsPerSecond), shared by every process of the account.',
     labels: ['account'],
     read: (v, c) => c.accounts.forEach((a) => v.set({ account: a.name }, a.platform.requestsPerSecond)),
   },

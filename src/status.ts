@@ -103,12 +103,17 @@ export async function listStatuses(db: Knex, config: Config, now: Date = new Dat
     bySchema.set(schema, [...(bySchema.get(schema) ?? []), l]);
   }
   const found = new Map<string, ListStatus>();
-  for (const [schema, lists] of bySchema)
-    for (const s of await statusesIn(db, schema, lists, now, options)) found.set(s.list, s);
+  for (const [schema, lists] of bySchema) for (const s of await statusesIn(db, schema, lists, now, options)) found.set(s.list, s);
   return config.lists.flatMap((l) => found.get(l.name) ?? []);
 }
 
-async function statusesIn(db: Knex, schema: string, lists: readonly ListConfig[], now: Date, options: StatusOptions): Promise<ListStatus[]> {
+async function statusesIn(
+  db: Knex,
+  schema: string,
+  lists: readonly ListConfig[],
+  now: Date,
+  options: StatusOptions,
+): Promise<ListStatus[]> {
   const tables = lists.map((l) => ({ name: l.name, table: l.table ?? l.name }));
   const account = new Map(lists.map((l) => [l.name, l.account]));
   const facts = await readStatusFacts(db, schema, tables);

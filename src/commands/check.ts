@@ -71,7 +71,12 @@ async function checkAccount(config: Config, account: AccountConfig, client: Plat
   const platform = named ? `platform of account ${account.name}` : 'platform';
   try {
     for (const list of account.lists) {
-      const finding = await checkList(client, list, listKeyPath(config, list), named ? `${list.name} (account ${account.name})` : list.name);
+      const finding = await checkList(
+        client,
+        list,
+        listKeyPath(config, list),
+        named ? `${list.name} (account ${account.name})` : list.name,
+      );
       findings.push(finding);
       if (finding.keyRefused) break;
     }

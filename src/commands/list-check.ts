@@ -47,8 +47,7 @@ export async function checkList(client: PlatformClient, list: ListConfig, at: st
     const name = list[key];
     const f = byName.get(name);
     if (!f) problems.push(`${at}.${key} "${name}" is not a field of ${list.appID}/${list.listID}`);
-    else if (!f.IsIndex)
-      problems.push(`${at}.${key} "${name}" is not indexed on the platform (filters and sorts need indexed fields)`);
+    else if (!f.IsIndex) problems.push(`${at}.${key} "${name}" is not indexed on the platform (filters and sorts need indexed fields)`);
   }
   const duplicates = describeDuplicates(fields, `${list.appID}/${list.listID}`);
   if (duplicates) problems.push(duplicates);

@@ -82,7 +82,18 @@ export async function startServe(opts: ServeOptions): Promise<RunningServe> {
   const workers = workerCount(config.database.poolMax);
   const lockDb = createLockPool(db, workers);
   const outcomes = opts.outcomes ?? createRunOutcomes({ db, logger });
-  const scheduler = createScheduler({ config, db, lockDb, client: opts.client, clientFor: opts.clientFor, logger, jobs, runs, outcomes, workers });
+  const scheduler = createScheduler({
+    config,
+    db,
+    lockDb,
+    client: opts.client,
+    clientFor: opts.clientFor,
+    logger,
+    jobs,
+    runs,
+    outcomes,
+    workers,
+  });
   const health = createHealth({ db, config, extra: opts.health, outcomes, load: () => scheduler.load() });
   // Listen before scheduling anything: a process that cannot serve must end, not sync on in the background.
   const http = await startHttp({

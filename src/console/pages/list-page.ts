@@ -4,6 +4,7 @@
  * → type, pinned in lists[].columns or derived from the platform's metadata).
  * All of it from what listsync stores; no platform request.
  */
+import { mirrorSchemaOf, namesAccounts } from '../../accounts.js';
 import { pinnedNames, pinnedTypes, type ListConfig } from '../../config.js';
 import { readRegistry, type RegistryField } from '../../mirror/list-registry.js';
 import { recentRuns, requestsPerHour, successfulPulls } from '../../store/console-list.js';
@@ -27,7 +28,8 @@ export async function listPage(ctx: PageContext, list: ListConfig, url: URL): Pr
   const path = `/lists/${encodeURIComponent(list.name)}`;
   const body = html`<h1>List ${list.name}</h1>
     <p class="muted">
-      ${list.appID}/${list.listID} → ${ctx.config.database.schema}.${list.table ?? list.name}; conflict policy
+      ${namesAccounts(ctx.config) ? `account ${list.account}: ` : ''}${list.appID}/${list.listID} →
+      ${mirrorSchemaOf(ctx.config, list)}.${list.table ?? list.name}; conflict policy
       ${list.conflictPolicy}${list.realtime ? '; real time on' : ''}
     </p>
     <h2>The last day</h2>

@@ -5,6 +5,7 @@
  * (src/store/console-overview.ts) per page of 100 lists.
  */
 import type { ListConfig } from '../../config.js';
+import { namesAccounts } from '../../accounts.js';
 import { overviewRows, type OverviewRow } from '../../store/console-overview.js';
 import { ago, duration, fromNow } from '../page-format.js';
 import { dataTable, html, pager, type SafeHtml } from '../html.js';
@@ -64,7 +65,9 @@ function overviewCells(r: OverviewRow, list: ListConfig, ctx: PageContext): (Saf
         }`
     : html`<span class="muted">no run yet</span>`;
   return [
-    html`<a href="/lists/${encodeURIComponent(r.name)}">${r.name}</a>`,
+    namesAccounts(ctx.config)
+      ? html`<a href="/lists/${encodeURIComponent(r.name)}">${r.name}</a> <span class="muted">account ${list.account}</span>`
+      : html`<a href="/lists/${encodeURIComponent(r.name)}">${r.name}</a>`,
     health,
     fresh,
     lastRun,
