@@ -91,6 +91,33 @@ describe('listsync pull over two accounts', () => {
     expect(budgets.sort()).toEqual(['acme', 'globex']);
   }, 120_000);
 
+  it('check and status name the account of each list; a key one platform refuses is named by its key path', async () => {
+    const accounts = [
+      { name: 'acme', platform: { baseUrl: acme.baseUrl, apiKey: '${ACME_KEY}' }, lists: lists('acme', 2) },
+      { name: 'globex', platform: { baseUrl: globex.baseUrl, apiKey: '${GLOBEX_KEY}' }, lists: lists('globex', 2) },
+    ];
+    const file = writeConfig('named.json', accounts);
+    const check = await runCli(['--config', file, 'check'], { env: KEYS });
+    expect(check.stdout).toContain('config: 4 list(s) configured in 2 accounts (acme, globex)');
+    expect(check.stdout).toMatch(/^ok +platform acme_1 \(account acme\):/m);
+    expect(check.stdout).toMatch(/^ok +platform globex_2 \(account globex\):/m);
+    expect(check.code).toBe(0);
+    const status = await runCli(['--config', file, 'status'], { env: KEYS });
+    expect(status.code).toBe(0);
+    expect(status.stdout).toMatch(/^list +account +last success/m);
+    expect(status.stdout).toMatch(/^globex_1 +globex +\d{4}-/m);
+
+    const wrongKey = writeConfig('wrong-key.json', [
+      accounts[0],
+      { ...accounts[1], platform: { ...accounts[1]!.platform, apiKey: 'not-the-key' } },
+    ]);
+    const refused = await runCli(['--config', wrongKey, 'check'], { env: KEYS });
+    expect(refused.code).toBe(2);
+    expect(refused.stdout).toMatch(/^ok +platform acme_2 \(account acme\):/m);
+    expect(refused.stdout).toMatch(/^FAIL platform globex_1 \(account globex\):.*check accounts\[1\]\.platform\.apiKey/m);
+    expect(refused.stdout + refused.stderr).not.toContain('not-the-key');
+  }, 60_000);
+
   it("one account's platform down does not hold the other's lists: they finish before the first of the down account's fails", async () => {
     const held: Socket[] = [];
     const down: Server = createServer((s) => void held.push(s));
