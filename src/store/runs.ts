@@ -60,7 +60,14 @@ export async function startRun(
   db: Knex,
   listName: string,
   job: Job,
-  extra: { windowFrom?: string | null; windowTo?: string | null; resumed?: boolean; details?: object } = {},
+  extra: {
+    windowFrom?: string | null;
+    windowTo?: string | null;
+    resumed?: boolean;
+    details?: object;
+    /** The engine's job the run is for, and which attempt at it (0 the first). */
+    engineJob?: { id: string; attempt: number };
+  } = {},
 ): Promise<number> {
   const [row] = (await db(RUNS_TABLE)
     .insert({
@@ -68,6 +75,8 @@ export async function startRun(
       job,
       status: 'running',
       holder: HOLDER,
+      job_id: extra.engineJob?.id ?? null,
+      attempt: extra.engineJob?.attempt ?? null,
       window_from: extra.windowFrom ?? null,
       window_to: extra.windowTo ?? null,
       resumed: extra.resumed ?? false,
