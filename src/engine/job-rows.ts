@@ -128,3 +128,64 @@ export async function jobState(db: Knex, id: string): Promise<{ state: string; o
   );
   return (res.rows as { state: string; output: unknown }[])[0];
 }
+
+export interface JobRow {
+  id: string;
+  state: string;
+  job: string;
+  list: string | null;
+  account: string | null;
+  origin: string | null;
+  retries: number;
+  createdOn: Date;
+  startedOn: Date | null;
+  completedOn: Date | null;
+  /** Why it ended (a failure's message, a hand-back's reason). */
+  note: string | null;
+}
+
+/** Queued and running jobs, then the most recent finished ones (the archive's too), `limit` in all. */
+export async function listJobs(db: Knex, limit: number): Promise<JobRow[]> {
+  const cols = `id, state::text as state, data->>'job' as job, data->>'list' as list, data->>'account' as account,
+    data->>'origin' as origin, retry_count, created_on, started_on, completed_on,
+    coalesce(output->>'message', output->'value'->>'message', output->>'handedBack', output->>'joined', output->>'status') as note`;
+  const res = await db.raw(
+    `select * from (
+       select ${cols} from ${JOB} where name = ?
+       union all select ${cols} from ${JOBS_SCHEMA}.archive where name = ?) j
+     order by case state when 'active' then 0 when 'retry' then 1 when 'created' then 1 else 2 end,
+       coalesce(completed_on, started_on, created_on) desc
+     limit ?`,
+    [QUEUE, QUEUE, limit],
+  );
+  return (res.rows as Record<string, unknown>[]).map((r) => ({
+    id: String(r.id),
+    state: String(r.state),
+    job: String(r.job),
+    list: (r.list as string | null) ?? null,
+    account: (r.account as string | null) ?? null,
+    origin: (r.origin as string | null) ?? null,
+    retries: Number(r.retry_count),
+    createdOn: r.created_on as Date,
+    startedOn: (r.started_on as Date | null) ?? null,
+    completedOn: (r.completed_on as Date | null) ?? null,
+    note: (r.note as string | null) ?? null,
+  }));
+}
+
+export interface QueueCounts {
+  account: string;
+  waiting: number;
+  running: number;
+}
+
+/** Jobs waiting (due or not) and running, per account. */
+export async function queueCounts(db: Knex): Promise<QueueCounts[]> {
+  const res = await db.raw(
+    `select coalesce(data->>'account', 'default') as account,
+       count(*) filter (where state < 'active')::int as waiting, count(*) filter (where state = 'active')::int as running
+     from ${JOB} where name = ? and state <= 'active' group by 1 order by 1`,
+    [QUEUE],
+  );
+  return res.rows as QueueCounts[];
+}

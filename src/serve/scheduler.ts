@@ -19,8 +19,9 @@ import { coerceError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { PlatformClient } from '../platform/client.js';
 import type { FireScope } from '../sync/fire-scope.js';
-import { createEnqueuer, type SendOptions } from '../engine/enqueue.js';
-import { accountNameOf, fireInstant, jobKey, jobScope, leaseSecondsOf, type JobOrigin, type JobPayload } from '../engine/job-payload.js';
+import { createEnqueuer } from '../engine/enqueue.js';
+import { payloadFor, sendOptionsFor } from '../engine/job-request.js';
+import { jobKey, leaseSecondsOf, type JobOrigin, type JobPayload } from '../engine/job-payload.js';
 import { jobState, type TakenJob } from '../engine/job-rows.js';
 import { startWorker, type JobEnd, type Worker } from '../engine/worker.js';
 import type { JobDefinition } from './job-definition.js';
@@ -73,24 +74,11 @@ export function createScheduler(opts: SchedulerOptions): Scheduler {
   const { config, logger, jobs, runs, outcomes } = opts;
   const tasks: ScheduledTask[] = [];
   const open = new Set<FireScope>();
-  const sendOptions = (p: JobPayload): SendOptions => ({
-    leaseSeconds: leaseSecondsOf(p.job, config.serve.jobLeaseSeconds),
-    retryLimit: config.serve.jobRetries,
-    retryDelaySeconds: 10,
-  });
-  const enqueuer = createEnqueuer(opts.boss, opts.db, sendOptions);
+  const enqueuer = createEnqueuer(opts.boss, opts.db, sendOptionsFor(config));
   const execute = createJobRunner({ ...opts, open });
   let worker: Worker | undefined;
-  const payload = (job: JobDefinition, list: ListConfig | undefined, origin: JobOrigin, at: Date, from?: string): JobPayload => ({
-    job: job.name,
-    ...(list ? { list: list.name } : {}),
-    account: accountNameOf(list),
-    origin,
-    firedAt: fireInstant(at),
-    ...(from ? { from } : {}),
-    scope: jobScope(job.name, list?.name),
-    accountCap: (config.platform as { maxConcurrentJobs?: number }).maxConcurrentJobs ?? 0,
-  });
+  const payload = (job: JobDefinition, list: ListConfig | undefined, origin: JobOrigin, at: Date, from?: string): JobPayload =>
+    payloadFor(config, job.name, list, origin, at, from);
 
   async function fire(job: JobDefinition, list: ListConfig | undefined, at: Date): Promise<void> {
     const p = payload(job, list, 'schedule', at);

@@ -180,6 +180,17 @@ export async function closeOpenRun(db: Knex, runId: number, status: 'failed' | '
 }
 
 /** Runs left 'running' by a process that died are closed as failed (called at start by the next run). */
+/** The worker (host:pid) of each engine job's latest run, by job id. */
+export async function workersOfJobs(db: Knex, jobIds: readonly string[]): Promise<Map<string, string>> {
+  if (jobIds.length === 0) return new Map();
+  const rows = (await db(RUNS_TABLE)
+    .distinctOn('job_id')
+    .whereIn('job_id', [...jobIds])
+    .orderBy([{ column: 'job_id' }, { column: 'id', order: 'desc' }])
+    .select('job_id', 'holder')) as { job_id: string; holder: string }[];
+  return new Map(rows.map((r) => [r.job_id, r.holder]));
+}
+
 export async function closeAbandonedRuns(db: Knex, listName: string, jobs: readonly Job[]): Promise<number> {
   return db(RUNS_TABLE)
     .where({ list_name: listName, status: 'running' })
