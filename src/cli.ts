@@ -26,6 +26,7 @@ import * as push from './commands/push-command.js';
 import * as reconcile from './commands/reconcile-command.js';
 import * as serve from './commands/serve-command.js';
 import * as status from './commands/status-command.js';
+import * as jobsCommand from './commands/jobs-command.js';
 import * as users from './commands/users-command.js';
 
 /** The program with every command; `jobs`: what `serve` schedules (handed in by the entry point). */
@@ -50,7 +51,22 @@ export function buildProgram(
     .exitOverride();
 
   const kit = commandKit(program, io, setCode, jobs, args);
-  for (const command of [init, check, migrate, discover, pull, push, users, directory, reconcile, hooks, exporter, status, serve])
+  for (const command of [
+    init,
+    check,
+    migrate,
+    discover,
+    pull,
+    push,
+    users,
+    directory,
+    reconcile,
+    hooks,
+    exporter,
+    status,
+    jobsCommand,
+    serve,
+  ])
     command.register(kit);
   // The demo runs the real commands through the same entry point a user types.
   demo.register(kit, (args, out) => main(['node', 'listsync', ...args], jobs, out));

@@ -340,6 +340,18 @@ const configSchemaShape = z
         runHistoryDays: z.number().int().min(1, 'is below 1: runs are kept at least a day (30 by default)').default(30),
         /** An item event of a realtime list still unapplied after this long makes /healthz degraded. */
         realtimeStaleAfterSeconds: positiveInt.default(120),
+        /**
+         * Jobs this process runs at once, taken from the queue every serve process shares; by default
+         * sized to database.poolMax (two connections a job, three kept for HTTP and the receiver).
+         */
+        workers: positiveInt.max(100).optional(),
+        /**
+         * Seconds a job may go without its worker's heartbeat before another worker takes it over (a
+         * worker killed or its machine lost); pulls, backfills and reconciles get twice this.
+         */
+        jobLeaseSeconds: z.number().int().min(5, 'is below 5: a lease shorter than the heartbeat would hand live jobs over').default(60),
+        /** Times a job failing for a passing reason (platform 5xx, timeouts, the database away) is tried again, with backoff. */
+        jobRetries: z.number().int().min(0).max(20).default(3),
         /** Where the console listens (`host:port`, never the webhook port), or "off". */
         console: consoleAddress.default(DEFAULT_CONSOLE_ADDRESS),
         /**
@@ -358,6 +370,8 @@ const configSchemaShape = z
         shutdownTimeoutMs: 6_000,
         runHistoryDays: 30,
         realtimeStaleAfterSeconds: 120,
+        jobLeaseSeconds: 60,
+        jobRetries: 3,
         console: DEFAULT_CONSOLE_ADDRESS,
       }),
     log: z

@@ -12,6 +12,7 @@ import type { CommandKit } from './command-kit.js';
 import { reportJobFailure } from './explain-failure.js';
 import { jobDeps } from './job-deps.js';
 import { listJobOptions } from './options.js';
+import { queueInstead, queueOption, refuseWithQueue } from './queue-option.js';
 
 export function selectLists(ctx: Pick<AppContext, 'config'>, name?: string): readonly ListConfig[] {
   if (!name) {
@@ -138,25 +139,32 @@ function inOrder<T, R>(items: readonly T[], limit: number, fn: (item: T) => Prom
 }
 
 export function register({ program, withContext }: CommandKit): void {
-  listJobOptions(program.command('pull').description('one incremental pull of every list (or one): platform -> mirror'))
+  queueOption(listJobOptions(program.command('pull').description('one incremental pull of every list (or one): platform -> mirror')))
     .option('--refresh-schema', 'ask the field metadata again even when the kept one is recent (lists[].fieldsMaxAgeHours)', false)
-    .action((opts: { list?: string; wait: boolean; refreshSchema: boolean }) =>
-      withContext((ctx) =>
-        runPulls(ctx, selectLists(ctx, opts.list), { kind: 'incremental' }, { wait: opts.wait, refreshSchema: opts.refreshSchema }),
-      ),
-    );
+    .action((opts: { list?: string; wait: boolean; refreshSchema: boolean; queue: boolean }) => {
+      refuseWithQueue(opts, '--refresh-schema', opts.refreshSchema);
+      return withContext((ctx) =>
+        opts.queue
+          ? queueInstead(ctx, 'pull', selectLists(ctx, opts.list))
+          : runPulls(ctx, selectLists(ctx, opts.list), { kind: 'incremental' }, { wait: opts.wait, refreshSchema: opts.refreshSchema }),
+      );
+    });
 
-  program
-    .command('backfill')
+  queueOption(program.command('backfill'))
     .description('re-read a date range of a list (by its cursor field), with progress; resumable after a crash')
     .requiredOption('-l, --list <name>', 'the list')
     .requiredOption('--from <YYYY-MM-DD>', 'first platform date (inclusive)')
     .option('--to <YYYY-MM-DD>', 'last platform date (inclusive); default: open-ended')
     .option('--wait', 'wait for a run of the same list in another process instead of exiting', false)
-    .action((opts: { list: string; from: string; to?: string; wait: boolean }) => {
+    .action((opts: { list: string; from: string; to?: string; wait: boolean; queue: boolean }) => {
       const from = parseDay(opts.from, '--from');
       const to = opts.to === undefined ? undefined : parseDay(opts.to, '--to');
       if (to && to < from) throw new UsageError(`--to ${to} is before --from ${from}.`);
-      return withContext((ctx) => runPulls(ctx, selectLists(ctx, opts.list), { kind: 'backfill', from, to }, { wait: opts.wait }));
+      refuseWithQueue(opts, '--to', to !== undefined);
+      return withContext((ctx) =>
+        opts.queue
+          ? queueInstead(ctx, 'backfill', selectLists(ctx, opts.list), from)
+          : runPulls(ctx, selectLists(ctx, opts.list), { kind: 'backfill', from, to }, { wait: opts.wait }),
+      );
     });
 }

@@ -14,6 +14,7 @@ import { Option } from 'commander';
 import { selectLists, runPulls } from './pull-command.js';
 import { progressReporter } from './progress.js';
 import type { CommandKit } from './command-kit.js';
+import { queueInstead, queueOption, refuseWithQueue } from './queue-option.js';
 import { reportJobFailure } from './explain-failure.js';
 import { jobDeps } from './job-deps.js';
 import { LIST_FLAGS, LIST_HELP, listJobOptions, positiveId } from './options.js';
@@ -168,18 +169,20 @@ export async function resolveConflictCommand(ctx: AppContext, id: number, keep: 
 }
 
 export function register({ program, io, withContext }: CommandKit): void {
-  listJobOptions(program.command('push').description('send pending local changes to the platform, version-checked'))
+  queueOption(listJobOptions(program.command('push').description('send pending local changes to the platform, version-checked')))
     .option('--retry-failed', 'queue changes marked failed again before pushing', false)
     .option(
       '--dry-run',
       "read the platform's current versions and print what would be sent, what would apply and what would conflict; send nothing, change nothing",
       false,
     )
-    .action((opts: { list?: string; wait: boolean; retryFailed: boolean; dryRun: boolean }) =>
+    .action((opts: { list?: string; wait: boolean; retryFailed: boolean; dryRun: boolean; queue: boolean }) =>
       withContext((ctx) => {
         if (opts.dryRun && opts.retryFailed)
           throw new UsageError('--dry-run changes nothing, so it cannot be combined with --retry-failed.');
+        refuseWithQueue(opts, opts.dryRun ? '--dry-run' : '--retry-failed', opts.dryRun || opts.retryFailed);
         const lists = selectLists(ctx, opts.list);
+        if (opts.queue) return queueInstead(ctx, 'push', lists);
         return opts.dryRun ? previewPushes(ctx, lists) : runPushes(ctx, lists, { wait: opts.wait, retryFailed: opts.retryFailed });
       }),
     );
