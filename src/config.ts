@@ -24,11 +24,12 @@ const OWN_SCHEMA = 'listsync';
 
 export const DEFAULT_CONFIG_FILE = 'listsync.config.json';
 /**
- * `platform.maxConcurrentJobs` when not set. An account's jobs share its request budget, so more of
- * them at once only wait on it; four overlap the round trips of small runs and leave the other workers
- * to other accounts.
+ * `platform.maxConcurrentJobs` when not set and the config has more than one account (with one, no
+ * cap: there is no other account to leave workers to). An account's jobs share its request budget, so
+ * more of them at once mostly wait on it; two overlap the round trips of small runs and leave the
+ * other slots (three per serve process at the default pool) to the other accounts.
  */
-export const DEFAULT_MAX_CONCURRENT_JOBS = 4;
+export const DEFAULT_MAX_CONCURRENT_JOBS = 2;
 /** `database.pageWriters` when not set: pages a pull writes at once. */
 export const DEFAULT_PAGE_WRITERS = 2;
 
@@ -156,8 +157,11 @@ const platformSchema = z
      * account's name under `accounts[]`; in the single-account form, derived from baseUrl + apiKey.
      */
     account: z.string().min(1).optional(),
-    /** Jobs of this account running at once, across every serve worker: one account's slow platform never takes every worker. */
-    maxConcurrentJobs: positiveInt.max(1000).default(DEFAULT_MAX_CONCURRENT_JOBS),
+    /**
+     * Jobs of this account running at once, across every serve worker, so one account's slow platform never
+     * takes every worker; 0 is no cap. Default: DEFAULT_MAX_CONCURRENT_JOBS with several accounts, else 0.
+     */
+    maxConcurrentJobs: z.number().int().min(0).max(1000).optional(),
   })
   .strict();
 
@@ -391,7 +395,9 @@ type ParsedAccount = z.output<typeof accountSchema>;
 type PlacedList = ParsedList & { account: string };
 
 /** One account, every default filled in: its lists know it, its mirror schema is set. */
-interface NormalAccount extends Omit<ParsedAccount, 'lists' | 'schema'> {
+interface NormalAccount extends Omit<ParsedAccount, 'lists' | 'schema' | 'platform'> {
+  /** Its platform, `maxConcurrentJobs` settled (0: no cap). */
+  platform: ParsedAccount['platform'] & { maxConcurrentJobs: number };
   lists: PlacedList[];
   schema: string;
   /** Where the account is written in the file, for messages: "" (the single form) or "accounts[1]." */
@@ -409,7 +415,11 @@ function withAccounts(cfg: ParsedConfig) {
     ? cfg.accounts.map((a, i) => ({
         name: a.name,
         keyPrefix: `accounts[${i}].`,
-        platform: { ...a.platform, account: a.platform.account ?? a.name },
+        platform: {
+          ...a.platform,
+          account: a.platform.account ?? a.name,
+          maxConcurrentJobs: a.platform.maxConcurrentJobs ?? (cfg.accounts!.length > 1 ? DEFAULT_MAX_CONCURRENT_JOBS : 0),
+        },
         schema: a.schema ?? cfg.database.schema,
         lists: a.lists.map((l) => ({ ...l, account: a.name })),
       }))
@@ -423,7 +433,7 @@ function singleAccount(cfg: ParsedConfig): NormalAccount {
   return {
     name,
     keyPrefix: '',
-    platform: cfg.platform!,
+    platform: { ...cfg.platform!, maxConcurrentJobs: cfg.platform!.maxConcurrentJobs ?? 0 },
     schema: cfg.database.schema,
     lists: cfg.lists.map((l) => ({ ...l, account: name })),
   };

@@ -51,7 +51,8 @@ describe('accounts in the config', () => {
     // Each account's budget row is named by the account, never by its key.
     expect(budgetAccount(a!.platform)).toBe('acme');
     expect(budgetAccount(g!.platform)).toBe('globex');
-    expect(a!.platform.maxConcurrentJobs).toBe(4);
+    // With several accounts each is capped by default, so none takes every worker.
+    expect(a!.platform.maxConcurrentJobs).toBe(2);
     expect(mirrorSchemaOf(c, c.lists[0]!)).toBe('mirror');
     expect(mirrorSchemaOf(c, c.lists[2]!)).toBe('globex');
     // A list's jobs see its account's platform, lists and schema.
@@ -68,6 +69,7 @@ describe('accounts in the config', () => {
     const c = parseConfig(single);
     expect(c.accounts.map((a) => a.name)).toEqual(['default']);
     expect(c.lists.every((l) => l.account === 'default')).toBe(true);
+    expect(c.platform.maxConcurrentJobs).toBe(0);
     // Its budget keeps the name it always had: processes already running go on sharing it.
     expect(budgetAccount(c.platform)).toMatch(/^sha256:/);
     expect(configForList(c, c.lists[0]!)).toBe(c);

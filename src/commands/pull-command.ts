@@ -118,11 +118,12 @@ function byAccount(lists: readonly ListConfig[]): Map<string, ListConfig[]> {
 /**
  * Lists of one account pulled at once when `accounts` accounts pull together: their share of
  * `pullConcurrency` (rounded up, at least one each), so every account has its lists under way,
- * and never more than the account's `platform.maxConcurrentJobs`.
+ * and never more than the account's `platform.maxConcurrentJobs` (0: no cap).
  */
 function accountConcurrency(config: AppContext['config'], account: string, accounts: number): number {
   const share = Math.ceil(pullConcurrency(config) / Math.max(1, accounts));
-  return Math.max(1, Math.min(share, accountNamed(config, account).platform.maxConcurrentJobs));
+  const cap = accountNamed(config, account).platform.maxConcurrentJobs;
+  return Math.max(1, cap > 0 ? Math.min(share, cap) : share);
 }
 
 /** Runs `fn` over `items` with at most `limit` at once, in order; the promises of the results, in the items' order. */
