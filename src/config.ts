@@ -441,15 +441,17 @@ function singleAccount(cfg: ParsedConfig): NormalAccount {
 
 interface Placed {
   list: ParsedList;
+  /** The index of its account (0 in the single form). */
+  account: number;
   path: (string | number)[];
   schema: string;
 }
 
 /** Every list with where it is written and its mirror schema. */
 function placedLists(cfg: ParsedConfig): Placed[] {
-  if (!cfg.accounts) return cfg.lists.map((list, i) => ({ list, path: ['lists', i], schema: cfg.database.schema }));
+  if (!cfg.accounts) return cfg.lists.map((list, i) => ({ list, path: ['lists', i], schema: cfg.database.schema, account: 0 }));
   return cfg.accounts.flatMap((a, i) =>
-    a.lists.map((list, j) => ({ list, path: ['accounts', i, 'lists', j], schema: a.schema ?? cfg.database.schema })),
+    a.lists.map((list, j) => ({ list, path: ['accounts', i, 'lists', j], schema: a.schema ?? cfg.database.schema, account: i })),
   );
 }
 
@@ -532,7 +534,7 @@ function checkListNames(placed: readonly Placed[], ctx: z.RefinementCtx): void {
   }
 }
 
-/** No two lists share a mirror table (in one schema) or a reporting view; none takes a directory table's name. */
+/** No two lists of two accounts share a mirror table (in one schema) or a reporting view; none takes a directory table's name. */
 function checkTables(cfg: ParsedConfig, placed: readonly Placed[], ctx: z.RefinementCtx): void {
   const directoryTables = new Set([
     cfg.directory.departmentsTable,
@@ -552,7 +554,8 @@ function checkTables(cfg: ParsedConfig, placed: readonly Placed[], ctx: z.Refine
         message: `"${table}" is a directory table (users or directory); set ${pathText(p.path)}.table to another name`,
       });
     const clash = tables.get(`${p.schema}.${table}`) ?? (cfg.database.reportingSchema === null ? undefined : views.get(table));
-    if (clash && clash.list.name !== p.list.name)
+    // Two lists of one account on one table are refused when a run meets the table (mirror-ownership.test.ts).
+    if (clash && clash.list.name !== p.list.name && clash.account !== p.account)
       ctx.addIssue({
         code: 'custom',
         path: [...p.path, 'table'],
