@@ -49,8 +49,9 @@ export default async function run(): Promise<Figures> {
     );
     const admins = emus.map((e) => new EmulatorAdminClient(e.adminUrl.replace(/\/_admin\/?$/, '')));
     await Promise.all(admins.map((a) => a.clearRequests()));
-    const started = new Date();
     for (let i = 0; i < WORKERS; i++) serves.push(await startServe(configFile, env));
+    // The window counted opens once every worker is up.
+    const started = new Date();
     const connections: number[] = [];
     const end = Date.now() + minutes * 60_000;
     while (Date.now() < end) {
@@ -77,6 +78,7 @@ export default async function run(): Promise<Figures> {
         connections.at(-1),
       ].join(', '),
       'PostgreSQL connections, max minus min': Math.max(...connections) - Math.min(...connections),
+      'PostgreSQL connections, mean of the first half / of the second half': halves(connections),
     };
   } finally {
     for (const s of serves) if (s.exitCode === null) s.kill('SIGKILL');
@@ -148,6 +150,13 @@ async function fireFigures(db: Knex, firstRunId: number, from: Date, to: Date): 
     'fire to start p50 s': quantile(waits, 0.5),
     'fire to start p95 s': quantile(waits, 0.95),
   };
+}
+
+/** The mean of the first half of the samples and of the second, e.g. "14.2 / 14.6": flat when they agree. */
+function halves(samples: readonly number[]): string {
+  const mean = (xs: readonly number[]) => Math.round((xs.reduce((s, x) => s + x, 0) / Math.max(1, xs.length)) * 10) / 10;
+  const mid = Math.floor(samples.length / 2);
+  return `${mean(samples.slice(0, mid))} / ${mean(samples.slice(mid))}`;
 }
 
 function quantile(sorted: readonly number[], q: number): number {
