@@ -4,7 +4,7 @@
  * says what is wrong and what to do.
  */
 import type { AccountConfig, Config } from '../config.js';
-import { listKeyPath, namesAccounts } from '../accounts.js';
+import { configForAccount, listKeyPath, namesAccounts } from '../accounts.js';
 import { redactUrl } from '../config.js';
 import { createDb, pendingMigrations, ping } from '../db.js';
 import { PlatformClient } from '../platform/client.js';
@@ -23,8 +23,12 @@ export type PlatformCheck = (config: Config) => Promise<Finding[]>;
 export async function runCheck(config: Config, platformCheck?: PlatformCheck): Promise<Finding[]> {
   const accounts = namesAccounts(config) ? ` in ${config.accounts.length} accounts (${config.accounts.map((a) => a.name).join(', ')})` : '';
   const findings: Finding[] = [{ check: 'config', ok: true, message: `${config.lists.length} list(s) configured${accounts}` }];
-  const budget = describeBudget(scheduleBudget(config));
-  findings.push({ check: 'schedules', ok: true, warning: budget.warning, message: budget.message });
+  // Each account's schedules against its own budget.
+  for (const a of config.accounts) {
+    const budget = describeBudget(scheduleBudget(configForAccount(config, a.name)));
+    const check = namesAccounts(config) ? `schedules of account ${a.name}` : 'schedules';
+    findings.push({ check, ok: true, warning: budget.warning, message: budget.message });
+  }
   const db = createDb({ url: config.database.url, poolMax: 1 });
   try {
     await ping(db, config.database.url);
