@@ -28,6 +28,7 @@
  *   without copying them.
  */
 import { registerSchemaChangeMetrics } from './metrics-reporting.js';
+import { registerEngineMetrics, type EngineEvents } from './engine/engine-metrics.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Config } from './config.js';
@@ -75,6 +76,8 @@ export interface Metrics {
   onWebhook(outcome: ReceiveOutcome): void;
   /** Pass as the realtime applier's `onFlush`. */
   onRealtimeFlush(flush: FlushResult): void;
+  /** Pass as serve's `engineEvents`: the job queue's starts, retries and takeovers. */
+  engine: EngineEvents;
   /** Reads the Postgres-backed values now (scrapes do this themselves). */
   refresh(): Promise<void>;
   /** The `/metrics` route. */
@@ -554,6 +557,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
   const applySnapshot = readMetrics(registry, FROM_POSTGRES, shared);
   readMetrics(registry, FROM_CONFIG)(config);
   registerSchemaChangeMetrics(registry, db, options.logger);
+  const engine = registerEngineMetrics(registry, db, options.logger);
 
   /** Runs that finished after this (Postgres text form of a timestamptz) were not observed yet. */
   let runCursor: string = now().toISOString();
@@ -597,6 +601,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
 
   return {
     registry,
+    engine,
     onRequest(e) {
       counted.requests.inc({ account: e.account ?? config.accounts[0]!.name, endpoint: e.endpoint, outcome: e.outcome });
       if (e.attempt > 0) counted.retries.inc({ endpoint: e.endpoint });

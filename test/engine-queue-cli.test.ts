@@ -5,6 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { jobs } from '../jobs/index.js';
+import { createMetrics } from '../src/metrics.js';
 import { startServe, type RunningServe } from '../src/serve/start-serve.js';
 import { HOLDER } from '../src/store/runs.js';
 import { runCli } from './helpers/cli.js';
@@ -31,7 +32,17 @@ async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutM
 const cli = (args: string[]) => runCli(['--config', w!.configFile, ...args], { env: { PLATFORM_API_KEY: w!.emu.apiKey } });
 const queuedId = (stdout: string): string => /: job ([0-9a-f-]{36})$/m.exec(stdout)![1]!;
 const worker = async () => {
-  const s = await startServe({ jobs, ...w!.deps(), port: 0, host: '127.0.0.1', schedule: false, pollMs: 200 });
+  const metrics = createMetrics({ db: w!.t.db, config: w!.config, defaultMetrics: false });
+  const s = await startServe({
+    jobs,
+    ...w!.deps(),
+    port: 0,
+    host: '127.0.0.1',
+    schedule: false,
+    pollMs: 200,
+    routes: { '/metrics': metrics.handler },
+    engineEvents: metrics.engine,
+  });
   serves.push(s);
   return s;
 };
@@ -57,7 +68,7 @@ describe('jobs queued by an operator', () => {
     expect(listed.code, listed.stderr).toBe(0);
     expect(listed.stdout).toMatch(new RegExp(`${id}\\s+queued\\s+pull\\s+orders\\s+default`));
 
-    await worker();
+    const serve = await worker();
     await until('the queued pull ran', async () => ((await runsOf(id)).some((r) => r.status === 'succeeded') ? true : undefined));
     expect((await runsOf(id)).map((r) => ({ status: r.status, holder: r.holder, attempt: r.attempt }))).toEqual([
       { status: 'succeeded', holder: HOLDER, attempt: 0 },
@@ -66,6 +77,12 @@ describe('jobs queued by an operator', () => {
     const after = await cli(['jobs', '--json']);
     const line = (JSON.parse(after.stdout) as { id: string; state: string; worker: string }[]).find((l) => l.id === id);
     expect(line).toMatchObject({ state: 'completed', worker: HOLDER });
+    // /metrics: the job's wait from being asked for to its start, and the queue per account.
+    const scraped = await (await fetch(`${serve.url}/metrics`)).text();
+    expect(scraped).toMatch(/^listsync_job_start_delay_seconds_count\{account="default",job="pull"\} 1$/m);
+    expect(scraped).toMatch(/^listsync_jobs\{account="default",state="running"\} 0$/m);
+    expect(scraped).toMatch(/^# TYPE listsync_job_retries_total counter$/m);
+    expect(scraped).toMatch(/^# TYPE listsync_jobs_taken_over_total counter$/m);
   }, 120_000);
 
   it('a queued job and the one a worker was running survive a restart of every worker', async () => {

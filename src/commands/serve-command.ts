@@ -104,6 +104,7 @@ export async function runServe(
     port: opts.port,
     routes: { '/metrics': metrics.handler, [HOOKS_PATH]: hooks },
     outcomes,
+    engineEvents: metrics.engine,
     health: async () => routing.realtime()?.health() ?? { degraded: false },
     // The applier stops before the listener closes: callbacks are taken (stored) until the last moment.
     beforeHttpClose: async () => routing.realtime()?.close(),

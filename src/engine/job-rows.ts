@@ -189,3 +189,18 @@ export async function queueCounts(db: Knex): Promise<QueueCounts[]> {
   );
   return res.rows as QueueCounts[];
 }
+
+/** A list's jobs queued, waiting for a retry or running, oldest first. */
+export async function openJobsOfList(db: Knex, list: string): Promise<{ id: string; job: string; state: string; createdOn: Date }[]> {
+  const res = await db.raw(
+    `select id::text as id, data->>'job' as job, state::text as state, created_on from ${JOB}
+     where name = ? and state <= 'active' and data->>'list' = ? order by created_on`,
+    [QUEUE, list],
+  );
+  return (res.rows as { id: string; job: string; state: string; created_on: Date }[]).map((r) => ({
+    id: r.id,
+    job: r.job,
+    state: r.state,
+    createdOn: r.created_on,
+  }));
+}

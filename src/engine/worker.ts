@@ -84,23 +84,7 @@ export function startWorker(opts: WorkerOptions): Worker {
     running.set(job.id, entry);
   }
 
-  async function settle(job: TakenJob, end: JobEnd): Promise<void> {
-    for (let attempt = 0; attempt < 5; attempt++) {
-      try {
-        if (end.kind === 'done') await opts.boss.complete(QUEUE, job.id, end.output);
-        else if (end.kind === 'handBack') await handBack(db, job.id, end.delaySeconds, end.why);
-        else {
-          if (!end.retry) await refuseRetries(db, job.id);
-          await opts.boss.fail(QUEUE, job.id, { message: end.message });
-        }
-        return;
-      } catch (err) {
-        logger.debug({ err, job: job.id }, 'job engine: could not settle the job yet');
-        await new Promise((r) => setTimeout(r, 1000 * (attempt + 1)));
-      }
-    }
-    logger.warn({ job: job.id }, 'job engine: could not settle the job; its lease runs out and the queue takes it again');
-  }
+  const settle = (job: TakenJob, end: JobEnd) => settleOnQueue(opts, job, end);
 
   async function fill(): Promise<void> {
     while (!stopping && running.size < opts.slots) {
@@ -124,11 +108,7 @@ export function startWorker(opts: WorkerOptions): Worker {
     }
   })();
 
-  const heartbeat = setInterval(() => {
-    const leases = new Map([...running].map(([id, r]) => [id, r.lease]));
-    renew(db, leases).catch((err: unknown) => logger.debug({ err }, 'job engine: renewing leases failed; trying again'));
-  }, opts.renewEveryMs);
-  heartbeat.unref();
+  const heartbeat = startHeartbeat(opts, () => new Map([...running].map(([id, r]) => [id, r.lease])));
 
   return {
     wake,
@@ -159,4 +139,32 @@ export function startWorker(opts: WorkerOptions): Worker {
       while (running.size) await Promise.allSettled([...running.values()].map((r) => r.settled));
     },
   };
+}
+
+/** Writes how a job ended to the queue, trying again while the database is away; a job never settled is taken again when its lease runs out. */
+async function settleOnQueue(opts: WorkerOptions, job: TakenJob, end: JobEnd): Promise<void> {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    try {
+      if (end.kind === 'done') await opts.boss.complete(QUEUE, job.id, end.output);
+      else if (end.kind === 'handBack') await handBack(opts.db, job.id, end.delaySeconds, end.why);
+      else {
+        if (!end.retry) await refuseRetries(opts.db, job.id);
+        await opts.boss.fail(QUEUE, job.id, { message: end.message });
+      }
+      return;
+    } catch (err) {
+      opts.logger.debug({ err, job: job.id }, 'job engine: could not settle the job yet');
+      await new Promise((r) => setTimeout(r, 1000 * (attempt + 1)));
+    }
+  }
+  opts.logger.warn({ job: job.id }, 'job engine: could not settle the job; its lease runs out and the queue takes it again');
+}
+
+/** Renews the leases of the jobs running here every `renewEveryMs`. */
+function startHeartbeat(opts: WorkerOptions, leases: () => Map<string, number>): NodeJS.Timeout {
+  const timer = setInterval(() => {
+    renew(opts.db, leases()).catch((err: unknown) => opts.logger.debug({ err }, 'job engine: renewing leases failed; trying again'));
+  }, opts.renewEveryMs);
+  timer.unref();
+  return timer;
 }

@@ -22,7 +22,7 @@ import type { FireScope } from '../sync/fire-scope.js';
 import { createEnqueuer } from '../engine/enqueue.js';
 import { payloadFor, sendOptionsFor } from '../engine/job-request.js';
 import { jobKey, leaseSecondsOf, type JobOrigin, type JobPayload } from '../engine/job-payload.js';
-import { jobState, type TakenJob } from '../engine/job-rows.js';
+import { jobState, queueCounts, type TakenJob } from '../engine/job-rows.js';
 import { startWorker, type JobEnd, type Worker } from '../engine/worker.js';
 import type { JobDefinition } from './job-definition.js';
 import { createJobRunner, recordedAs } from './job-runner.js';
@@ -62,7 +62,7 @@ export interface Scheduler {
   enqueue(job: JobDefinition, list: ListConfig | undefined, origin: JobOrigin, from?: string): Promise<string>;
   /** Asks for a run soon; ignored once shutdown began. */
   request(job: JobDefinition, list?: ListConfig): void;
-  /** What /healthz shows of this worker. */
+  /** What /healthz shows: this worker's slots and runs, and the jobs waiting on the shared queue. */
   load(): { workers: number; queued: number; running: number };
   /** The `sync_runs` rows of the runs under way (what shutdown closes when they outlast it). */
   openRunIds(): number[];
@@ -79,6 +79,14 @@ export function createScheduler(opts: SchedulerOptions): Scheduler {
   const enqueuer = createEnqueuer(opts.boss, opts.db, sendOptionsFor(config));
   const execute = createJobRunner({ ...opts, open });
   let worker: Worker | undefined;
+  // What /healthz shows as queued: the shared queue's waiting jobs, read every few seconds (never at a probe).
+  let queued = 0;
+  const countQueued = setInterval(() => {
+    queueCounts(opts.db)
+      .then((c) => (queued = c.reduce((n, a) => n + a.waiting, 0)))
+      .catch(() => undefined);
+  }, 5000);
+  countQueued.unref();
   const payload = (job: JobDefinition, list: ListConfig | undefined, origin: JobOrigin, at: Date, from?: string): JobPayload =>
     payloadFor(config, job.name, list, origin, at, from);
 
@@ -131,6 +139,7 @@ export function createScheduler(opts: SchedulerOptions): Scheduler {
       return scheduleAll(config, jobs, logger, tasks, (job, list, at) => void fire(job, list, at), opts.workers);
     },
     async stop() {
+      clearInterval(countQueued);
       for (const t of tasks.splice(0)) await t.destroy();
       await worker?.stopTaking();
     },
@@ -142,7 +151,7 @@ export function createScheduler(opts: SchedulerOptions): Scheduler {
         logger.warn({ err, job: job.name, list: list?.name }, 'could not queue the run'),
       );
     },
-    load: () => ({ workers: opts.workers, queued: 0, running: worker?.running ?? 0 }),
+    load: () => ({ workers: opts.workers, queued, running: worker?.running ?? 0 }),
     openRunIds: () => [...open].flatMap((f) => (f.runId === undefined ? [] : [f.runId])),
     handBackRunning: async () => worker?.handBackRunning('stopped by shutdown; the next worker carries on from its checkpoint'),
     idle: async () => worker?.idle(),

@@ -27,8 +27,7 @@ import { createHealth } from './health.js';
 import { startHttp, type HealthExtra, type RouteHandler } from './routes.js';
 import { workerCount } from './worker-count.js';
 import { startBoss } from '../engine/boss.js';
-import type { JobPayload } from '../engine/job-payload.js';
-import type { TakenJob } from '../engine/job-rows.js';
+import type { EngineEvents } from '../engine/engine-metrics.js';
 import { createLockPool } from './lock-pool.js';
 import { createRunOutcomes, type RunOutcomes } from './run-outcomes.js';
 import { startRunRetention, type RunRetentionTiming } from './run-retention.js';
@@ -68,13 +67,6 @@ export interface ServeOptions {
   pollMs?: number;
   /** The queue's events /metrics counts. */
   engineEvents?: EngineEvents;
-}
-
-export interface EngineEvents {
-  /** A job taken again after a failure (`takenOver`: its worker died). */
-  onRetry?(job: TakenJob, takenOver: boolean): void;
-  /** A job started: seconds since it was asked for. */
-  onStart?(payload: JobPayload, waitedSeconds: number): void;
 }
 
 export interface RunningServe {

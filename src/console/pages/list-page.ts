@@ -1,7 +1,8 @@
 /**
  * A list's page: its recent runs (paged), a chart of lag and of requests over
  * the last day, the schema-change log and the column mapping (field → column
- * → type, pinned in lists[].columns or derived from the platform's metadata).
+ * → type, pinned in lists[].columns or derived from the platform's metadata),
+ * and its jobs with the buttons that queue one (src/console/job-actions.ts).
  * All of it from what listsync stores; no platform request.
  */
 import { mirrorSchemaOf, namesAccounts } from '../../accounts.js';
@@ -10,6 +11,7 @@ import { readRegistry, type RegistryField } from '../../mirror/list-registry.js'
 import { recentRuns, requestsPerHour, successfulPulls } from '../../store/console-list.js';
 import { recentSchemaChanges } from '../../store/schema-changes.js';
 import { barChart, lineChart, type Point } from '../chart.js';
+import { jobSection } from '../job-actions.js';
 import { ago, duration } from '../page-format.js';
 import { dataTable, html, pager, type SafeHtml } from '../html.js';
 import { PAGE_SIZE, pageOf, type PageContext } from './page-context.js';
@@ -32,6 +34,7 @@ export async function listPage(ctx: PageContext, list: ListConfig, url: URL): Pr
       ${mirrorSchemaOf(ctx.config, list)}.${list.table ?? list.name}; conflict policy
       ${list.conflictPolicy}${list.realtime ? '; real time on' : ''}
     </p>
+    ${await jobSection(ctx, list, url)}
     <h2>The last day</h2>
     ${charts(ctx, pulls, hourly)}
     <h2>Runs</h2>
