@@ -463,6 +463,14 @@ function checkPlacement(cfg: ParsedConfig, ctx: z.RefinementCtx): void {
   checkSchemas(cfg, ctx);
   checkListNames(placedLists(cfg), ctx);
   checkTables(cfg, placedLists(cfg), ctx);
+  // The real-time applier re-reads items through one client, the first account's.
+  const elsewhere = placedLists(cfg).find((p) => p.list.realtime && p.account > 0);
+  if (elsewhere)
+    ctx.addIssue({
+      code: 'custom',
+      path: [...elsewhere.path, 'realtime'],
+      message: `is true on a list of ${pathText(elsewhere.path.slice(0, 2))}: real time serves the lists of the first account (accounts[0]) only; turn it off here (scheduled pulls keep the list fresh) or move the list's account first`,
+    });
   const realtime = placedLists(cfg).find((p) => p.list.realtime);
   if (realtime && cfg.serve.publicUrl === undefined) {
     ctx.addIssue({

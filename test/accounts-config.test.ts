@@ -121,5 +121,10 @@ describe('accounts in the config', () => {
     expect(errorOf({ database, accounts: [acme, views] }).message).toContain('reporting schema');
     expect(parseConfig({ database: { ...database, reportingSchema: null }, accounts: [acme, views] }, env).lists).toHaveLength(3);
     expect(errorOf({ database, accounts: [acme, { ...globex, schema: 'reporting' }] }).key).toBe('accounts[1].schema');
+    // Real time re-reads through the first account's client: a later account's list is refused, not served with the wrong key.
+    const serve = { publicUrl: 'https://sync.example.com' };
+    const late = { ...globex, lists: [{ ...globex.lists[0], realtime: true }] };
+    expect(errorOf({ database, serve, accounts: [acme, late] }).key).toBe('accounts[1].lists[0].realtime');
+    expect(parseConfig({ database, serve, accounts: [late, acme] }, env).lists[0]!.realtime).toBe(true);
   });
 });
