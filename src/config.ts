@@ -245,6 +245,8 @@ const listSchema = z
     realtime: z.boolean().default(false),
     /** `reread`: an event is a notification, the item is re-read through the API; `body`: a newer version in the body is applied directly. */
     realtimeTrust: z.enum(['reread', 'body']).default('reread'),
+    /** The account the list is under; listsync fills it in. Written, it must name that account (a list copied from a loaded config). */
+    account: z.string().min(1).optional(),
   })
   .strict()
   .superRefine((l, ctx) => {
@@ -441,17 +443,27 @@ function singleAccount(cfg: ParsedConfig): NormalAccount {
 
 interface Placed {
   list: ParsedList;
-  /** The index of its account (0 in the single form). */
+  /** The index of its account (0 in the single form), and its name. */
   account: number;
+  accountName: string;
   path: (string | number)[];
   schema: string;
 }
 
 /** Every list with where it is written and its mirror schema. */
 function placedLists(cfg: ParsedConfig): Placed[] {
-  if (!cfg.accounts) return cfg.lists.map((list, i) => ({ list, path: ['lists', i], schema: cfg.database.schema, account: 0 }));
+  if (!cfg.accounts) {
+    const accountName = cfg.platform?.account ?? DEFAULT_ACCOUNT;
+    return cfg.lists.map((list, i) => ({ list, path: ['lists', i], schema: cfg.database.schema, account: 0, accountName }));
+  }
   return cfg.accounts.flatMap((a, i) =>
-    a.lists.map((list, j) => ({ list, path: ['accounts', i, 'lists', j], schema: a.schema ?? cfg.database.schema, account: i })),
+    a.lists.map((list, j) => ({
+      list,
+      path: ['accounts', i, 'lists', j],
+      schema: a.schema ?? cfg.database.schema,
+      account: i,
+      accountName: a.name,
+    })),
   );
 }
 
@@ -462,6 +474,13 @@ function checkPlacement(cfg: ParsedConfig, ctx: z.RefinementCtx): void {
   if (!checkForms(cfg, ctx)) return;
   checkSchemas(cfg, ctx);
   checkListNames(placedLists(cfg), ctx);
+  for (const p of placedLists(cfg))
+    if (p.list.account !== undefined && p.list.account !== p.accountName)
+      ctx.addIssue({
+        code: 'custom',
+        path: [...p.path, 'account'],
+        message: `names account "${p.list.account}", but the list is under account "${p.accountName}"; remove the key (listsync fills it in)`,
+      });
   checkTables(cfg, placedLists(cfg), ctx);
   // The real-time applier re-reads items through one client, the first account's.
   const elsewhere = placedLists(cfg).find((p) => p.list.realtime && p.account > 0);

@@ -73,6 +73,9 @@ describe('accounts in the config', () => {
     // Its budget keeps the name it always had: processes already running go on sharing it.
     expect(budgetAccount(c.platform)).toMatch(/^sha256:/);
     expect(configForList(c, c.lists[0]!)).toBe(c);
+    // A loaded config's lists parse again as they are; a list naming another account does not.
+    expect(parseConfig({ ...single, lists: c.lists }).lists).toEqual(c.lists);
+    expect(errorOf({ ...single, lists: [{ ...acme.lists[0], account: 'acme' }] }).key).toBe('lists[0].account');
     const named = parseConfig({ ...single, platform: { ...single.platform, account: 'acme', maxConcurrentJobs: 2 } });
     expect(named.accounts[0]!.name).toBe('acme');
     expect(named.platform.maxConcurrentJobs).toBe(2);
