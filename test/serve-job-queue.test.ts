@@ -29,14 +29,14 @@ afterEach(async () => {
   await t.drop();
 });
 
-const payload = (job: JobKind, list: string, origin: JobOrigin, second = 0): JobPayload => ({
+const payload = (job: JobKind, list: string, origin: JobOrigin, second = 0, account = 'default', accountCap = 0): JobPayload => ({
   job,
   list,
-  account: 'default',
+  account,
   origin,
   firedAt: new Date(Date.UTC(2026, 0, 1, 0, 0, second)).toISOString(),
   scope: jobScope(job, list),
-  accountCap: 0,
+  accountCap,
 });
 
 /** A worker whose runs end when the test says: `started` in order, `finish(key)` ends the oldest running one of a key. */
@@ -142,5 +142,20 @@ describe('job engine', () => {
     expect(b.started).toEqual(['backfill:a']);
     const row = (await t.db.raw(`select state, retry_count from listsync_jobs.job where singleton_key = 'backfill:a'`)).rows[0];
     expect(row).toEqual({ state: 'active', retry_count: 0 });
+  });
+
+  it('an account at its cap (platform.maxConcurrentJobs) waits while the jobs of another account run, across workers', async () => {
+    for (const list of ['a1', 'a2', 'a3']) await enqueuer.request(payload('pull', list, 'request', 0, 'alpha', 1));
+    await enqueuer.request(payload('pull', 'b1', 'request', 0, 'beta', 1));
+    const one = harness(2);
+    const two = harness(2);
+    await until('two started', () => one.started.length + two.started.length === 2);
+    await settle();
+    const started = () => [...one.started, ...two.started].sort();
+    expect(started()).toEqual(['pull:a1', 'pull:b1']);
+    (one.started.includes('pull:a1') ? one : two).finish('pull:a1');
+    await until('the next of alpha', () => one.started.length + two.started.length === 3);
+    await settle();
+    expect(started()).toEqual(['pull:a1', 'pull:a2', 'pull:b1']);
   });
 });

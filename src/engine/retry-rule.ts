@@ -7,7 +7,15 @@
  */
 import { isConnectionError } from '../db.js';
 import { ConfigError, UsageError } from '../errors.js';
-import { AuthError, PlatformError, RateLimitError, TransportError } from '../platform/platform-errors.js';
+import {
+  AuthError,
+  ConflictError,
+  NotFoundError,
+  PlatformError,
+  RateLimitError,
+  TransportError,
+  ValidationError,
+} from '../platform/platform-errors.js';
 
 export function isTransient(err: unknown): boolean {
   for (let e: unknown = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
@@ -15,6 +23,8 @@ export function isTransient(err: unknown): boolean {
   }
   if (isConnectionError(err)) return true;
   if (err instanceof RateLimitError || err instanceof TransportError) return true;
-  if (err instanceof PlatformError) return err.status === undefined || err.status >= 500;
+  if (err instanceof NotFoundError || err instanceof ValidationError || err instanceof ConflictError) return false;
+  // By the HTTP answer, never by the envelope's Status: no answer at all, or the server failing.
+  if (err instanceof PlatformError) return err.httpStatus === undefined || err.httpStatus >= 500;
   return false;
 }
