@@ -100,7 +100,10 @@ export interface PlatformClientOptions {
 export type { ClientStats } from './request-tally.js';
 
 /** `omitsEmptyValues` (how items are stored) and `maxConcurrentJobs` (how jobs run) are not about requests: the client never reads them. */
-export type PlatformClientConfig = Omit<PlatformConfig, 'maxBytesAhead' | 'rateMargin' | 'burst' | 'omitsEmptyValues' | 'maxConcurrentJobs'> &
+export type PlatformClientConfig = Omit<
+  PlatformConfig,
+  'maxBytesAhead' | 'rateMargin' | 'burst' | 'omitsEmptyValues' | 'maxConcurrentJobs'
+> &
   Partial<Pick<PlatformConfig, 'maxBytesAhead' | 'rateMargin' | 'burst' | 'omitsEmptyValues'>>;
 
 export interface PageOptions {
