@@ -42,6 +42,7 @@ export default async function manyListsPullBench(): Promise<Record<string, strin
     logger,
     db: b.db,
     client,
+    clientFor: () => client,
     io: { out: () => undefined, err: (t) => void failures.push(t), isTTY: false },
     close: async () => undefined,
   };

@@ -29,6 +29,7 @@ import * as runs from './commands/runs-command.js';
 import * as serve from './commands/serve-command.js';
 import * as state from './commands/state-command.js';
 import * as status from './commands/status-command.js';
+import * as jobsCommand from './commands/jobs-command.js';
 import * as users from './commands/users-command.js';
 
 /** The program with every command; `jobs`: what `serve` schedules (handed in by the entry point). */
@@ -69,6 +70,7 @@ export function buildProgram(
     status,
     runs,
     state,
+    jobsCommand,
     serve,
   ])
     command.register(kit);

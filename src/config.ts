@@ -23,6 +23,13 @@ import { passwordOf, registerSecrets, scrubSecrets } from './secrets.js';
 const OWN_SCHEMA = 'listsync';
 
 export const DEFAULT_CONFIG_FILE = 'listsync.config.json';
+/**
+ * `platform.maxConcurrentJobs` when not set and the config has more than one account (with one, no
+ * cap: there is no other account to leave workers to). An account's jobs share its request budget, so
+ * more of them at once mostly wait on it; two overlap the round trips of small runs and leave the
+ * other slots (three per serve process at the default pool) to the other accounts.
+ */
+export const DEFAULT_MAX_CONCURRENT_JOBS = 2;
 /** `database.pageWriters` when not set: pages a pull writes at once. */
 export const DEFAULT_PAGE_WRITERS = 2;
 
@@ -153,8 +160,16 @@ const platformSchema = z
      * run counts the item (rows_missing_keys).
      */
     omitsEmptyValues: z.boolean().default(false),
-    /** Processes that share this account name share one request budget through Postgres. Default: derived from baseUrl + apiKey. */
+    /**
+     * Processes that share this account name share one request budget through Postgres. Default: the
+     * account's name under `accounts[]`; in the single-account form, derived from baseUrl + apiKey.
+     */
     account: z.string().min(1).optional(),
+    /**
+     * Jobs of this account running at once, across every serve worker, so one account's slow platform never
+     * takes every worker; 0 is no cap. Default: DEFAULT_MAX_CONCURRENT_JOBS with several accounts, else 0.
+     */
+    maxConcurrentJobs: z.number().int().min(0).max(1000).optional(),
   })
   .strict();
 
@@ -251,6 +266,8 @@ const listSchema = z
     realtime: z.boolean().default(false),
     /** `reread`: an event is a notification, the item is re-read through the API; `body`: a newer version in the body is applied directly. */
     realtimeTrust: z.enum(['reread', 'body']).default('reread'),
+    /** The account the list is under; listsync fills it in. Written, it must name that account (a list copied from a loaded config). */
+    account: z.string().min(1).optional(),
   })
   .strict()
   .superRefine((l, ctx) => {
@@ -267,17 +284,33 @@ const listSchema = z
     }
   });
 
-const configSchema = z
+const mirrorSchemaName = identifier.refine((s) => s !== OWN_SCHEMA, {
+  message: `"${OWN_SCHEMA}" holds listsync's own tables (runs, outbox, state); pick another schema for the mirror tables, e.g. "mirror"`,
+});
+
+/** One platform account of a deployment: its own client, request budget and (optionally) mirror schema. */
+const accountSchema = z
   .object({
+    /** Names the account in status, metrics and the console; its request budget's name unless `platform.account` is set. */
+    name: identifier,
     platform: platformSchema,
+    lists: z.array(listSchema).default([]),
+    /** Mirror schema of this account's lists, users and directory tables; default `database.schema`. */
+    schema: mirrorSchemaName.optional(),
+  })
+  .strict();
+
+/** The account name of the single-account form (`platform` + `lists`) when `platform.account` does not name it. */
+export const DEFAULT_ACCOUNT = 'default';
+
+const configSchemaShape = z
+  .object({
+    /** The single-account form; absent when `accounts` is given. */
+    platform: platformSchema.optional(),
     database: z
       .object({
         url: z.string().min(1, 'is empty: set DATABASE_URL or database.url'),
-        schema: identifier
-          .refine((s) => s !== OWN_SCHEMA, {
-            message: `"${OWN_SCHEMA}" holds listsync's own tables (runs, outbox, state); pick another schema for the mirror tables, e.g. "mirror"`,
-          })
-          .default('mirror'),
+        schema: mirrorSchemaName.default('mirror'),
         poolMax: positiveInt.max(100).default(10),
         /**
          * Pages a pull writes at once, each on its own connection. 2 converts the next page while PostgreSQL
@@ -290,6 +323,8 @@ const configSchema = z
       })
       .strict(),
     lists: z.array(listSchema).default([]),
+    /** Many accounts in one deployment, instead of `platform` + `lists`. */
+    accounts: z.array(accountSchema).optional(),
     users: z
       .object({
         enabled: z.boolean().default(true),
@@ -333,6 +368,18 @@ const configSchema = z
         /** An item event of a realtime list still unapplied after this long makes /healthz degraded. */
         realtimeStaleAfterSeconds: positiveInt.default(120),
         /**
+         * Jobs this process runs at once, taken from the queue every serve process shares; by default
+         * sized to database.poolMax (two connections a job, three kept for HTTP and the receiver).
+         */
+        workers: positiveInt.max(100).optional(),
+        /**
+         * Seconds a job may go without its worker's heartbeat before another worker takes it over (a
+         * worker killed or its machine lost); pulls, backfills and reconciles get twice this.
+         */
+        jobLeaseSeconds: z.number().int().min(5, 'is below 5: a lease shorter than the heartbeat would hand live jobs over').default(60),
+        /** Times a job failing for a passing reason (platform 5xx, timeouts, the database away) is tried again, with backoff. */
+        jobRetries: z.number().int().min(0).max(20).default(3),
+        /**
          * Where the console listens (`host:port`, never the webhook port), or "off". Unset: DEFAULT_CONSOLE_ADDRESS,
          * and serve runs without the console when that address is taken (consoleListen).
          */
@@ -353,53 +400,226 @@ const configSchema = z
         shutdownTimeoutMs: 6_000,
         runHistoryDays: 30,
         realtimeStaleAfterSeconds: 120,
+        jobLeaseSeconds: 60,
+        jobRetries: 3,
       }),
     log: z
       .object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') })
       .strict()
       .default({ level: 'info' }),
   })
-  .strict()
-  .superRefine((cfg, ctx) => {
-    const reporting = cfg.database.reportingSchema;
-    if (reporting !== null && (reporting === cfg.database.schema || reporting === 'listsync'))
+  .strict();
+
+const configSchema = configSchemaShape.superRefine(checkPlacement).transform(withAccounts);
+
+type ParsedConfig = z.output<typeof configSchemaShape>;
+type ParsedList = z.output<typeof listSchema>;
+type ParsedAccount = z.output<typeof accountSchema>;
+
+/** A list with the account it belongs to. */
+type PlacedList = ParsedList & { account: string };
+
+/** One account, every default filled in: its lists know it, its mirror schema is set. */
+interface NormalAccount extends Omit<ParsedAccount, 'lists' | 'schema' | 'platform'> {
+  /** Its platform, `maxConcurrentJobs` settled (0: no cap). */
+  platform: ParsedAccount['platform'] & { maxConcurrentJobs: number };
+  lists: PlacedList[];
+  schema: string;
+  /** Where the account is written in the file, for messages: "" (the single form) or "accounts[1]." */
+  keyPrefix: string;
+}
+
+/**
+ * Both forms as accounts: `accounts[]` as written (each account's budget named by the account unless
+ * `platform.account` says otherwise), or the single form as one account named by `platform.account`
+ * or "default" (its budget keeps the name it had: the hash of baseUrl and apiKey). `lists` holds
+ * every account's lists; `platform` is the first account's (single-account code paths).
+ */
+function withAccounts(cfg: ParsedConfig) {
+  const accounts: NormalAccount[] = cfg.accounts
+    ? cfg.accounts.map((a, i) => ({
+        name: a.name,
+        keyPrefix: `accounts[${i}].`,
+        platform: {
+          ...a.platform,
+          account: a.platform.account ?? a.name,
+          maxConcurrentJobs: a.platform.maxConcurrentJobs ?? (cfg.accounts!.length > 1 ? DEFAULT_MAX_CONCURRENT_JOBS : 0),
+        },
+        schema: a.schema ?? cfg.database.schema,
+        lists: a.lists.map((l) => ({ ...l, account: a.name })),
+      }))
+    : [singleAccount(cfg)];
+  const { accounts: _raw, ...rest } = cfg;
+  return { ...rest, platform: accounts[0]!.platform, lists: accounts.flatMap((a) => a.lists), accounts };
+}
+
+function singleAccount(cfg: ParsedConfig): NormalAccount {
+  const name = cfg.platform!.account ?? DEFAULT_ACCOUNT;
+  return {
+    name,
+    keyPrefix: '',
+    platform: { ...cfg.platform!, maxConcurrentJobs: cfg.platform!.maxConcurrentJobs ?? 0 },
+    schema: cfg.database.schema,
+    lists: cfg.lists.map((l) => ({ ...l, account: name })),
+  };
+}
+
+interface Placed {
+  list: ParsedList;
+  /** The index of its account (0 in the single form), and its name. */
+  account: number;
+  accountName: string;
+  path: (string | number)[];
+  schema: string;
+}
+
+/** Every list with where it is written and its mirror schema. */
+function placedLists(cfg: ParsedConfig): Placed[] {
+  if (!cfg.accounts) {
+    const accountName = cfg.platform?.account ?? DEFAULT_ACCOUNT;
+    return cfg.lists.map((list, i) => ({ list, path: ['lists', i], schema: cfg.database.schema, account: 0, accountName }));
+  }
+  return cfg.accounts.flatMap((a, i) =>
+    a.lists.map((list, j) => ({
+      list,
+      path: ['accounts', i, 'lists', j],
+      schema: a.schema ?? cfg.database.schema,
+      account: i,
+      accountName: a.name,
+    })),
+  );
+}
+
+const pathText = (path: readonly PropertyKey[]): string => formatPath(path);
+
+/** Rules across keys: the two forms, unique names, schemas and tables that do not collide. */
+function checkPlacement(cfg: ParsedConfig, ctx: z.RefinementCtx): void {
+  if (!checkForms(cfg, ctx)) return;
+  checkSchemas(cfg, ctx);
+  checkListNames(placedLists(cfg), ctx);
+  for (const p of placedLists(cfg))
+    if (p.list.account !== undefined && p.list.account !== p.accountName)
       ctx.addIssue({
         code: 'custom',
-        path: ['database', 'reportingSchema'],
-        message: `"${reporting}" is ${reporting === 'listsync' ? "listsync's own schema" : 'the mirror schema (database.schema)'}; the views need a schema of their own (default "reporting"), or null to turn them off`,
+        path: [...p.path, 'account'],
+        message: `names account "${p.list.account}", but the list is under account "${p.accountName}"; remove the key (listsync fills it in)`,
       });
-    const directoryTables = new Set([
-      cfg.directory.departmentsTable,
-      cfg.directory.groupsTable,
-      cfg.directory.groupMembersTable,
-      cfg.directory.positionsTable,
-      cfg.users.table,
-    ]);
-    const seen = new Map<string, number>();
-    cfg.lists.forEach((l, i) => {
-      const table = l.table ?? l.name;
-      if (seen.has(l.name)) ctx.addIssue({ code: 'custom', path: ['lists', i, 'name'], message: `duplicate list name "${l.name}"` });
-      seen.set(l.name, i);
-      if (directoryTables.has(table))
-        ctx.addIssue({
-          code: 'custom',
-          path: ['lists', i, 'table'],
-          message: `"${table}" is a directory table (users or directory); set lists[${i}].table to another name`,
-        });
+  checkTables(cfg, placedLists(cfg), ctx);
+  // The real-time applier re-reads items through one client, the first account's.
+  const elsewhere = placedLists(cfg).find((p) => p.list.realtime && p.account > 0);
+  if (elsewhere)
+    ctx.addIssue({
+      code: 'custom',
+      path: [...elsewhere.path, 'realtime'],
+      message: `is true on a list of ${pathText(elsewhere.path.slice(0, 2))}: real time serves the lists of the first account (accounts[0]) only; turn it off here (scheduled pulls keep the list fresh) or move the list's account first`,
     });
-    const realtime = cfg.lists.findIndex((l) => l.realtime);
-    if (realtime !== -1 && cfg.serve.publicUrl === undefined) {
+  const realtime = placedLists(cfg).find((p) => p.list.realtime);
+  if (realtime && cfg.serve.publicUrl === undefined) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['serve', 'publicUrl'],
+      message: `is required when ${pathText(realtime.path)}.realtime is true: set it to the HTTPS address the platform reaches "listsync serve" at (e.g. https://sync.example.com), or turn realtime off`,
+    });
+  }
+}
+
+/** Exactly one form: `platform` + `lists`, or `accounts` (at least one, names unique). */
+function checkForms(cfg: ParsedConfig, ctx: z.RefinementCtx): boolean {
+  const issue = (path: (string | number)[], message: string): false => {
+    ctx.addIssue({ code: 'custom', path, message });
+    return false;
+  };
+  if (!cfg.accounts) return cfg.platform ? true : issue(['platform'], 'is required: give "platform" and "lists", or "accounts"');
+  if (cfg.platform)
+    return issue(
+      ['platform'],
+      'is set beside "accounts": give each account its own "platform" under accounts[], and remove the top-level one',
+    );
+  if (cfg.lists.length)
+    return issue(['lists'], 'is set beside "accounts": move each list into the "lists" of its account under accounts[]');
+  if (cfg.accounts.length === 0)
+    return issue(['accounts'], 'is empty: add an account ({ "name", "platform", "lists" }), or remove the key');
+  const seen = new Map<string, number>();
+  for (const [i, a] of cfg.accounts.entries()) {
+    const first = seen.get(a.name);
+    if (first !== undefined)
+      return issue(['accounts', i, 'name'], `"${a.name}" is also the name of accounts[${first}]; give each account its own name`);
+    seen.set(a.name, i);
+  }
+  return true;
+}
+
+/** The reporting schema is neither listsync's own nor any mirror schema. */
+function checkSchemas(cfg: ParsedConfig, ctx: z.RefinementCtx): void {
+  const reporting = cfg.database.reportingSchema;
+  if (reporting === null) return;
+  if (reporting === 'listsync' || reporting === cfg.database.schema)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['database', 'reportingSchema'],
+      message: `"${reporting}" is ${reporting === 'listsync' ? "listsync's own schema" : 'the mirror schema (database.schema)'}; the views need a schema of their own (default "reporting"), or null to turn them off`,
+    });
+  cfg.accounts?.forEach((a, i) => {
+    if (a.schema === reporting)
       ctx.addIssue({
         code: 'custom',
-        path: ['serve', 'publicUrl'],
-        message: `is required when lists[${realtime}].realtime is true: set it to the HTTPS address the platform reaches "listsync serve" at (e.g. https://sync.example.com), or turn realtime off`,
+        path: ['accounts', i, 'schema'],
+        message: `"${reporting}" is the reporting schema (database.reportingSchema); give the account's mirror tables another schema`,
       });
-    }
   });
+}
+
+/** List names are unique across the file: the registry, runs and commands know a list by its name alone. */
+function checkListNames(placed: readonly Placed[], ctx: z.RefinementCtx): void {
+  const seen = new Map<string, Placed>();
+  for (const p of placed) {
+    const first = seen.get(p.list.name);
+    if (first)
+      ctx.addIssue({
+        code: 'custom',
+        path: [...p.path, 'name'],
+        message: `duplicate list name "${p.list.name}": ${pathText(first.path)} has it too; list names are unique across the file, so rename one`,
+      });
+    else seen.set(p.list.name, p);
+  }
+}
+
+/** No two lists of two accounts share a mirror table (in one schema) or a reporting view; none takes a directory table's name. */
+function checkTables(cfg: ParsedConfig, placed: readonly Placed[], ctx: z.RefinementCtx): void {
+  const directoryTables = new Set([
+    cfg.directory.departmentsTable,
+    cfg.directory.groupsTable,
+    cfg.directory.groupMembersTable,
+    cfg.directory.positionsTable,
+    cfg.users.table,
+  ]);
+  const tables = new Map<string, Placed>();
+  const views = new Map<string, Placed>();
+  for (const p of placed) {
+    const table = p.list.table ?? p.list.name;
+    if (directoryTables.has(table))
+      ctx.addIssue({
+        code: 'custom',
+        path: [...p.path, 'table'],
+        message: `"${table}" is a directory table (users or directory); set ${pathText(p.path)}.table to another name`,
+      });
+    const clash = tables.get(`${p.schema}.${table}`) ?? (cfg.database.reportingSchema === null ? undefined : views.get(table));
+    // Two lists of one account on one table are refused when a run meets the table (mirror-ownership.test.ts).
+    if (clash && clash.list.name !== p.list.name && clash.account !== p.account)
+      ctx.addIssue({
+        code: 'custom',
+        path: [...p.path, 'table'],
+        message: `"${table}" is also the table of ${pathText(clash.path)} (${clash.schema === p.schema ? `both in schema ${p.schema}` : 'both have a view in the reporting schema'}); set ${pathText(p.path)}.table to another name`,
+      });
+    tables.set(`${p.schema}.${table}`, p);
+    views.set(table, p);
+  }
+}
 
 export type Config = DeepReadonly<z.output<typeof configSchema>>;
 export type ListConfig = Config['lists'][number];
 export type PlatformConfig = Config['platform'];
+export type AccountConfig = Config['accounts'][number];
 export type ConflictPolicy = ListConfig['conflictPolicy'];
 
 type DeepReadonly<T> = T extends (infer U)[]
@@ -632,7 +852,8 @@ export function redactUrl(url: string): string {
 
 /** Every secret value in the config, for log and error redaction. */
 export function secretsOf(config: Config): string[] {
-  return [config.platform.apiKey, passwordOf(config.database.url) ?? '', config.serve.consoleToken ?? ''].filter((s) => s.length >= 4);
+  const keys = config.accounts.map((a) => a.platform.apiKey);
+  return [...keys, passwordOf(config.database.url) ?? '', config.serve.consoleToken ?? ''].filter((s) => s.length >= 4);
 }
 
 export function listByName(config: Config, name: string): ListConfig | undefined {
@@ -666,10 +887,13 @@ function interpolate(value: unknown, env: Readonly<Record<string, string | undef
 
 function applyEnvironment(raw: unknown, env: Readonly<Record<string, string | undefined>>): unknown {
   const cfg = { ...(raw as Record<string, unknown>) };
-  const platform = isObject(cfg.platform) ? { ...cfg.platform } : cfg.platform === undefined ? {} : cfg.platform;
-  if (isObject(platform) && platform.apiKey === undefined && env.PLATFORM_API_KEY) platform.apiKey = env.PLATFORM_API_KEY;
-  if (isObject(platform) && platform.baseUrl === undefined && env.PLATFORM_BASE_URL) platform.baseUrl = env.PLATFORM_BASE_URL;
-  cfg.platform = platform;
+  // The environment fills the single-account form only: each of `accounts` names its own key (`${ACME_API_KEY}`).
+  if (cfg.accounts === undefined) {
+    const platform = isObject(cfg.platform) ? { ...cfg.platform } : cfg.platform === undefined ? {} : cfg.platform;
+    if (isObject(platform) && platform.apiKey === undefined && env.PLATFORM_API_KEY) platform.apiKey = env.PLATFORM_API_KEY;
+    if (isObject(platform) && platform.baseUrl === undefined && env.PLATFORM_BASE_URL) platform.baseUrl = env.PLATFORM_BASE_URL;
+    cfg.platform = platform;
+  }
   const database = isObject(cfg.database) ? { ...cfg.database } : cfg.database === undefined ? {} : cfg.database;
   if (isObject(database) && database.url === undefined && env.DATABASE_URL) database.url = env.DATABASE_URL;
   cfg.database = database;

@@ -2,7 +2,7 @@
  * What a command needs, built once from the config: database, logger and (lazily)
  * the platform client. Commands receive it; nothing else reads the environment.
  */
-import { type Config, loadConfig, readEnvironment, secretsOf } from './config.js';
+import { type Config, type ListConfig, loadConfig, readEnvironment, secretsOf } from './config.js';
 import { createDb, ping, type Knex } from './db.js';
 import { createLogger, type Logger } from './logger.js';
 import { scrubSecrets } from './secrets.js';
@@ -10,6 +10,7 @@ import { beginLine } from './terminal-line.js';
 import { resolveLogFormat } from './log-format.js';
 import { PlatformClient, type PlatformClientOptions } from './platform/client.js';
 import { SharedBudget, budgetAccount } from './platform/shared-budget.js';
+import { createAccountClients } from './account-clients.js';
 
 export interface Output {
   out(text: string): void;
@@ -44,15 +45,17 @@ export interface AppContext {
   logger: Logger;
   io: Output;
   db: Knex;
-  /** The platform client; its request budget is shared with every process using the account. */
+  /** The first account's platform client (single-account code paths); its request budget is shared with every process using the account. */
   client: PlatformClient;
+  /** The client of a list's account (or of the account named), built on first use, each with its own budget. */
+  clientFor(target: Pick<ListConfig, 'account'> | string): PlatformClient;
   /** Aborted by SIGINT/SIGTERM (reason: the signal's name): jobs stop after the page or change in flight. */
   signal?: AbortSignal;
   close(): Promise<void>;
 }
 
 /**
- * The platform client; with `db`, its request budget is shared with every process using the account
+ * The first account's platform client; with `db`, its request budget is shared with every process using the account
  * (`budgetOptional`: a command that may run before the database is there uses it when it can).
  */
 export function createClient(
@@ -95,18 +98,21 @@ export async function openContext(opts: GlobalOptions, io: Output = stdio, role:
     await db.destroy();
     throw err;
   }
-  const client = createClient(config, logger, db);
+  const clients = createAccountClients({ config, logger, db });
   let closed = false;
   return {
     config,
     logger,
     io,
     db,
-    client,
+    get client() {
+      return clients.clientFor(config.accounts[0]!.name);
+    },
+    clientFor: (target) => clients.clientFor(target),
     async close() {
       if (closed) return;
       closed = true;
-      await client.close();
+      await clients.close();
       await db.destroy();
       logger.flush();
     },

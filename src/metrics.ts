@@ -28,6 +28,7 @@
  *   without copying them.
  */
 import { registerSchemaChangeMetrics } from './metrics-reporting.js';
+import { registerEngineMetrics, type EngineEvents } from './engine/engine-metrics.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Config } from './config.js';
@@ -75,6 +76,8 @@ export interface Metrics {
   onWebhook(outcome: ReceiveOutcome): void;
   /** Pass as the realtime applier's `onFlush`. */
   onRealtimeFlush(flush: FlushResult): void;
+  /** Pass as serve's `engineEvents`: the job queue's starts, retries and takeovers. */
+  engine: EngineEvents;
   /** Reads the Postgres-backed values now (scrapes do this themselves). */
   refresh(): Promise<void>;
   /** The `/metrics` route. */
@@ -113,8 +116,8 @@ const IN_PROCESS = {
   requests: {
     kind: 'counter',
     name: 'listsync_platform_requests_total',
-    help: 'Platform API attempts by endpoint and outcome (ok, error, retry, rate_limited).',
-    labels: ['endpoint', 'outcome'],
+    help: 'Platform API attempts by account, endpoint and outcome (ok, error, retry, rate_limited).',
+    labels: ['account', 'endpoint', 'outcome'],
   },
   retries: {
     kind: 'counter',
@@ -433,10 +436,12 @@ const FROM_CONFIG: readonly ReadMetric<Config>[] = [
   {
     kind: 'gauge',
     name: 'listsync_list_info',
-    help: "Always 1; the labels carry each configured list's platform IDs and conflict policy.",
-    labels: ['list', 'app_id', 'list_id', 'conflict_policy'],
+    help: "Always 1; the labels carry each configured list's account, platform IDs and conflict policy.",
+    labels: ['list', 'account', 'app_id', 'list_id', 'conflict_policy'],
     read: (v, c) =>
-      c.lists.forEach((l) => v.set({ list: l.name, app_id: l.appID, list_id: l.listID, conflict_policy: l.conflictPolicy }, 1)),
+      c.lists.forEach((l) =>
+        v.set({ list: l.name, account: l.account, app_id: l.appID, list_id: l.listID, conflict_policy: l.conflictPolicy }, 1),
+      ),
   },
   {
     kind: 'gauge',
@@ -455,8 +460,9 @@ const FROM_CONFIG: readonly ReadMetric<Config>[] = [
   {
     kind: 'gauge',
     name: 'listsync_request_budget_per_second',
-    help: "The account's request budget (platform.requestsPerSecond), shared by every process of the account.",
-    read: (v, c) => v.set({}, c.platform.requestsPerSecond),
+    help: 'Per account: its request budget (platform.requestsPerSecond), shared by every process of the account.',
+    labels: ['account'],
+    read: (v, c) => c.accounts.forEach((a) => v.set({ account: a.name }, a.platform.requestsPerSecond)),
   },
 ];
 
@@ -551,6 +557,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
   const applySnapshot = readMetrics(registry, FROM_POSTGRES, shared);
   readMetrics(registry, FROM_CONFIG)(config);
   registerSchemaChangeMetrics(registry, db, options.logger);
+  const engine = registerEngineMetrics(registry, db, options.logger);
 
   /** Runs that finished after this (Postgres text form of a timestamptz) were not observed yet. */
   let runCursor: string = now().toISOString();
@@ -594,8 +601,9 @@ export function createMetrics(options: MetricsOptions): Metrics {
 
   return {
     registry,
+    engine,
     onRequest(e) {
-      counted.requests.inc({ endpoint: e.endpoint, outcome: e.outcome });
+      counted.requests.inc({ account: e.account ?? config.accounts[0]!.name, endpoint: e.endpoint, outcome: e.outcome });
       if (e.attempt > 0) counted.retries.inc({ endpoint: e.endpoint });
       if (e.outcome === 'rate_limited') counted.rateLimited.inc({ endpoint: e.endpoint });
       counted.requestSeconds.observe({ endpoint: e.endpoint }, e.durationMs / 1000);

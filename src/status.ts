@@ -13,10 +13,13 @@
  */
 import type { Config, ListConfig } from './config.js';
 import type { Knex } from './db.js';
+import { mirrorSchemaOf } from './accounts.js';
 import { readStatusFacts, type StatusFacts } from './store/status-facts.js';
 
 export interface ListStatus {
   list: string;
+  /** The account the list belongs to. */
+  account: string;
   table: string;
   lastSuccessAt: Date | null;
   lastRunAt: Date | null;
@@ -92,13 +95,30 @@ export class RowCountCache {
   }
 }
 
+/** Every list's status, in the config's order: the two queries once per mirror schema (accounts may have their own). */
 export async function listStatuses(db: Knex, config: Config, now: Date = new Date(), options: StatusOptions = {}): Promise<ListStatus[]> {
-  const schema = config.database.schema;
-  const lists = config.lists.map((l) => ({ name: l.name, table: l.table ?? l.name }));
-  if (lists.length === 0) return [];
-  const facts = await readStatusFacts(db, schema, lists);
+  const bySchema = new Map<string, ListConfig[]>();
+  for (const l of config.lists) {
+    const schema = mirrorSchemaOf(config, l);
+    bySchema.set(schema, [...(bySchema.get(schema) ?? []), l]);
+  }
+  const found = new Map<string, ListStatus>();
+  for (const [schema, lists] of bySchema) for (const s of await statusesIn(db, schema, lists, now, options)) found.set(s.list, s);
+  return config.lists.flatMap((l) => found.get(l.name) ?? []);
+}
+
+async function statusesIn(
+  db: Knex,
+  schema: string,
+  lists: readonly ListConfig[],
+  now: Date,
+  options: StatusOptions,
+): Promise<ListStatus[]> {
+  const tables = lists.map((l) => ({ name: l.name, table: l.table ?? l.name }));
+  const account = new Map(lists.map((l) => [l.name, l.account]));
+  const facts = await readStatusFacts(db, schema, tables);
   const counts = await rowCounts(db, schema, facts, options.rows ?? true, now);
-  return facts.map((f) => statusOf(f, schema, counts.get(f.table), now));
+  return facts.map((f) => ({ ...statusOf(f, schema, counts.get(f.table), now), account: account.get(f.name)! }));
 }
 
 async function rowCounts(
@@ -139,7 +159,7 @@ async function countMirrorRows(db: Knex, schema: string, tables: readonly string
   return new Map(r.rows.map((row) => [row.tbl, { live: Number(row.live), deleted: Number(row.deleted) }]));
 }
 
-function statusOf(f: StatusFacts, schema: string, rows: RowCounts | undefined, now: Date): ListStatus {
+function statusOf(f: StatusFacts, schema: string, rows: RowCounts | undefined, now: Date): Omit<ListStatus, 'account'> {
   return {
     list: f.name,
     table: `${schema}.${f.table}`,

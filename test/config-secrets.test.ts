@@ -50,7 +50,7 @@ describe('config errors keep secrets out', () => {
     expectNoSecret(m);
     const top = messageOf({ ...base, serv: { port: 1 } });
     expect(top).toContain('did you mean "serve"?');
-    expect(top).toContain('Valid keys of the top level: platform, database, lists, users, directory, serve, log');
+    expect(top).toContain('Valid keys of the top level: platform, database, lists, accounts, users, directory, serve, log');
     expectNoSecret(top);
   });
 

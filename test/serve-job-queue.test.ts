@@ -1,81 +1,161 @@
-/** serve's queue: at most `workers` at once, one run per lock scope, scheduled fires coalesced with their reason, early requests joined. */
-import { describe, expect, it } from 'vitest';
-import { createJobQueue, type QueueEntry } from '../src/serve/job-queue.js';
+/**
+ * The job engine every serve process shares (real PostgreSQL, pg-boss): at most `slots` jobs at once per
+ * worker, oldest first, never two of one scope (a list) together across workers; a scheduled fire of a
+ * job still queued or running coalesced with its reason, never stacked, and the same fire from another
+ * replica made once; early requests joined; a job handed back at shutdown run by another worker.
+ */
+import type PgBoss from 'pg-boss';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { startBoss } from '../src/engine/boss.js';
+import { createEnqueuer, type Enqueuer } from '../src/engine/enqueue.js';
+import { jobScope, type JobKind, type JobOrigin, type JobPayload } from '../src/engine/job-payload.js';
+import { startWorker, type JobEnd, type Worker } from '../src/engine/worker.js';
+import { silentLogger } from '../src/logger.js';
+import { createTestDatabase, type TestDatabase } from './helpers/db.js';
 
-function harness(workers: number) {
+let t: TestDatabase;
+let boss: PgBoss;
+let enqueuer: Enqueuer;
+const workers: Worker[] = [];
+
+beforeEach(async () => {
+  t = await createTestDatabase();
+  boss = await startBoss(t.db, { supervise: false, logger: silentLogger() });
+  enqueuer = createEnqueuer(boss, t.db, () => ({ leaseSeconds: 60, retryLimit: 0, retryDelaySeconds: 1 }));
+});
+afterEach(async () => {
+  for (const w of workers.splice(0)) await w.stopTaking();
+  await boss.stop({ graceful: false });
+  await t.drop();
+});
+
+const payload = (job: JobKind, list: string, origin: JobOrigin, second = 0, account = 'default', accountCap = 0): JobPayload => ({
+  job,
+  list,
+  account,
+  origin,
+  firedAt: new Date(Date.UTC(2026, 0, 1, 0, 0, second)).toISOString(),
+  scope: jobScope(job, list),
+  accountCap,
+});
+
+/** A worker whose runs end when the test says: `started` in order, `finish(key)` ends the oldest running one of a key. */
+function harness(slots: number) {
   const started: string[] = [];
-  const finish = new Map<string, () => void>();
-  const coalesced: string[] = [];
-  const queue = createJobQueue<string>({
-    workers,
-    execute: (e: QueueEntry<string>) =>
-      new Promise<unknown>((resolve) => {
-        started.push(e.key);
-        finish.set(e.key, () => resolve(`${e.key} done`));
+  const finishers = new Map<string, (() => void)[]>();
+  const worker = startWorker({
+    db: t.db,
+    boss,
+    logger: silentLogger(),
+    slots,
+    pollMs: 50,
+    renewEveryMs: 20_000,
+    leaseOf: () => 60,
+    execute: (job) =>
+      new Promise<JobEnd>((resolve) => {
+        const key = `${job.data.job}:${job.data.list}`;
+        started.push(key);
+        finishers.set(key, [...(finishers.get(key) ?? []), () => resolve({ kind: 'done', output: { status: 'succeeded' } })]);
       }),
-    onCoalesced: (e, reason) => coalesced.push(`${e.key}: ${reason}`),
   });
-  const settle = async () => {
-    for (let i = 0; i < 5; i++) await Promise.resolve();
+  workers.push(worker);
+  return {
+    worker,
+    started,
+    finish: (key: string) => finishers.get(key)!.shift()!(),
   };
-  return { queue, started, finish, coalesced, settle };
 }
 
-describe('job queue', () => {
-  it('runs at most `workers` at once, oldest first, never two of one scope together', async () => {
+async function until(what: string, fn: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await fn())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+const settle = () => new Promise((r) => setTimeout(r, 400));
+
+describe('job engine', () => {
+  it('runs at most `slots` at once, oldest first, never two of one scope together', async () => {
+    for (const [job, list] of [
+      ['pull', 'a'],
+      ['push', 'a'],
+      ['pull', 'b'],
+      ['pull', 'c'],
+    ] as const)
+      await enqueuer.request(payload(job, list, 'request'));
     const h = harness(2);
-    void h.queue.offer('pull:a', 'list:a', 'a', 'schedule');
-    void h.queue.offer('push:a', 'list:a', 'a', 'schedule');
-    void h.queue.offer('pull:b', 'list:b', 'b', 'schedule');
-    void h.queue.offer('pull:c', 'list:c', 'c', 'schedule');
+    await until('two started', () => h.started.length === 2);
+    await settle();
     expect(h.started).toEqual(['pull:a', 'pull:b']);
-    expect(h.queue.queued).toBe(2);
-    h.finish.get('pull:a')!();
-    await h.settle();
-    expect(h.started).toEqual(['pull:a', 'pull:b', 'push:a']);
-    h.finish.get('pull:b')!();
-    await h.settle();
+    h.finish('pull:a');
+    await until('push:a started', () => h.started.length === 3);
+    expect(h.started.at(-1)).toBe('push:a');
+    h.finish('pull:b');
+    await until('pull:c started', () => h.started.length === 4);
     expect(h.started.at(-1)).toBe('pull:c');
   });
 
-  it('a scheduled fire of a job still queued or running is coalesced with the reason, never stacked', async () => {
+  it('a scheduled fire of a job still queued or running is coalesced with the reason, never stacked; the same fire from another replica is one job', async () => {
     const h = harness(1);
-    void h.queue.offer('pull:a', 'list:a', 'a', 'schedule');
-    void h.queue.offer('pull:b', 'list:b', 'b', 'schedule');
-    expect(await h.queue.offer('pull:a', 'list:a', 'a', 'schedule')).toBeUndefined();
-    expect(await h.queue.offer('pull:b', 'list:b', 'b', 'schedule')).toBeUndefined();
-    expect(h.coalesced).toEqual([
-      'pull:a: coalesced: the previous run is still running',
-      'pull:b: coalesced: the previous fire is still queued',
-    ]);
-    expect(h.queue.queued).toBe(1);
+    expect(await enqueuer.fire(payload('pull', 'a', 'schedule', 1))).toHaveProperty('sent');
+    await until('pull:a started', () => h.started.length === 1);
+    expect(await enqueuer.fire(payload('pull', 'b', 'schedule', 1))).toHaveProperty('sent');
+    expect(await enqueuer.fire(payload('pull', 'a', 'schedule', 2))).toEqual({ coalesced: 'coalesced: the previous run is still running' });
+    expect(await enqueuer.fire(payload('pull', 'b', 'schedule', 2))).toEqual({ coalesced: 'coalesced: the previous fire is still queued' });
+    // Another replica's fire of the same instant: no skip, no second job, even after the job finished.
+    expect(await enqueuer.fire(payload('pull', 'b', 'schedule', 1))).toHaveProperty('sameFire');
+    h.finish('pull:a');
+    await until('pull:b started', () => h.started.length === 2);
+    h.finish('pull:b');
+    await until('idle', () => h.worker.running === 0);
+    expect(await enqueuer.fire(payload('pull', 'b', 'schedule', 1))).toHaveProperty('sameFire');
+    await settle();
+    expect(h.started).toEqual(['pull:a', 'pull:b']);
   });
 
   it('an early request joins the queued run, or asks for one more after the running one', async () => {
     const h = harness(1);
-    const first = h.queue.offer('pull:a', 'list:a', 'a', 'request');
-    void h.queue.offer('pull:a', 'list:a', 'a', 'request');
-    void h.queue.offer('pull:a', 'list:a', 'a', 'request');
-    h.finish.get('pull:a')!();
-    expect(await first).toBe('pull:a done');
-    await h.settle();
+    const first = await enqueuer.request(payload('pull', 'a', 'request'));
+    await until('pull:a started', () => h.started.length === 1);
+    const second = await enqueuer.request(payload('pull', 'a', 'request'));
+    expect(await enqueuer.request(payload('pull', 'a', 'request'))).toBe(second);
+    expect(second).not.toBe(first);
+    h.finish('pull:a');
+    await until('the second run', () => h.started.length === 2);
+    h.finish('pull:a');
+    await until('idle', () => h.worker.running === 0);
+    await settle();
     expect(h.started).toEqual(['pull:a', 'pull:a']);
-    expect(h.coalesced).toEqual([]);
   });
 
-  it('drain drops what is queued and hands it back; idle waits for the running', async () => {
-    const h = harness(1);
-    void h.queue.offer('pull:a', 'list:a', 'a', 'schedule');
-    const dropped = h.queue.offer('pull:b', 'list:b', 'b', 'schedule');
-    expect(h.queue.drain().map((e) => e.key)).toEqual(['pull:b']);
-    expect(await dropped).toBeUndefined();
-    let idle = false;
-    void h.queue.idle().then(() => (idle = true));
-    await h.settle();
-    expect(idle).toBe(false);
-    h.finish.get('pull:a')!();
-    await h.settle();
-    expect(idle).toBe(true);
-    expect(h.started).toEqual(['pull:a']);
+  it('a job handed back at shutdown is not failed: another worker runs it', async () => {
+    const a = harness(1);
+    await enqueuer.request(payload('backfill', 'a', 'operator'));
+    await until('started on the first worker', () => a.started.length === 1);
+    const b = harness(1);
+    await settle();
+    expect(b.started).toEqual([]);
+    await a.worker.stopTaking();
+    await a.worker.handBackRunning('stopped by shutdown');
+    await until('taken by the second worker', () => b.started.length === 1);
+    expect(b.started).toEqual(['backfill:a']);
+    const row = (await t.db.raw(`select state, retry_count from listsync_jobs.job where singleton_key = 'backfill:a'`)).rows[0];
+    expect(row).toEqual({ state: 'active', retry_count: 0 });
+  });
+
+  it('an account at its cap (platform.maxConcurrentJobs) waits while the jobs of another account run, across workers', async () => {
+    for (const list of ['a1', 'a2', 'a3']) await enqueuer.request(payload('pull', list, 'request', 0, 'alpha', 1));
+    await enqueuer.request(payload('pull', 'b1', 'request', 0, 'beta', 1));
+    const one = harness(2);
+    const two = harness(2);
+    await until('two started', () => one.started.length + two.started.length === 2);
+    await settle();
+    const started = () => [...one.started, ...two.started].sort();
+    expect(started()).toEqual(['pull:a1', 'pull:b1']);
+    (one.started.includes('pull:a1') ? one : two).finish('pull:a1');
+    await until('the next of alpha', () => one.started.length + two.started.length === 3);
+    await settle();
+    expect(started()).toEqual(['pull:a1', 'pull:a2', 'pull:b1']);
   });
 });

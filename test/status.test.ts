@@ -153,6 +153,7 @@ describe('list statuses', () => {
 
   const alpha: ListStatus = {
     list: 'alpha',
+    account: 'default',
     table: 'mirror.alpha_items',
     lastSuccessAt: at(1),
     lastRunAt: at(20),
@@ -172,6 +173,7 @@ describe('list statuses', () => {
   };
   const beta: ListStatus = {
     list: 'beta',
+    account: 'default',
     table: 'mirror.beta',
     lastSuccessAt: at(31),
     lastRunAt: at(40),
@@ -191,6 +193,7 @@ describe('list statuses', () => {
   };
   const gamma: ListStatus = {
     list: 'gamma',
+    account: 'default',
     table: 'mirror.gamma',
     lastSuccessAt: null,
     lastRunAt: at(45),

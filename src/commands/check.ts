@@ -4,15 +4,18 @@
  * says what is wrong and what to do.
  */
 import type { Knex } from 'knex';
-import type { Config } from '../config.js';
+import type { AccountConfig, Config } from '../config.js';
+import { configForAccount, listKeyPath, namesAccounts } from '../accounts.js';
 import { redactUrl } from '../config.js';
 import { createDb, pendingMigrations, ping } from '../db.js';
-import type { PlatformClient } from '../platform/client.js';
+import { PlatformClient } from '../platform/client.js';
+import { SharedBudget, budgetAccount } from '../platform/shared-budget.js';
+import type { Logger } from '../logger.js';
 import { AuthError } from '../platform/platform-errors.js';
 import { mirrorTableFindings } from './mirror-tables.js';
 import type { Finding } from './finding.js';
 import { checkList } from './list-check.js';
-import { appLogger, createClient, loadAppConfig } from '../context.js';
+import { appLogger, loadAppConfig } from '../context.js';
 import type { CommandKit } from './command-kit.js';
 import { coerceError } from '../errors.js';
 import { exitCodeFor } from '../exit-code.js';
@@ -22,9 +25,14 @@ import { describeBudget, scheduleBudget } from '../serve/schedule-budget.js';
 export type PlatformCheck = (config: Config, db?: Knex) => Promise<Finding[]>;
 
 export async function runCheck(config: Config, platformCheck?: PlatformCheck): Promise<Finding[]> {
-  const findings: Finding[] = [{ check: 'config', ok: true, message: `${config.lists.length} list(s) configured` }];
-  const budget = describeBudget(scheduleBudget(config));
-  findings.push({ check: 'schedules', ok: true, warning: budget.warning, message: budget.message });
+  const accounts = namesAccounts(config) ? ` in ${config.accounts.length} accounts (${config.accounts.map((a) => a.name).join(', ')})` : '';
+  const findings: Finding[] = [{ check: 'config', ok: true, message: `${config.lists.length} list(s) configured${accounts}` }];
+  // Each account's schedules against its own budget.
+  for (const a of config.accounts) {
+    const budget = describeBudget(scheduleBudget(configForAccount(config, a.name)));
+    const check = namesAccounts(config) ? `schedules of account ${a.name}` : 'schedules';
+    findings.push({ check, ok: true, warning: budget.warning, message: budget.message });
+  }
   const db = createDb({ url: config.database.url, poolMax: 1 });
   let usable = false;
   try {
@@ -60,29 +68,48 @@ export function exitCodeOf(findings: readonly Finding[]): 0 | 1 | 2 {
   return failed.some((f) => (f.severity ?? 2) === 2) ? 2 : 1;
 }
 
-/** Reaches the platform with the configured key and checks each list's cursor, sort and ID fields are indexed. */
-export function platformCheck(makeClient: (db?: Knex) => PlatformClient): PlatformCheck {
-  return async (config, db) => {
-    const client = makeClient(db);
-    const findings: Finding[] = [];
-    try {
-      for (const [i, list] of config.lists.entries()) {
-        const finding = await checkList(client, list, i);
-        findings.push(finding);
-        if (finding.keyRefused) break;
-      }
-      if (config.lists.length === 0) {
-        await client.searchUsers({ pageIndex: 1, pageSize: 1 });
-        findings.push({ check: 'platform', ok: true, message: 'reachable, API key accepted' });
-      }
-    } catch (err) {
-      const severity = err instanceof AuthError ? 2 : 1;
-      findings.push({ check: 'platform', ok: false, severity, message: coerceError(err).message });
-    } finally {
-      await client.close();
+/**
+ * Reaches each account's platform with its key and checks each list's cursor, sort and ID fields are
+ * indexed. Accounts are checked side by side (one that does not answer holds up only its own findings);
+ * with more than one, each finding names the account of its list. With `db`, each account's requests go
+ * through its shared budget, so a pull right after keeps the account's second.
+ */
+export function platformCheck(makeClient: (account: AccountConfig, db?: Knex) => PlatformClient): PlatformCheck {
+  return async (config, db) => (await Promise.all(config.accounts.map((a) => checkAccount(config, a, makeClient(a, db))))).flat();
+}
+
+async function checkAccount(config: Config, account: AccountConfig, client: PlatformClient): Promise<Finding[]> {
+  const named = namesAccounts(config);
+  const findings: Finding[] = [];
+  const platform = named ? `platform of account ${account.name}` : 'platform';
+  try {
+    for (const list of account.lists) {
+      const finding = await checkList(
+        client,
+        list,
+        listKeyPath(config, list),
+        named ? `${list.name} (account ${account.name})` : list.name,
+      );
+      findings.push(finding);
+      if (finding.keyRefused) break;
     }
-    return findings;
-  };
+    if (account.lists.length === 0) {
+      await client.searchUsers({ pageIndex: 1, pageSize: 1 });
+      findings.push({ check: platform, ok: true, message: 'reachable, API key accepted' });
+    }
+  } catch (err) {
+    const severity = err instanceof AuthError ? 2 : 1;
+    findings.push({ check: platform, ok: false, severity, message: coerceError(err).message });
+  } finally {
+    await client.close();
+  }
+  return findings;
+}
+
+/** check answers quickly (one retry); with the database, through the account's shared budget, used when it can be. */
+function accountClient(account: AccountConfig, logger: Logger, db?: Knex): PlatformClient {
+  const budget = db ? new SharedBudget({ db, account: budgetAccount(account.platform), optional: true }) : undefined;
+  return new PlatformClient({ config: { ...account.platform, retries: 1 }, logger, budget });
 }
 
 export function register({ program, io, setCode, globals }: CommandKit): void {
@@ -95,7 +122,7 @@ export function register({ program, io, setCode, globals }: CommandKit): void {
       // check answers quickly: one retry, not the run's full backoff.
       const findings = await runCheck(
         config,
-        platformCheck((db) => createClient({ ...config, platform: { ...config.platform, retries: 1 } }, logger, db, undefined, true)),
+        platformCheck((a, db) => accountClient(a, logger, db)),
       );
       for (const f of findings) io.out(`${f.ok ? (f.warning ? 'warn' : 'ok  ') : 'FAIL'} ${f.check}: ${f.message}`);
       setCode(exitCodeOf(findings));

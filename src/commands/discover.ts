@@ -21,7 +21,8 @@ import type { PlatformClient } from '../platform/client.js';
 import { AuthError, NotFoundError, PlatformError, RateLimitError, TransportError } from '../platform/platform-errors.js';
 import type { FieldMeta, PlatformApplication, PlatformListRef } from '../platform/types.js';
 import { describeDuplicates } from './mirror-tables.js';
-import { appLogger, createClient, loadAppConfig } from '../context.js';
+import { appLogger, loadAppConfig } from '../context.js';
+import { createAccountClients } from '../account-clients.js';
 import { createDb } from '../db.js';
 import { UsageError, coerceError } from '../errors.js';
 import { isAnotherField, readRegistry } from '../mirror/list-registry.js';
@@ -33,13 +34,13 @@ import { LIST_FLAGS, LIST_HELP } from './options.js';
 export type RegistryReader = (listName: string) => Promise<RegistryEntry | undefined>;
 
 export async function runDiscover(
-  ctx: Pick<AppContext, 'client'>,
+  ctx: Pick<AppContext, 'clientFor'>,
   lists: readonly ListConfig[],
   readRegistry: RegistryReader = async () => undefined,
 ): Promise<string> {
   const out: string[] = [];
   for (const list of lists) {
-    const fields = await ctx.client.getFields(list.appID, list.listID);
+    const fields = await ctx.clientFor(list).getFields(list.appID, list.listID);
     const registry = await readRegistry(list.name);
     out.push(`${list.name} (${list.appID}/${list.listID}): ${fields.length} fields -> table ${list.table ?? list.name}`);
     const duplicates = describeDuplicates(fields, `${list.appID}/${list.listID}`);
@@ -230,14 +231,15 @@ export function register({ program, io, globals }: CommandKit): void {
       const config = loadAppConfig(globals());
       const lists = opts.apps ? [] : selectLists({ config }, opts.list);
       // The mirror's registry, when the database is reachable, says which columns exist and which fields were renamed;
-      // its request budget holds this command's requests, so that a pull right after keeps the account's second.
+      // each account's request budget holds this command's requests, so that a pull right after keeps the account's second.
       const db = createDb({ url: config.database.url, poolMax: 1 });
-      const client = createClient(config, appLogger(config, globals()), db, undefined, true);
+      const clients = createAccountClients({ config, logger: appLogger(config, globals()), db, budgetOptional: true });
+      const client = clients.clientFor(config.accounts[0]!.name);
       const registry = (name: string) => readRegistry(db, name).catch(() => undefined);
       try {
-        io.out(opts.apps ? formatDiscovery(await discoverLists(client)) : await runDiscover({ client }, lists, registry));
+        io.out(opts.apps ? formatDiscovery(await discoverLists(client)) : await runDiscover(clients, lists, registry));
       } finally {
-        await client.close();
+        await clients.close();
         await db.destroy();
       }
     });

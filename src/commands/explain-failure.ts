@@ -8,6 +8,7 @@ import type { ListConfig } from '../config.js';
 import { ConfigError, LockedError, UsageError, coerceError } from '../errors.js';
 import { exitCodeFor } from '../exit-code.js';
 import { AuthError, PlatformError, TransportError } from '../platform/platform-errors.js';
+import { listKeyPath } from '../accounts.js';
 import { checkList } from './list-check.js';
 
 /**
@@ -45,10 +46,10 @@ export async function explainJobFailure(
 async function explainPlatformRefusal(ctx: AppContext, list: ListConfig, err: unknown): Promise<unknown> {
   const refusal = platformErrorIn(err);
   if (!refusal || refusal instanceof AuthError || refusal instanceof TransportError) return err;
-  const i = ctx.config.lists.findIndex((l) => l.name === list.name);
+  const at = listKeyPath(ctx.config, list);
   try {
-    const finding = await checkList(ctx.client, list, i);
-    if (!finding.ok && finding.severity === 2) return new ConfigError(finding.message, `lists[${i}]`, { cause: err });
+    const finding = await checkList(ctx.clientFor(list), list, at);
+    if (!finding.ok && finding.severity === 2) return new ConfigError(finding.message, at, { cause: err });
   } catch (checkErr) {
     ctx.logger.debug({ err: checkErr }, 'asking the platform about the list failed too');
   }

@@ -1,5 +1,6 @@
 /** `listsync hooks subscribe|list|remove`: webhook subscriptions (workflow tasks and list item events). */
 import type { ListConfig } from '../config.js';
+import { configForList } from '../accounts.js';
 import type { AppContext } from '../context.js';
 import { ensureItemSubscriptions, removeSubscription } from '../realtime/subscriptions.js';
 import { table } from '../format.js';
@@ -61,7 +62,11 @@ const EVENT_NAMES: Record<number, string> = { 3: 'created or modified', 4: 'dele
 
 /** `hooks subscribe --list L`: the list's item event subscriptions (created-or-modified, deleted), reused when they exist. */
 export async function runHooksSubscribeList(ctx: AppContext, list: ListConfig, options: { callbackUrl?: string }): Promise<number> {
-  const subs = await ensureItemSubscriptions({ db: ctx.db, client: ctx.client, config: ctx.config }, list, options);
+  const subs = await ensureItemSubscriptions(
+    { db: ctx.db, client: ctx.clientFor(list), config: configForList(ctx.config, list) },
+    list,
+    options,
+  );
   const lines = subs.map(
     (s) =>
       `  ${EVENT_NAMES[s.type] ?? `type ${s.type}`}: listsync subscription ${s.id}, platform hook ${s.platformId ?? '-'} (${s.outcome === 'reused' ? 'already subscribed' : s.outcome})`,

@@ -2,6 +2,7 @@
  * What a list job run from the command line gets from the command's context
  * and its `--wait` option.
  */
+import { configForList } from '../accounts.js';
 import type { ListConfig } from '../config.js';
 import type { AppContext } from '../context.js';
 import type { JobDeps, PageDone } from '../sync/run-job.js';
@@ -10,8 +11,8 @@ import type { JobDeps, PageDone } from '../sync/run-job.js';
 const WAIT_MS = 24 * 3_600_000;
 
 /**
- * What a list job run from the command line gets: the context's database,
- * client, config and signal, a logger naming the list and job on every line,
+ * What a list job run from the command line gets: the context's database
+ * and signal, the client and config of the list's account, a logger naming the list and job on every line,
  * and the progress hook.
  */
 export function jobDeps(
@@ -23,8 +24,8 @@ export function jobDeps(
 ): JobDeps & { onPage: (p: PageDone) => void } {
   return {
     db: ctx.db,
-    client: ctx.client,
-    config: ctx.config,
+    client: ctx.clientFor(list),
+    config: configForList(ctx.config, list),
     logger: ctx.logger.child({ list: list.name, job }),
     waitMs: options.wait ? WAIT_MS : 0,
     signal: ctx.signal,

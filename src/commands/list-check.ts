@@ -12,11 +12,15 @@ import { AuthError, NotFoundError } from '../platform/platform-errors.js';
 import type { Finding } from './finding.js';
 import { describeDuplicates, reservedNameNotes } from './mirror-tables.js';
 
+/** The key of a setting of the list's account at `at`: `platform.baseUrl`, or `accounts[1].platform.baseUrl`. */
+const platformKeyOf = (at: string, key: string): string => `${at.replace(/lists\[\d+\]$/, '')}platform.${key}`;
+
 /**
  * One list against the platform: it exists, its cursor, sort and ID fields exist and are indexed,
  * its items carry the version field. Also what a job that the platform refused asks (`explainJobFailure`).
  */
-export async function checkList(client: PlatformClient, list: ListConfig, i: number): Promise<Finding> {
+/** `at`: where the list is written (`lists[2]`, `accounts[1].lists[0]`); `label` names it in the finding. */
+export async function checkList(client: PlatformClient, list: ListConfig, at: string, label = list.name): Promise<Finding> {
   let fields;
   try {
     fields = await client.getFields(list.appID, list.listID);
@@ -24,12 +28,12 @@ export async function checkList(client: PlatformClient, list: ListConfig, i: num
     const severity = err instanceof AuthError || err instanceof NotFoundError ? 2 : 1;
     const hint =
       err instanceof AuthError
-        ? ' The platform refused the API key: check PLATFORM_API_KEY / platform.apiKey.'
+        ? ` The platform refused the API key: check ${at.startsWith('accounts[') ? platformKeyOf(at, 'apiKey') : 'PLATFORM_API_KEY / platform.apiKey'}.`
         : err instanceof NotFoundError
-          ? ` Check lists[${i}].appID and lists[${i}].listID.`
-          : ' Check platform.baseUrl and the network.';
+          ? ` Check ${at}.appID and ${at}.listID.`
+          : ` Check ${platformKeyOf(at, 'baseUrl')} and the network.`;
     return {
-      check: `platform ${list.name}`,
+      check: `platform ${label}`,
       ok: false,
       severity,
       message: `${coerceError(err).message}.${hint}`,
@@ -42,18 +46,17 @@ export async function checkList(client: PlatformClient, list: ListConfig, i: num
   for (const key of ['cursorField', 'sortField', 'idField'] as const) {
     const name = list[key];
     const f = byName.get(name);
-    if (!f) problems.push(`lists[${i}].${key} "${name}" is not a field of ${list.appID}/${list.listID}`);
-    else if (!f.IsIndex)
-      problems.push(`lists[${i}].${key} "${name}" is not indexed on the platform (filters and sorts need indexed fields)`);
+    if (!f) problems.push(`${at}.${key} "${name}" is not a field of ${list.appID}/${list.listID}`);
+    else if (!f.IsIndex) problems.push(`${at}.${key} "${name}" is not indexed on the platform (filters and sorts need indexed fields)`);
   }
   const duplicates = describeDuplicates(fields, `${list.appID}/${list.listID}`);
   if (duplicates) problems.push(duplicates);
-  const version = problems.length === 0 ? await versionFieldProblem(client, list, i) : undefined;
+  const version = problems.length === 0 ? await versionFieldProblem(client, list, at) : undefined;
   if (version) problems.push(version);
   return problems.length
-    ? { check: `platform ${list.name}`, ok: false, severity: 2, message: `${problems.join('; ')}. Indexed fields: ${indexed.join(', ')}.` }
+    ? { check: `platform ${label}`, ok: false, severity: 2, message: `${problems.join('; ')}. Indexed fields: ${indexed.join(', ')}.` }
     : {
-        check: `platform ${list.name}`,
+        check: `platform ${label}`,
         ok: true,
         message: [
           `${fields.length} fields; ${list.cursorField} and ${list.sortField} are indexed`,
@@ -67,13 +70,13 @@ export async function checkList(client: PlatformClient, list: ListConfig, i: num
  * list it): one item is asked for and must carry it. An empty list cannot
  * say; that is not a problem.
  */
-async function versionFieldProblem(client: PlatformClient, list: ListConfig, i: number): Promise<string | undefined> {
+async function versionFieldProblem(client: PlatformClient, list: ListConfig, at: string): Promise<string | undefined> {
   const { items } = await client.queryItems(list.appID, list.listID, { PageIndex: 1, PageSize: 1 });
   const item = items[0];
   if (item === undefined || Object.hasOwn(item, list.versionField)) return undefined;
   const keys = Object.keys(item).filter((k) => /version|rev/i.test(k));
   return (
-    `items of ${list.appID}/${list.listID} have no "${list.versionField}" (lists[${i}].versionField), which write-back needs to detect conflicts` +
+    `items of ${list.appID}/${list.listID} have no "${list.versionField}" (${at}.versionField), which write-back needs to detect conflicts` +
     (keys.length ? `; version-like keys seen: ${keys.join(', ')}` : `; keys seen: ${Object.keys(item).slice(0, 12).join(', ')}`)
   );
 }

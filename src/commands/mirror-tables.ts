@@ -6,6 +6,7 @@
  */
 import { pinnedNames, type Config, type ListConfig } from '../config.js';
 import type { Knex } from '../db.js';
+import { listKeyPath, mirrorSchemaOf } from '../accounts.js';
 import { readRegistry } from '../mirror/list-registry.js';
 import { assignColumnNames, FIXED_COLUMNS, isReservedColumn, preferredColumnName } from '../mirror/index.js';
 import type { FieldMeta } from '../platform/types.js';
@@ -15,9 +16,9 @@ import type { Finding } from './finding.js';
 const OWN_COLUMNS = [FIXED_COLUMNS.id, FIXED_COLUMNS.rowVersion, '_deleted_at'];
 
 export async function mirrorTableFindings(db: Knex, config: Config): Promise<Finding[]> {
-  const schema = config.database.schema;
   const findings: Finding[] = [];
-  for (const [i, list] of config.lists.entries()) {
+  for (const list of config.lists) {
+    const schema = mirrorSchemaOf(config, list);
     const table = list.table ?? list.name;
     const columns = await columnsOf(db, schema, table);
     if (columns.length === 0) {
@@ -42,7 +43,7 @@ export async function mirrorTableFindings(db: Knex, config: Config): Promise<Fin
             check: `mirror ${list.name}`,
             ok: false,
             severity: 2,
-            message: `${problem}: a pull would add columns and triggers to it. Set lists[${i}].table to a new name (or move that table away).`,
+            message: `${problem}: a pull would add columns and triggers to it. Set ${listKeyPath(config, list)}.table to a new name (or move that table away).`,
           }
         : { check: `mirror ${list.name}`, ok: true, message: `${schema}.${table} is listsync's table for this list` },
     );

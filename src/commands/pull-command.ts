@@ -1,5 +1,6 @@
 /** `listsync pull` and `listsync backfill`: the CLI side (progress, summaries). */
 import { DateTime } from 'luxon';
+import { accountNamed } from '../accounts.js';
 import type { ListConfig } from '../config.js';
 import type { AppContext } from '../context.js';
 import { UsageError } from '../errors.js';
@@ -14,6 +15,7 @@ import { knownList } from './list-names.js';
 import { resumeHint } from './resume-hint.js';
 import { jobDeps } from './job-deps.js';
 import { listJobOptions } from './options.js';
+import { queueInstead, queueOption, refuseWithQueue } from './queue-option.js';
 
 export function selectLists(ctx: Pick<AppContext, 'config'>, name?: string): readonly ListConfig[] {
   if (!name) {
@@ -61,9 +63,11 @@ export async function runPulls(
   options: { wait: boolean; refreshSchema?: boolean },
 ): Promise<number> {
   const job = mode.kind === 'incremental' ? 'pull' : 'backfill';
-  const concurrent = Math.min(lists.length, pullConcurrency(ctx.config));
-  // The lists of one pull ask their missing titles once per application.
-  const titles = new ListTitles(ctx.client, ctx.logger);
+  const groups = byAccount(lists);
+  const limit = (account: string): number => accountConcurrency(ctx.config, account, groups.size);
+  const concurrent = [...groups].reduce((n, [a, g]) => n + Math.min(g.length, limit(a)), 0);
+  // The lists of one pull ask their missing titles once per application (of their account).
+  const titles = new Map([...groups.keys()].map((a) => [a, new ListTitles(ctx.clientFor(a), ctx.logger)]));
   // Several bars at once would overwrite each other on a terminal: lists pulled together show their summaries only.
   const quiet = concurrent > 1 && ctx.io.isTTY;
   const pullOne = async (list: ListConfig): Promise<{ out?: string; ok?: boolean; err?: unknown }> => {
@@ -74,7 +78,7 @@ export async function runPulls(
           // Every line of the run names the list and job, those of the table's set-up too.
           {
             ...jobDeps(ctx, list, job, options, (p) => reporter?.onPage(p)),
-            titles,
+            titles: titles.get(list.account),
             refreshSchema: options.refreshSchema === true,
             // One list is bound by round trips: its start probes leave with its first page.
             startProbesEarly: lists.length === 1,
@@ -90,8 +94,11 @@ export async function runPulls(
       return { err };
     }
   };
+  // Each account pulls its lists with its own share of the concurrency: a slow or down platform holds its own lists only.
+  const byList = new Map<ListConfig, Promise<{ out?: string; ok?: boolean; err?: unknown }>>();
+  for (const [account, group] of groups) inOrder(group, limit(account), pullOne).forEach((p, i) => byList.set(group[i]!, p));
   // Summaries come out in the config's order, each as soon as the lists before it are done.
-  const outcomes = inOrder(lists, concurrent, pullOne);
+  const outcomes = lists.map((l) => byList.get(l)!);
   const ends = new ListOutcomes(job);
   for (let i = 0; i < lists.length; i++) {
     const o = await outcomes[i]!;
@@ -109,6 +116,24 @@ export async function runPulls(
   return ends.finish(ctx.io);
 }
 
+/** The lists by account, each in the given order. */
+function byAccount(lists: readonly ListConfig[]): Map<string, ListConfig[]> {
+  const groups = new Map<string, ListConfig[]>();
+  for (const l of lists) groups.set(l.account, [...(groups.get(l.account) ?? []), l]);
+  return groups;
+}
+
+/**
+ * Lists of one account pulled at once when `accounts` accounts pull together: their share of
+ * `pullConcurrency` (rounded up, at least one each), so every account has its lists under way,
+ * and never more than the account's `platform.maxConcurrentJobs` (0: no cap).
+ */
+function accountConcurrency(config: AppContext['config'], account: string, accounts: number): number {
+  const share = Math.ceil(pullConcurrency(config) / Math.max(1, accounts));
+  const cap = accountNamed(config, account).platform.maxConcurrentJobs;
+  return Math.max(1, cap > 0 ? Math.min(share, cap) : share);
+}
+
 /** Runs `fn` over `items` with at most `limit` at once, in order; the promises of the results, in the items' order. */
 function inOrder<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R>[] {
   const gates: (() => void)[] = [];
@@ -123,25 +148,32 @@ function inOrder<T, R>(items: readonly T[], limit: number, fn: (item: T) => Prom
 }
 
 export function register({ program, withContext }: CommandKit): void {
-  listJobOptions(program.command('pull').description('one incremental pull of every list (or one): platform -> mirror'))
+  queueOption(listJobOptions(program.command('pull').description('one incremental pull of every list (or one): platform -> mirror')))
     .option('--refresh-schema', 'ask the field metadata again even when the kept one is recent (lists[].fieldsMaxAgeMinutes)', false)
-    .action((opts: { list?: string; wait: boolean; refreshSchema: boolean }) =>
-      withContext((ctx) =>
-        runPulls(ctx, selectLists(ctx, opts.list), { kind: 'incremental' }, { wait: opts.wait, refreshSchema: opts.refreshSchema }),
-      ),
-    );
+    .action((opts: { list?: string; wait: boolean; refreshSchema: boolean; queue: boolean }) => {
+      refuseWithQueue(opts, '--refresh-schema', opts.refreshSchema);
+      return withContext((ctx) =>
+        opts.queue
+          ? queueInstead(ctx, 'pull', selectLists(ctx, opts.list))
+          : runPulls(ctx, selectLists(ctx, opts.list), { kind: 'incremental' }, { wait: opts.wait, refreshSchema: opts.refreshSchema }),
+      );
+    });
 
-  program
-    .command('backfill')
+  queueOption(program.command('backfill'))
     .description('re-read a date range of a list (by its cursor field), with progress; resumable after a crash')
     .requiredOption('-l, --list <name>', 'the list')
     .requiredOption('--from <YYYY-MM-DD>', 'first platform date (inclusive)')
     .option('--to <YYYY-MM-DD>', 'last platform date (inclusive); default: open-ended')
     .option('--wait', 'wait for a run of the same list in another process instead of exiting', false)
-    .action((opts: { list: string; from: string; to?: string; wait: boolean }) => {
+    .action((opts: { list: string; from: string; to?: string; wait: boolean; queue: boolean }) => {
       const from = parseDay(opts.from, '--from');
       const to = opts.to === undefined ? undefined : parseDay(opts.to, '--to');
       if (to && to < from) throw new UsageError(`--to ${to} is before --from ${from}.`);
-      return withContext((ctx) => runPulls(ctx, selectLists(ctx, opts.list), { kind: 'backfill', from, to }, { wait: opts.wait }));
+      refuseWithQueue(opts, '--to', to !== undefined);
+      return withContext((ctx) =>
+        opts.queue
+          ? queueInstead(ctx, 'backfill', selectLists(ctx, opts.list), from)
+          : runPulls(ctx, selectLists(ctx, opts.list), { kind: 'backfill', from, to }, { wait: opts.wait }),
+      );
     });
 }

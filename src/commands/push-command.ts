@@ -1,5 +1,6 @@
 /** `listsync push`, `listsync sync` and `listsync conflicts`: the CLI side of write-back. */
 import type { ConflictPolicy, ListConfig } from '../config.js';
+import { configForList } from '../accounts.js';
 import type { AppContext } from '../context.js';
 import { UsageError } from '../errors.js';
 import { plural, table } from '../format.js';
@@ -15,6 +16,7 @@ import { progressReporter } from './progress.js';
 import type { CommandKit } from './command-kit.js';
 import { explainJobFailure } from './explain-failure.js';
 import { ListOutcomes } from './list-outcomes.js';
+import { queueInstead, queueOption, refuseWithQueue } from './queue-option.js';
 import { jobDeps } from './job-deps.js';
 import { LIST_FLAGS, LIST_HELP, listJobOptions, positiveId } from './options.js';
 
@@ -93,7 +95,7 @@ export async function runPushes(
 /** `push --dry-run`: per change what would be sent and whether it would apply; nothing is written anywhere. */
 export async function previewPushes(ctx: AppContext, lists: readonly ListConfig[]): Promise<number> {
   for (const list of lists) {
-    const p = await previewPush(ctx, list);
+    const p = await previewPush({ db: ctx.db, client: ctx.clientFor(list), config: configForList(ctx.config, list) }, list);
     ctx.io.out(previewText(p));
   }
   return 0;
@@ -166,7 +168,7 @@ async function conflictOrExplain(ctx: AppContext, id: number) {
   if (!c) throw new UsageError(`No conflict with id ${id}; "listsync conflicts" lists the open ones.`);
   const list = ctx.config.lists.find((l) => l.name === c.list_name);
   if (!list) throw new UsageError(`Conflict ${id} belongs to list "${c.list_name}", which is no longer in the config.`);
-  return { c, list, mapping: await loadMappingOrExplain(ctx.db, ctx.config, list) };
+  return { c, list, mapping: await loadMappingOrExplain(ctx.db, configForList(ctx.config, list), list) };
 }
 
 export async function showConflict(ctx: AppContext, id: number): Promise<string> {
@@ -181,22 +183,26 @@ export async function showConflict(ctx: AppContext, id: number): Promise<string>
 }
 
 export async function resolveConflictCommand(ctx: AppContext, id: number, keep: 'local' | 'remote'): Promise<string> {
-  return settleConflict(ctx, id, keep);
+  const { list } = await conflictOrExplain(ctx, id);
+  // The conflict is settled through its list's account: its client, its mirror schema.
+  return settleConflict({ ...ctx, client: ctx.clientFor(list), config: configForList(ctx.config, list) }, id, keep);
 }
 
 export function register({ program, io, withContext }: CommandKit): void {
-  listJobOptions(program.command('push').description('send pending local changes to the platform, version-checked'))
+  queueOption(listJobOptions(program.command('push').description('send pending local changes to the platform, version-checked')))
     .option('--retry-failed', 'queue changes marked failed again before pushing', false)
     .option(
       '--dry-run',
       "read the platform's current versions and print what would be sent, what would apply and what would conflict; send nothing, change nothing",
       false,
     )
-    .action((opts: { list?: string; wait: boolean; retryFailed: boolean; dryRun: boolean }) =>
+    .action((opts: { list?: string; wait: boolean; retryFailed: boolean; dryRun: boolean; queue: boolean }) =>
       withContext((ctx) => {
         if (opts.dryRun && opts.retryFailed)
           throw new UsageError('--dry-run changes nothing, so it cannot be combined with --retry-failed.');
+        refuseWithQueue(opts, opts.dryRun ? '--dry-run' : '--retry-failed', opts.dryRun || opts.retryFailed);
         const lists = selectLists(ctx, opts.list);
+        if (opts.queue) return queueInstead(ctx, 'push', lists);
         return opts.dryRun ? previewPushes(ctx, lists) : runPushes(ctx, lists, { wait: opts.wait, retryFailed: opts.retryFailed });
       }),
     );

@@ -11,6 +11,7 @@ import { selectLists } from './pull-command.js';
 import type { CommandKit } from './command-kit.js';
 import { explainJobFailure } from './explain-failure.js';
 import { ListOutcomes } from './list-outcomes.js';
+import { queueInstead, queueOption } from './queue-option.js';
 import { jobDeps } from './job-deps.js';
 import { listJobOptions } from './options.js';
 
@@ -69,14 +70,20 @@ export async function runReconcile(
 }
 
 export function register({ program, withContext }: CommandKit): void {
-  listJobOptions(
-    program
-      .command('reconcile')
-      .description(
-        'find items deleted on the platform: compare counts of Created ranges and sweep the IDs of the ranges that differ (--full: every ID); mark rows not seen with _deleted_at, undelete rows seen again',
-      )
-      .option('--full', 'sweep every ID of the list (also heals rows whose version is behind anywhere in the list)', false),
-  ).action((opts: { list?: string; wait: boolean; full: boolean }) =>
-    withContext((ctx) => runReconcile(ctx, selectLists(ctx, opts.list), { wait: opts.wait, full: opts.full })),
+  queueOption(
+    listJobOptions(
+      program
+        .command('reconcile')
+        .description(
+          'find items deleted on the platform: compare counts of Created ranges and sweep the IDs of the ranges that differ (--full: every ID); mark rows not seen with _deleted_at, undelete rows seen again',
+        )
+        .option('--full', 'sweep every ID of the list (also heals rows whose version is behind anywhere in the list)', false),
+    ),
+  ).action((opts: { list?: string; wait: boolean; full: boolean; queue: boolean }) =>
+    withContext((ctx) =>
+      opts.queue
+        ? queueInstead(ctx, opts.full ? 'reconcile-full' : 'reconcile', selectLists(ctx, opts.list))
+        : runReconcile(ctx, selectLists(ctx, opts.list), { wait: opts.wait, full: opts.full }),
+    ),
   );
 }

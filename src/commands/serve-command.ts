@@ -2,7 +2,8 @@
 import { consoleListen, isConsoleAddress } from '../config.js';
 import { consoleAnnouncement, consoleToken } from '../console/console-token.js';
 import { startConsole, type RunningConsole } from '../console/console-server.js';
-import { createClient, type AppContext } from '../context.js';
+import type { AppContext } from '../context.js';
+import { createAccountClients } from '../account-clients.js';
 import { createDb } from '../db.js';
 import { createMetrics } from '../metrics.js';
 import { startServe, type RunningServe } from '../serve/start-serve.js';
@@ -121,8 +122,10 @@ export async function runServe(
   // Every fire's outcome: /metrics counts those not written to sync_runs yet (the database away).
   const outcomes = createRunOutcomes({ db: ctx.db, logger: ctx.logger });
   const metrics = createMetrics({ db: ctx.db, config: ctx.config, logger: ctx.logger, unrecorded: () => outcomes.unrecorded() });
-  // serve's own client reports every request to /metrics; its budget is shared through Postgres like any other.
-  const client = createClient(ctx.config, ctx.logger, ctx.db, metrics.onRequest);
+  // serve's own clients, one per account built on first use, report every request to /metrics; each account's budget is
+  // shared through Postgres like any other. The first account's client serves the single-account paths.
+  const clients = createAccountClients({ config: ctx.config, logger: ctx.logger, db: ctx.db, onRequest: metrics.onRequest });
+  const client = clients.clientFor(ctx.config.accounts[0]!.name);
   // Early pulls go to the serve instance, which exists once the routes are mounted.
   const started: { serve?: RunningServe } = {};
   const requestPull = (list: string): void => started.serve?.requestPull(list);
@@ -141,11 +144,13 @@ export async function runServe(
     config: ctx.config,
     db: ctx.db,
     client,
+    clientFor: (list) => clients.clientFor(list),
     logger: ctx.logger,
     jobs: opts.jobs,
     port: opts.port,
     routes: { '/metrics': metrics.handler, [HOOKS_PATH]: hooks },
     outcomes,
+    engineEvents: metrics.engine,
     health: async () => routing.realtime()?.health() ?? { degraded: false },
     // The applier stops before the listener closes: callbacks are taken (stored) until the last moment.
     beforeHttpClose: async () => routing.realtime()?.close(),
@@ -178,14 +183,14 @@ export async function runServe(
     // A console address the operator chose that cannot be had ends serve: nothing keeps running behind the error.
     await serve.close();
     await rt.close();
-    await client.close();
+    await clients.close();
     await inboxDb.destroy();
     throw err;
   }
   const replayed = await replayUnprocessedEvents(ctx.db, ctx.config, requestPull);
   if (replayed) ctx.logger.info({ events: replayed }, 'webhook events left unprocessed by a previous run: early pull requested');
   await untilStopped(ctx, serve, consoleServer);
-  await client.close();
+  await clients.close();
   await inboxDb.destroy();
   ctx.io.out('listsync serve stopped');
   return 0;

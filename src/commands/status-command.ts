@@ -25,6 +25,8 @@ export interface StatusReport {
   requestBudget: (LimiterState & { current: boolean })[];
   /** platform.requestsPerSecond, which the request budget keeps to. */
   requestsPerSecond: number;
+  /** Accounts in the config: with more than one, each list's account is shown. */
+  accounts: number;
 }
 
 export async function gatherStatus(ctx: AppContext, options: { list?: string } = {}): Promise<StatusReport> {
@@ -41,13 +43,14 @@ export async function gatherStatus(ctx: AppContext, options: { list?: string } =
     realtime: realtime.map((r) => ({ ...r, subscribed: !missing.has(r.list) })),
     requestBudget: await requestBudget(ctx),
     requestsPerSecond: ctx.config.platform.requestsPerSecond,
+    accounts: ctx.config.accounts.length,
   };
 }
 
-/** Every account's limiter state, this config's account first. */
+/** Every account's limiter state, this config's accounts first. */
 async function requestBudget(ctx: AppContext): Promise<StatusReport['requestBudget']> {
-  const mine = budgetAccount(ctx.config.platform);
-  const rows = (await readLimiterState(ctx.db)).map((r) => ({ ...r, current: r.account === mine }));
+  const mine = new Set(ctx.config.accounts.map((a) => budgetAccount(a.platform)));
+  const rows = (await readLimiterState(ctx.db)).map((r) => ({ ...r, current: mine.has(r.account) }));
   return [...rows.filter((r) => r.current), ...rows.filter((r) => !r.current)];
 }
 
@@ -87,22 +90,32 @@ export async function runStatus(ctx: AppContext, options: { list?: string } = {}
 
 function statusText(report: StatusReport, now = new Date()): string {
   const lines: string[] = [];
+  // With more than one account, each list's account is the column after its name.
+  const withAccount = <T>(row: T[], account: T): T[] => (report.accounts > 1 ? [row[0]!, account, ...row.slice(1)] : row);
   lines.push(
     table(
-      ['list', 'last success', 'watermark', 'lag', 'rows', 'deleted', 'pending', 'failed', 'conflicts', 'last run', 'last error'],
-      report.lists.map((l) => [
-        l.list,
-        l.lastSuccessAt,
-        l.watermark,
-        l.lastPullStartedAt === null ? null : duration(Math.max(0, now.getTime() - l.lastPullStartedAt.getTime())),
-        l.rows === null ? null : humanNumber(l.rows),
-        l.deletedRows === null ? null : humanNumber(l.deletedRows),
-        humanNumber(l.pendingChanges),
-        humanNumber(l.failedChanges),
-        humanNumber(l.openConflicts),
-        l.running ? 'running' : l.resumeFromPage ? `${l.lastRunStatus} (resumes at page ${l.resumeFromPage})` : l.lastRunStatus,
-        l.lastError ? truncate(l.lastError, 80) : null,
-      ]),
+      withAccount(
+        ['list', 'last success', 'watermark', 'lag', 'rows', 'deleted', 'pending', 'failed', 'conflicts', 'last run', 'last error'],
+        'account',
+      ),
+      report.lists.map((l) =>
+        withAccount<string | number | Date | null>(
+          [
+            l.list,
+            l.lastSuccessAt,
+            l.watermark,
+            l.lastPullStartedAt === null ? null : duration(Math.max(0, now.getTime() - l.lastPullStartedAt.getTime())),
+            l.rows === null ? null : humanNumber(l.rows),
+            l.deletedRows === null ? null : humanNumber(l.deletedRows),
+            humanNumber(l.pendingChanges),
+            humanNumber(l.failedChanges),
+            humanNumber(l.openConflicts),
+            l.running ? 'running' : l.resumeFromPage ? `${l.lastRunStatus} (resumes at page ${l.resumeFromPage})` : l.lastRunStatus,
+            l.lastError ? truncate(l.lastError, 80) : null,
+          ],
+          l.account,
+        ),
+      ),
     ),
   );
   for (const l of report.lists) {

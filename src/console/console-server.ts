@@ -1,7 +1,8 @@
 /**
  * The console: its own HTTP listener (`serve.console`, never the webhook
- * port), pages drawn on the server from what listsync stores, and one action
- * (settling a conflict) as a POST with a CSRF token.
+ * port), pages drawn on the server from what listsync stores, and actions
+ * (settling a conflict; queueing a list's job, src/console/job-actions.ts) as
+ * POSTs with a CSRF token.
  *
  * Invariants:
  * - every path asks for access first (src/console/access.ts): without it, 401
@@ -20,6 +21,7 @@ import type { PlatformClient } from '../platform/client.js';
 import { startHttp } from '../serve/routes.js';
 import { ConflictReadError, settleConflict } from '../conflicts/resolve.js';
 import { createAccess, type ConsoleAccess } from './access.js';
+import { queueFromConsole } from './job-actions.js';
 import { CSS, SCRIPT } from './assets.js';
 import { html, type SafeHtml } from './html.js';
 import { layout } from './layout.js';
@@ -95,6 +97,8 @@ async function route(req: IncomingMessage, res: ServerResponse, url: URL, ctx: P
       return send(res, 405, page('Not allowed', '', html`<p>Use the buttons on the conflict’s page.</p>`), { allow: 'POST' });
     return resolveAction(req, res, Number(resolve[1]), ctx, deps);
   }
+  const jobs = /^\/lists\/([^/]+)\/jobs$/.exec(path);
+  if (jobs && method === 'POST') return jobAction(req, res, safeDecode(jobs[1]!), deps);
   if (method !== 'GET' && method !== 'HEAD')
     return send(res, 405, page('Not allowed', '', html`<p>Pages are read with GET.</p>`), { allow: 'GET' });
   if (path === '/assets/console.css') return sendAsset(res, 'text/css; charset=utf-8', CSS);
@@ -168,6 +172,22 @@ function platformFailed(res: ServerResponse, id: number, e: ConflictReadError): 
         <p><a href="/conflicts/${id}">Back to conflict ${id}</a></p>`,
     ),
   );
+}
+
+async function jobAction(req: IncomingMessage, res: ServerResponse, name: string, deps: RouteDeps): Promise<void> {
+  const list = deps.config.lists.find((l) => l.name === name);
+  if (!list) return notFound(res, `No list named "${name}" in the config.`);
+  const form = await readForm(req);
+  if (!form || !deps.access.csrfValid(deps.credential, form.get('csrf')))
+    return send(
+      res,
+      403,
+      page('Refused', '/', html`<p>The form’s token is missing or wrong; nothing was queued. Reload the list’s page and try again.</p>`),
+    );
+  const done = await queueFromConsole(deps, list, form);
+  if ('refused' in done) return send(res, 400, page('Bad request', '/', html`<p role="alert">${done.refused}</p>`));
+  res.writeHead(303, { ...SECURITY_HEADERS, location: done.location });
+  res.end();
 }
 
 function noticeOf(url: URL): SafeHtml | undefined {

@@ -77,6 +77,8 @@ export interface RequestEvent {
   durationMs: number;
   /** 0 for the first attempt. */
   attempt: number;
+  /** The account whose client sent it (set by src/account-clients.ts). */
+  account?: string;
 }
 
 export interface PlatformClientOptions {
@@ -98,8 +100,11 @@ export interface PlatformClientOptions {
 
 export type { ClientStats } from './request-tally.js';
 
-/** `omitsEmptyValues` is about how items are stored, not requests: the client never reads it. */
-export type PlatformClientConfig = Omit<PlatformConfig, 'maxBytesAhead' | 'rateMargin' | 'burst' | 'omitsEmptyValues'> &
+/** `omitsEmptyValues` (how items are stored) and `maxConcurrentJobs` (how jobs run) are not about requests: the client never reads them. */
+export type PlatformClientConfig = Omit<
+  PlatformConfig,
+  'maxBytesAhead' | 'rateMargin' | 'burst' | 'omitsEmptyValues' | 'maxConcurrentJobs'
+> &
   Partial<Pick<PlatformConfig, 'maxBytesAhead' | 'rateMargin' | 'burst' | 'omitsEmptyValues'>>;
 
 export interface PageOptions {

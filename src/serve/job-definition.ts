@@ -19,10 +19,12 @@ export interface JobContext {
   signal: AbortSignal;
   /** Set for per-list jobs. */
   list?: ListConfig;
+  /** A backfill's first day (yyyy-mm-dd), as asked for. */
+  from?: string;
 }
 
 export interface JobDefinition {
-  name: 'pull' | 'push' | 'reconcile' | 'reconcile-full' | 'users' | 'directory';
+  name: 'pull' | 'push' | 'reconcile' | 'reconcile-full' | 'users' | 'directory' | 'backfill';
   perList: boolean;
   /**
    * A run asked for while one of the same target is running is not started

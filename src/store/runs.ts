@@ -61,7 +61,14 @@ export async function startRun(
   db: Knex,
   listName: string,
   job: Job,
-  extra: { windowFrom?: string | null; windowTo?: string | null; resumed?: boolean; details?: object } = {},
+  extra: {
+    windowFrom?: string | null;
+    windowTo?: string | null;
+    resumed?: boolean;
+    details?: object;
+    /** The engine's job the run is for, and which attempt at it (0 the first). */
+    engineJob?: { id: string; attempt: number };
+  } = {},
 ): Promise<number> {
   const [row] = (await db(RUNS_TABLE)
     .insert({
@@ -69,6 +76,8 @@ export async function startRun(
       job,
       status: 'running',
       holder: HOLDER,
+      job_id: extra.engineJob?.id ?? null,
+      attempt: extra.engineJob?.attempt ?? null,
       window_from: extra.windowFrom ?? null,
       window_to: extra.windowTo ?? null,
       resumed: extra.resumed ?? false,
@@ -180,6 +189,17 @@ export async function closeOpenRun(db: Knex, runId: number, status: 'failed' | '
 }
 
 /** Runs left 'running' by a process that died are closed as failed (called at start by the next run). */
+/** The worker (host:pid) of each engine job's latest run, by job id. */
+export async function workersOfJobs(db: Knex, jobIds: readonly string[]): Promise<Map<string, string>> {
+  if (jobIds.length === 0) return new Map();
+  const rows = (await db(RUNS_TABLE)
+    .distinctOn('job_id')
+    .whereIn('job_id', [...jobIds])
+    .orderBy([{ column: 'job_id' }, { column: 'id', order: 'desc' }])
+    .select('job_id', 'holder')) as { job_id: string; holder: string }[];
+  return new Map(rows.map((r) => [r.job_id, r.holder]));
+}
+
 export async function closeAbandonedRuns(db: Knex, listName: string, jobs: readonly Job[]): Promise<number> {
   return db(RUNS_TABLE)
     .where({ list_name: listName, status: 'running' })

@@ -12,6 +12,8 @@ import type { Knex } from '../db.js';
 export interface FireScope {
   /** The pool advisory locks are taken on (one connection per worker); the work pool when unset. */
   lockDb?: Knex;
+  /** The engine's job the run is for (recorded on its `sync_runs` row). */
+  engineJob?: { id: string; attempt: number };
   /** The `sync_runs` row the run opened (set by runJob). */
   runId?: number;
   /** True once runJob logged the run's failure (the queue does not log it again). */

@@ -127,7 +127,7 @@ async function takeLock(deps: RunJobDeps, spec: RunJobSpec) {
 async function runRecorded<T>(deps: JobDeps, spec: RunJobSpec, body: (run: ActiveRun) => Promise<T>): Promise<T> {
   const { db, client } = deps;
   await closeAbandonedRuns(db, spec.list, [spec.job]);
-  const runId = await startRun(db, spec.list, spec.job);
+  const runId = await startRun(db, spec.list, spec.job, { engineJob: currentFire()?.engineJob });
   noteRun(runId);
   const log = deps.logger.child({ ...unbound(deps.logger, { list: spec.list, job: spec.job }), runId });
   const mark = client.stats();

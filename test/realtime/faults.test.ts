@@ -126,6 +126,7 @@ describe('realtime under faults', () => {
     const status = await runStatus({
       db: r.w.t.db,
       client: r.client,
+      clientFor: () => r.client,
       config: r.config,
       logger: r.w.logger,
       io,

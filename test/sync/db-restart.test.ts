@@ -11,7 +11,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, migrateLatest, type Knex } from '../../src/db.js';
 import { startEmbeddedDb, type EmbeddedDb } from '../../src/embedded-db.js';
 import { startEmulator, type RunningEmulator } from '../../src/emulator/index.js';
-import { postgresRunCoordinator } from '../../src/serve/start-serve.js';
+import { startBoss } from '../../src/engine/boss.js';
+import { createEnqueuer } from '../../src/engine/enqueue.js';
+import type { JobPayload } from '../../src/engine/job-payload.js';
 import { silentLogger } from '../../src/logger.js';
 import { BIN, childEnv, runCli } from '../helpers/cli.js';
 
@@ -92,15 +94,29 @@ describe('a database restart under a pull', () => {
     expect(runs[0]!.error).toMatch(/abandoned|database/);
   }, 180_000);
 
-  it('the run coordinator skips fires while the database is gone and elects again once it is back', async () => {
-    const coordinator = postgresRunCoordinator(db, 'test-holder', silentLogger());
-    expect(await coordinator.shouldRun('pull:orders:1', 60_000)).toBe(true);
+  it('a fire while the database is gone fails to queue (the next fire tries again), and queues once it is back', async () => {
+    const fireAt = (n: number): JobPayload => ({
+      job: 'pull',
+      list: 'orders',
+      account: 'default',
+      origin: 'schedule',
+      firedAt: new Date(Date.UTC(2026, 0, 1, 0, n)).toISOString(),
+      scope: 'list:orders',
+      accountCap: 0,
+    });
+    const options = () => ({ leaseSeconds: 60, retryLimit: 0, retryDelaySeconds: 1 });
+    const boss = await startBoss(db, { supervise: false, logger: silentLogger() });
+    expect(await createEnqueuer(boss, db, options).fire(fireAt(1))).toHaveProperty('sent');
+    await boss.stop({ graceful: false });
     await db.destroy();
     await pg.stop();
     db = createDb({ url: pg.url, poolMax: 2 });
-    const down = postgresRunCoordinator(db, 'test-holder', silentLogger());
-    expect(await down.shouldRun('pull:orders:2', 60_000)).toBe(false);
+    const down = await startBoss(db, { supervise: false, logger: silentLogger() }).catch((err: unknown) => err);
+    expect(down).toBeInstanceOf(Error);
     pg = await startEmbeddedDb({ dir: join(dir, 'data'), persistent: true, port: pg.port });
-    expect(await down.shouldRun('pull:orders:3', 60_000)).toBe(true);
+    const back = await startBoss(db, { supervise: false, logger: silentLogger() });
+    // The job of the first fire is still queued: the next fire is coalesced with it, with the reason.
+    expect(await createEnqueuer(back, db, options).fire(fireAt(2))).toEqual({ coalesced: 'coalesced: the previous fire is still queued' });
+    await back.stop({ graceful: false });
   }, 120_000);
 });

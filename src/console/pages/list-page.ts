@@ -1,9 +1,11 @@
 /**
  * A list's page: its recent runs (paged), a chart of lag and of requests over
  * the last day, the schema-change log and the column mapping (field → column
- * → type, pinned in lists[].columns or derived from the platform's metadata).
+ * → type, pinned in lists[].columns or derived from the platform's metadata),
+ * and its jobs with the buttons that queue one (src/console/job-actions.ts).
  * All of it from what listsync stores; no platform request.
  */
+import { mirrorSchemaOf, namesAccounts } from '../../accounts.js';
 import { pinnedNames, pinnedTypes, type ListConfig } from '../../config.js';
 import { readRegistry, type RegistryField } from '../../mirror/list-registry.js';
 import { recentRuns, requestsPerHour, successfulPulls } from '../../store/console-list.js';
@@ -11,6 +13,7 @@ import { recentSchemaChanges } from '../../store/schema-changes.js';
 import { overviewRows } from '../../store/console-overview.js';
 import { realtimeCell } from './overview-page.js';
 import { barChart, lineChart, type Point } from '../chart.js';
+import { jobSection } from '../job-actions.js';
 import { ago, duration } from '../page-format.js';
 import { dataTable, html, pager, type SafeHtml } from '../html.js';
 import { PAGE_SIZE, pageOf, type PageContext } from './page-context.js';
@@ -38,10 +41,11 @@ export async function listPage(ctx: PageContext, list: ListConfig, url: URL): Pr
   const path = `/lists/${encodeURIComponent(list.name)}`;
   const body = html`<h1>List ${list.name}</h1>
     <p class="muted">
-      ${registry?.title ? html`“${registry.title}” on the platform: ` : ''}${list.appID}/${list.listID} →
-      ${ctx.config.database.schema}.${list.table ?? list.name}; conflict policy
+      ${namesAccounts(ctx.config) ? `account ${list.account}: ` : ''}${registry?.title ? html`“${registry.title}” on the platform: ` : ''}${list.appID}/${list.listID}
+      → ${mirrorSchemaOf(ctx.config, list)}.${list.table ?? list.name}; conflict policy
       ${list.conflictPolicy}${list.realtime ? '; real time on' : ''}
     </p>
+    ${await jobSection(ctx, list, url)}
     <h2>Real time</h2>
     <p>${state ? realtimeCell(state, list, ctx) : html`<span class="muted">off</span>`}</p>
     <h2>The last day</h2>

@@ -5,6 +5,7 @@
  * (src/store/console-overview.ts) per page of 100 lists.
  */
 import type { ListConfig } from '../../config.js';
+import { namesAccounts } from '../../accounts.js';
 import { overviewRows, type OverviewRow, type OverviewSortKey } from '../../store/console-overview.js';
 import { controlsQuery, filterForm, overviewControls, overviewFilter, sortHeader } from '../overview-controls.js';
 import { ago, duration, fromNow } from '../page-format.js';
@@ -72,7 +73,8 @@ function overviewCells(r: OverviewRow, list: ListConfig, ctx: PageContext): (Saf
         }`
     : html`<span class="muted">no run yet</span>`;
   return [
-    html`<a href="/lists/${encodeURIComponent(r.name)}">${r.name}</a>${r.title ? html`<span class="title">${r.title}</span>` : ''}`,
+    html`<a href="/lists/${encodeURIComponent(r.name)}">${r.name}</a
+      >${namesAccounts(ctx.config) ? html` <span class="muted">account ${list.account}</span>` : ''}${r.title ? html`<span class="title">${r.title}</span>` : ''}`,
     health,
     fresh,
     lastRun,
