@@ -22,6 +22,7 @@ import type { Logger } from '../logger.js';
 import type { PlatformClient } from '../platform/client.js';
 import { createHealth } from './health.js';
 import { startHttp, type HealthExtra, type RouteHandler } from './routes.js';
+import type { ConnectionStats } from './connection-bound.js';
 import { workerCount } from './job-queue.js';
 import { createLockPool } from './lock-pool.js';
 import { createRunOutcomes, type RunOutcomes } from './run-outcomes.js';
@@ -70,6 +71,8 @@ export interface RunningServe {
   idle(): Promise<void>;
   /** Workers, queued and running fires. */
   load(): { workers: number; queued: number; running: number };
+  /** The listener's connections: open, peak, refused past serve.maxConnections (src/serve/connection-bound.ts). */
+  connections(): ConnectionStats;
   close(): Promise<void>;
 }
 
@@ -88,6 +91,8 @@ export async function startServe(opts: ServeOptions): Promise<RunningServe> {
     logger,
     host: opts.host ?? config.serve.host,
     port: opts.port ?? config.serve.port,
+    // Probes are answered on any connection: a burst of callbacks must not make serve look dead.
+    bound: { maxConnections: config.serve.maxConnections, exempt: ['/healthz', '/readyz', '/metrics'] },
   }).catch(async (err: unknown) => {
     await health.stop();
     await lockDb.destroy();
@@ -108,6 +113,7 @@ export async function startServe(opts: ServeOptions): Promise<RunningServe> {
   return {
     url: http.url,
     server: http.server,
+    connections: http.connections,
     runNow(name, listName) {
       const { job, list } = target(name, listName);
       if (!job) return Promise.reject(new Error(`no job named ${name}`));
