@@ -18,6 +18,8 @@ import type { Socket } from 'node:net';
 export const RETRY_AFTER_SECONDS = 1;
 
 export interface ConnectionStats {
+  /** Connections accepted since the start. */
+  accepted: number;
   /** Connections open now. */
   open: number;
   /** The most open at one moment. */
@@ -30,7 +32,7 @@ export interface ConnectionStats {
 
 export class ConnectionBound {
   private readonly over = new WeakSet<Socket>();
-  private readonly stat: ConnectionStats = { open: 0, peak: 0, refused: 0, dropped: 0 };
+  private readonly stat: ConnectionStats = { accepted: 0, open: 0, peak: 0, refused: 0, dropped: 0 };
 
   constructor(
     server: Server,
@@ -40,6 +42,7 @@ export class ConnectionBound {
     server.maxConnections = 2 * max;
     server.on('drop', () => this.stat.dropped++);
     server.on('connection', (socket: Socket) => {
+      this.stat.accepted++;
       this.stat.open++;
       this.stat.peak = Math.max(this.stat.peak, this.stat.open);
       if (this.stat.open > max) this.over.add(socket);

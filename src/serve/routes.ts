@@ -58,7 +58,7 @@ export async function startHttp(opts: {
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));
     },
-    connections: () => bound?.stats ?? { open: 0, peak: 0, refused: 0, dropped: 0 },
+    connections: () => bound?.stats ?? { accepted: 0, open: 0, peak: 0, refused: 0, dropped: 0 },
   };
 }
 
