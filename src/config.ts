@@ -359,6 +359,11 @@ const configSchemaShape = z
         maxLagMinutes: positiveInt.default(24 * 60),
         webhookBodyLimitBytes: positiveInt.default(256 * 1024),
         webhookDedupWindowMinutes: positiveInt.default(24 * 60),
+        /**
+         * Connections serve's listener serves at once (callbacks kept alive and reused); a request on a
+         * further one is answered 503 with Retry-After, and past twice this many new ones are closed at once.
+         */
+        maxConnections: positiveInt.default(128),
         shutdownTimeoutMs: positiveInt.default(6_000),
         /**
          * Days of run history (`listsync.sync_runs`) serve keeps: older runs are removed hourly, except the
@@ -397,6 +402,7 @@ const configSchemaShape = z
         maxLagMinutes: 24 * 60,
         webhookBodyLimitBytes: 256 * 1024,
         webhookDedupWindowMinutes: 24 * 60,
+        maxConnections: 128,
         shutdownTimeoutMs: 6_000,
         runHistoryDays: 30,
         realtimeStaleAfterSeconds: 120,

@@ -1,6 +1,7 @@
 import { request as httpRequest, type ClientRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { ApiError, STATUS, badRequest } from './api-error.js';
+import { DEFAULT_DELIVERY_SOCKETS, DeliverySockets } from './delivery-sockets.js';
 import { buildProjection, itemsJson } from './item-json.js';
 import { Prng } from './prng.js';
 import { nowEpochMs } from './request-log.js';
@@ -17,7 +18,10 @@ import type { ListData } from './store.js';
  * Delivery behaves as a real platform might, each fault switchable through
  * `PUT /_admin/item-hooks/delivery`: a delay (plus jitter, which reorders
  * deliveries close in time), duplicates, refused deliveries retried with
- * backoff, and lost deliveries.
+ * backoff, and lost deliveries. Callbacks go out on at most `sockets`
+ * kept-alive connections per callback host (0: a new connection for each,
+ * all at once); a burst waits its turn in the emulator, never in the caller
+ * that made the changes.
  */
 
 export const ITEM_EVENT_TYPES = { created: 1, modified: 2, createdOrModified: 3, deleted: 4 } as const;
@@ -52,6 +56,8 @@ export interface ItemDeliverySettings {
   retryDelayMs: number;
   hookIdIn: HookIdAnswer;
   seed: number;
+  /** Most callback connections open at once per callback host, kept alive and reused; 0: one new connection per delivery, all at once. */
+  sockets: number;
 }
 
 export const DEFAULT_ITEM_DELIVERY: ItemDeliverySettings = {
@@ -63,6 +69,7 @@ export const DEFAULT_ITEM_DELIVERY: ItemDeliverySettings = {
   retryDelayMs: 500,
   hookIdIn: 'both',
   seed: 1,
+  sockets: DEFAULT_DELIVERY_SOCKETS,
 };
 
 export interface ItemDeliveryStats {
@@ -82,6 +89,10 @@ export interface ItemDeliveryStats {
   abandoned: number;
   /** Deliveries waiting or in flight. */
   pending: number;
+  /** Callback connections open now. */
+  openSockets: number;
+  /** The most callback connections open at one moment (since the last reset). */
+  peakSockets: number;
 }
 
 const DELIVERY_TIMEOUT_MS = 5000;
@@ -102,6 +113,9 @@ export class ItemHookHub {
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly inFlight = new Set<ClientRequest>();
   private closed = false;
+  private sockets = new DeliverySockets(DEFAULT_DELIVERY_SOCKETS);
+  /** Earlier socket pools (before a change of `sockets`): their deliveries finish on them; closed with the hub. */
+  private readonly retired: DeliverySockets[] = [];
 
   constructor(private readonly idsAsNumbers: boolean) {}
 
@@ -110,7 +124,12 @@ export class ItemHookHub {
   }
 
   get stats(): ItemDeliveryStats {
-    return { ...this.stat };
+    const pools = [this.sockets, ...this.retired];
+    return {
+      ...this.stat,
+      openSockets: pools.reduce((n, p) => n + p.openNow, 0),
+      peakSockets: Math.max(this.stat.peakSockets, ...pools.map((p) => p.peak)),
+    };
   }
 
   list(): ItemHook[] {
@@ -141,7 +160,7 @@ export class ItemHookHub {
           throw new ItemHookError(`${k}: must be a number from 0 to 1 (got ${JSON.stringify(value)})`);
         next[k] = value;
       } else {
-        const max = k === 'maxAttempts' ? 20 : k === 'seed' ? Number.MAX_SAFE_INTEGER : 600_000;
+        const max = k === 'maxAttempts' ? 20 : k === 'seed' ? Number.MAX_SAFE_INTEGER : k === 'sockets' ? 100_000 : 600_000;
         if (typeof value !== 'number' || !Number.isInteger(value) || value < (k === 'maxAttempts' ? 1 : 0) || value > max) {
           throw new ItemHookError(`${k}: must be an integer from ${k === 'maxAttempts' ? 1 : 0} to ${max} (got ${JSON.stringify(value)})`);
         }
@@ -149,6 +168,11 @@ export class ItemHookHub {
       }
     }
     if (next.seed !== this.settingsNow.seed) this.prng = new Prng(next.seed);
+    if (next.sockets !== this.settingsNow.sockets) {
+      this.stat.peakSockets = this.stats.peakSockets;
+      this.retired.push(this.sockets);
+      this.sockets = new DeliverySockets(next.sockets);
+    }
     this.settingsNow = next;
     return this.settings;
   }
@@ -204,11 +228,13 @@ export class ItemHookHub {
     this.hooks = [];
     this.nextId = 1;
     this.stat = emptyStats();
+    for (const p of [this.sockets, ...this.retired]) p.resetPeak();
   }
 
   close(): void {
     this.closed = true;
     this.cancelAll();
+    for (const p of [this.sockets, ...this.retired]) p.destroy();
   }
 
   private cancelAll(): void {
@@ -266,6 +292,8 @@ export class ItemHookHub {
     return new Promise((resolve) => {
       const target = new URL(hook.CallbackUrl);
       const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
+      const pool = this.sockets;
+      const { agent, connection } = pool.requestOptions(target.protocol);
       let settled = false;
       const done = (ok: boolean): void => {
         if (settled) return;
@@ -275,17 +303,19 @@ export class ItemHookHub {
       };
       const req = send(target, {
         method: 'POST',
-        agent: false,
+        agent,
         headers: {
           Channel: hook.Channel,
           Type: String(hook.EventType),
           'Content-Type': 'application/json',
           'Content-Length': String(Buffer.byteLength(body)),
-          Connection: 'close',
+          Connection: connection,
           Date: new Date(nowEpochMs()).toUTCString(),
         },
+        // Counted from when the delivery has a socket: waiting for one of the bounded sockets is not a slow answer.
         timeout: DELIVERY_TIMEOUT_MS,
       });
+      pool.track(req);
       this.inFlight.add(req);
       req.on('response', (res) => {
         res.resume();
@@ -306,7 +336,18 @@ function matches(eventType: number, change: ItemChange): boolean {
 }
 
 function emptyStats(): ItemDeliveryStats {
-  return { events: 0, lost: 0, duplicated: 0, attempts: 0, refused: 0, delivered: 0, abandoned: 0, pending: 0 };
+  return {
+    events: 0,
+    lost: 0,
+    duplicated: 0,
+    attempts: 0,
+    refused: 0,
+    delivered: 0,
+    abandoned: 0,
+    pending: 0,
+    openSockets: 0,
+    peakSockets: 0,
+  };
 }
 
 function isHttpUrl(s: string): boolean {

@@ -1,6 +1,7 @@
 import { request as httpRequest, type ClientRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { badRequest } from './api-error.js';
+import { DEFAULT_DELIVERY_SOCKETS, DeliverySockets } from './delivery-sockets.js';
 import { snowflakeId } from './ids.js';
 import { nowEpochMs } from './request-log.js';
 
@@ -8,7 +9,8 @@ import { nowEpochMs } from './request-log.js';
  * Webhook subscriptions (`POST /v1/hooks`) and callback deliveries: a POST to
  * the subscriber's callbackUrl with `Channel` and `Type` headers and a JSON
  * workflow-task event. Every delivery is recorded and can be replayed
- * byte for byte (to test a receiver's dedup).
+ * byte for byte (to test a receiver's dedup). Callbacks go out on at most
+ * DEFAULT_DELIVERY_SOCKETS kept-alive connections per callback host.
  */
 
 export interface HookSubscription {
@@ -58,6 +60,7 @@ export class WebhookHub {
   private taskCount = 0;
   private readonly inFlight = new Set<ClientRequest>();
   private closed = false;
+  private readonly sockets = new DeliverySockets(DEFAULT_DELIVERY_SOCKETS);
 
   /** Validates and stores a subscription request (throws ApiError 40000). */
   subscribe(input: unknown, created: string): HookSubscription {
@@ -150,12 +153,14 @@ export class WebhookHub {
       };
       const target = new URL(url);
       const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
+      const { agent, connection } = this.sockets.requestOptions(target.protocol);
       const req = send(target, {
         method: 'POST',
-        agent: false,
-        headers: { ...headers, 'Content-Length': String(Buffer.byteLength(body)), Connection: 'close' },
+        agent,
+        headers: { ...headers, 'Content-Length': String(Buffer.byteLength(body)), Connection: connection },
         timeout: DELIVERY_TIMEOUT_MS,
       });
+      this.sockets.track(req);
       this.inFlight.add(req);
       req.on('response', (res) => {
         res.resume();
@@ -196,6 +201,7 @@ export class WebhookHub {
     this.closed = true;
     for (const r of this.inFlight) r.destroy(new Error('emulator closed'));
     this.inFlight.clear();
+    this.sockets.destroy();
   }
 }
 

@@ -4,6 +4,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Logger } from '../logger.js';
+import { ConnectionBound, type ConnectionStats } from './connection-bound.js';
 
 export type RouteHandler = (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void> | void;
 
@@ -13,6 +14,8 @@ export interface HttpServer {
   url: string;
   /** Ends open connections and stops listening. */
   close(): Promise<void>;
+  /** The listener's connections (all zero without a bound). */
+  connections(): ConnectionStats;
 }
 
 /** Listens on host:port and serves the routes (by exact path, or by prefix for paths ending in '/'). */
@@ -21,10 +24,14 @@ export async function startHttp(opts: {
   logger: Logger;
   host: string;
   port: number;
+  /** At most this many connections served at once (src/serve/connection-bound.ts); these paths on any. */
+  bound?: { maxConnections: number; exempt: readonly string[] };
 }): Promise<HttpServer> {
   const { routes, logger, host, port } = opts;
+  let bound: ConnectionBound | undefined;
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
+    if (bound?.refuse(req, res, url.pathname)) return;
     const handler = routeFor(routes, url.pathname);
     if (!handler) {
       json(res, 404, { error: 'not found' });
@@ -36,6 +43,7 @@ export async function startHttp(opts: {
       else res.end();
     });
   });
+  if (opts.bound) bound = new ConnectionBound(server, opts.bound.maxConnections, opts.bound.exempt);
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) => reject(listenError(err, host, port)));
     // A burst of callbacks (a bulk edit: one connection per item event) waits in the kernel's queue instead of being refused.
@@ -50,6 +58,7 @@ export async function startHttp(opts: {
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));
     },
+    connections: () => bound?.stats ?? { accepted: 0, open: 0, peak: 0, refused: 0, dropped: 0 },
   };
 }
 

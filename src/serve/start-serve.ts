@@ -28,6 +28,7 @@ import { startHttp, type HealthExtra, type RouteHandler } from './routes.js';
 import { workerCount } from './worker-count.js';
 import { startBoss } from '../engine/boss.js';
 import type { EngineEvents } from '../engine/engine-metrics.js';
+import type { ConnectionStats } from './connection-bound.js';
 import { createLockPool } from './lock-pool.js';
 import { createRunOutcomes, type RunOutcomes } from './run-outcomes.js';
 import { startRunRetention, type RunRetentionTiming } from './run-retention.js';
@@ -82,6 +83,8 @@ export interface RunningServe {
   idle(): Promise<void>;
   /** Worker slots and the jobs running here. */
   load(): { workers: number; queued: number; running: number };
+  /** The listener's connections: open, peak, refused past serve.maxConnections (src/serve/connection-bound.ts). */
+  connections(): ConnectionStats;
   close(): Promise<void>;
 }
 
@@ -105,6 +108,8 @@ export async function startServe(opts: ServeOptions): Promise<RunningServe> {
     logger,
     host: opts.host ?? config.serve.host,
     port: opts.port ?? config.serve.port,
+    // Probes are answered on any connection: a burst of callbacks must not make serve look dead.
+    bound: { maxConnections: config.serve.maxConnections, exempt: ['/healthz', '/readyz', '/metrics'] },
   }).catch(async (err: unknown) => {
     await health.stop();
     await boss.stop({ graceful: false });
@@ -129,6 +134,7 @@ export async function startServe(opts: ServeOptions): Promise<RunningServe> {
   return {
     url: http.url,
     server: http.server,
+    connections: http.connections,
     async runNow(name, listName, from) {
       const { job, list } = target(name, listName);
       return scheduler.runNow(job, list, from);
