@@ -20,6 +20,9 @@ import { addRequestMinutes, type RequestMinute } from './store/request-minutes.j
 
 export const REQUEST_MINUTES_FLUSH_MS = 5000;
 
+/** PostgreSQL's undefined_table. */
+const UNDEFINED_TABLE = '42P01';
+
 export interface RequestMinutesWriter {
   /** Pass as the clients' `onRequest` (src/account-clients.ts sets the account). */
   onRequest(event: RequestEvent): void;
@@ -60,7 +63,9 @@ export function createRequestMinutesWriter(opts: {
         const now = held.get(key);
         held.set(key, now ? { ...r, requests: r.requests + now.requests, retries: r.retries + now.retries } : r);
       }
-      opts.logger.warn({ err: coerceError(err) }, 'request tally: could not write the last seconds’ counts; trying again');
+      // Before `listsync migrate` the table is missing: the counts are kept quietly (a command may run before it).
+      const level = (err as { code?: string }).code === UNDEFINED_TABLE ? 'debug' : 'warn';
+      opts.logger[level]({ err: coerceError(err) }, 'request tally: could not write the last seconds’ counts; trying again');
     }
   };
 
