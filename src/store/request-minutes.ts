@@ -64,3 +64,23 @@ export async function pruneRequestMinutes(db: Knex, days: number): Promise<numbe
   ]);
   return r.rowCount ?? 0;
 }
+
+export interface HourRequests {
+  account: string;
+  hour: Date;
+  source: string;
+  requests: number;
+  retries: number;
+}
+
+/** Requests and retries per account, hour and source over the last `hours` (the hour under way included), oldest first. */
+export async function requestsPerHour(db: Knex, hours: number): Promise<HourRequests[]> {
+  const r = await db.raw<{ rows: { account: string; hour: Date; source: string; requests: string; retries: string }[] }>(
+    `select account, date_trunc('hour', minute) as hour, source, sum(requests) as requests, sum(retries) as retries
+       from ${REQUEST_MINUTES_TABLE}
+      where minute >= date_trunc('hour', now()) - make_interval(hours => ?)
+      group by 1, 2, 3 order by 2, 1, 3`,
+    [hours - 1],
+  );
+  return r.rows.map((x) => ({ ...x, hour: new Date(x.hour), requests: Number(x.requests), retries: Number(x.retries) }));
+}

@@ -105,5 +105,9 @@ describe('the budget page counts every request', () => {
     expect(Number(realtime![1])).toBeGreaterThan(0);
     expect(Number(realtime![2])).toBe(1);
     expect(body).toContain('<strong>1</strong> retries');
+    // The day's chart per account, and its figures by hour and source: the hour under way holds every request too.
+    expect(body).toContain('Requests per hour over the last day, account');
+    const hourly = [...body.matchAll(/<td>\d{4}-\d\d-\d\dT\d\d:00<\/td>\s*<td>[a-z_-]+<\/td>\s*<td>(\d+)<\/td>/g)];
+    expect(hourly.reduce((s, m) => s + Number(m[1]), 0)).toBe(last.served);
   }, 120_000);
 });

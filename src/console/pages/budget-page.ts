@@ -11,7 +11,8 @@
 import { budgetAccount } from '../../platform/shared-budget.js';
 import { requestsByJob } from '../../store/console-budget.js';
 import { readLimiterState, type LimiterState } from '../../store/rate-budget.js';
-import { requestsBySource, type SourceRequests } from '../../store/request-minutes.js';
+import { requestsBySource, requestsPerHour, type SourceRequests } from '../../store/request-minutes.js';
+import { budgetHours, DAY_HOURS } from './budget-hours.js';
 import type { Config } from '../../config.js';
 import { ago, duration } from '../page-format.js';
 import { dataTable, html, type SafeHtml } from '../html.js';
@@ -20,9 +21,10 @@ import type { PageContext } from './page-context.js';
 export async function budgetPage(ctx: PageContext): Promise<{ title: string; body: SafeHtml }> {
   const p = ctx.config.platform;
   const account = budgetAccount(p);
-  const [byJob, bySource, limiters] = await Promise.all([
+  const [byJob, bySource, hours, limiters] = await Promise.all([
     requestsByJob(ctx.db, 60),
     requestsBySource(ctx.db, 60),
+    requestsPerHour(ctx.db, DAY_HOURS),
     readLimiterState(ctx.db),
   ]);
   const limiter = limiters.find((l) => l.account === account);
@@ -52,6 +54,7 @@ export async function budgetPage(ctx: PageContext): Promise<{ title: string; bod
       sourceRows(ctx.config, bySource),
       'no requests in the last hour',
     )}
+    ${budgetHours(ctx.config, hours, ctx.now)}
     ${dataTable(
       'Runs in the last hour, by job (runs active in the hour, counted whole, as the runs recorded them)',
       ['Job', 'Runs', 'Requests', 'Share of the hour’s limit', 'Retries'],
