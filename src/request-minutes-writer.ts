@@ -38,6 +38,8 @@ export function createRequestMinutesWriter(opts: {
   /** The source of requests made outside any run, the applier or the console: `serve` or `command`. */
   defaultSource: string;
   everyMs?: number;
+  /** A command that may run without the database (discover): a failed write is logged at debug only. */
+  optional?: boolean;
 }): RequestMinutesWriter {
   let held = new Map<string, RequestMinute>();
   let writing: Promise<void> = Promise.resolve();
@@ -64,7 +66,7 @@ export function createRequestMinutesWriter(opts: {
         held.set(key, now ? { ...r, requests: r.requests + now.requests, retries: r.retries + now.retries } : r);
       }
       // Before `listsync migrate` the table is missing: the counts are kept quietly (a command may run before it).
-      const level = (err as { code?: string }).code === UNDEFINED_TABLE ? 'debug' : 'warn';
+      const level = opts.optional || (err as { code?: string }).code === UNDEFINED_TABLE ? 'debug' : 'warn';
       opts.logger[level]({ err: coerceError(err) }, 'request tally: could not write the last seconds’ counts; trying again');
     }
   };
