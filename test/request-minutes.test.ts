@@ -47,6 +47,23 @@ describe('the request tally', () => {
     ]);
   });
 
+  it('a write that fails keeps its counts for the next one', async () => {
+    await w.t.db.raw('truncate listsync.request_minutes');
+    const logger = createLogger({ level: 'silent', secrets: [] });
+    const writer = createRequestMinutesWriter({ db: w.t.db, logger, defaultSource: 'serve' });
+    const event = { method: 'POST', endpoint: 'items/query', outcome: 'ok' as const, durationMs: 1, account: 'main', attempt: 0 };
+    writer.onRequest(event);
+    await w.t.db.raw('alter table listsync.request_minutes rename to request_minutes_away');
+    try {
+      await writer.flush();
+    } finally {
+      await w.t.db.raw('alter table listsync.request_minutes_away rename to request_minutes');
+    }
+    writer.onRequest(event);
+    await writer.close();
+    expect(await rows()).toEqual([{ account: 'main', source: 'serve', requests: 2, retries: 0 }]);
+  });
+
   it('the run history prune removes the minutes older than serve.runHistoryDays and keeps the rest', async () => {
     await w.t.db.raw('truncate listsync.request_minutes');
     await w.t.db.raw(
