@@ -2,6 +2,7 @@
  * What a command needs, built once from the config: database, logger and (lazily)
  * the platform client. Commands receive it; nothing else reads the environment.
  */
+import { createRequestMinutesWriter } from './request-minutes-writer.js';
 import { type Config, type ListConfig, loadConfig, readEnvironment, secretsOf } from './config.js';
 import { createDb, ping, type Knex } from './db.js';
 import { createLogger, type Logger } from './logger.js';
@@ -98,7 +99,9 @@ export async function openContext(opts: GlobalOptions, io: Output = stdio, role:
     await db.destroy();
     throw err;
   }
-  const clients = createAccountClients({ config, logger, db });
+  // Every request a command (or serve's context) makes counts in the budget page's per-minute tally.
+  const tally = createRequestMinutesWriter({ db, logger, defaultSource: role === 'command' ? 'command' : 'serve' });
+  const clients = createAccountClients({ config, logger, db, onRequest: tally.onRequest });
   let closed = false;
   return {
     config,
@@ -113,6 +116,7 @@ export async function openContext(opts: GlobalOptions, io: Output = stdio, role:
       if (closed) return;
       closed = true;
       await clients.close();
+      await tally.close();
       await db.destroy();
       logger.flush();
     },

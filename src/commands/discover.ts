@@ -4,6 +4,7 @@
  * from, whether the field is indexed, and (when the mirror exists) which
  * fields were renamed on the platform since their column was named.
  */
+import { createRequestMinutesWriter } from '../request-minutes-writer.js';
 import { pinnedNames, pinnedTypes, type ListConfig } from '../config.js';
 import type { AppContext } from '../context.js';
 import { table } from '../format.js';
@@ -233,13 +234,17 @@ export function register({ program, io, globals }: CommandKit): void {
       // The mirror's registry, when the database is reachable, says which columns exist and which fields were renamed;
       // each account's request budget holds this command's requests, so that a pull right after keeps the account's second.
       const db = createDb({ url: config.database.url, poolMax: 1 });
-      const clients = createAccountClients({ config, logger: appLogger(config, globals()), db, budgetOptional: true });
+      const logger = appLogger(config, globals());
+      // Its requests count in the budget page's tally when the database is there (quietly not, when it is not).
+      const tally = createRequestMinutesWriter({ db, logger, defaultSource: 'command', optional: true });
+      const clients = createAccountClients({ config, logger, db, budgetOptional: true, onRequest: tally.onRequest });
       const client = clients.clientFor(config.accounts[0]!.name);
       const registry = (name: string) => readRegistry(db, name).catch(() => undefined);
       try {
         io.out(opts.apps ? formatDiscovery(await discoverLists(client)) : await runDiscover(clients, lists, registry));
       } finally {
         await clients.close();
+        await tally.close();
         await db.destroy();
       }
     });

@@ -6,6 +6,7 @@ import type { AppContext } from '../context.js';
 import { createAccountClients } from '../account-clients.js';
 import { createDb } from '../db.js';
 import { createMetrics } from '../metrics.js';
+import { createRequestMinutesWriter } from '../request-minutes-writer.js';
 import { startServe, type RunningServe } from '../serve/start-serve.js';
 import type { JobDefinition } from '../serve/job-definition.js';
 import { createRunOutcomes } from '../serve/run-outcomes.js';
@@ -124,7 +125,13 @@ export async function runServe(
   const metrics = createMetrics({ db: ctx.db, config: ctx.config, logger: ctx.logger, unrecorded: () => outcomes.unrecorded() });
   // serve's own clients, one per account built on first use, report every request to /metrics; each account's budget is
   // shared through Postgres like any other. The first account's client serves the single-account paths.
-  const clients = createAccountClients({ config: ctx.config, logger: ctx.logger, db: ctx.db, onRequest: metrics.onRequest });
+  // Every request is also counted per minute and source for the console's budget page (request-minutes-writer.ts).
+  const tally = createRequestMinutesWriter({ db: ctx.db, logger: ctx.logger, defaultSource: 'serve' });
+  const onRequest: typeof metrics.onRequest = (e) => {
+    metrics.onRequest(e);
+    tally.onRequest(e);
+  };
+  const clients = createAccountClients({ config: ctx.config, logger: ctx.logger, db: ctx.db, onRequest });
   const client = clients.clientFor(ctx.config.accounts[0]!.name);
   // Early pulls go to the serve instance, which exists once the routes are mounted.
   const started: { serve?: RunningServe } = {};
@@ -184,6 +191,7 @@ export async function runServe(
     await serve.close();
     await rt.close();
     await clients.close();
+    await tally.close();
     await inboxDb.destroy();
     throw err;
   }
@@ -191,6 +199,7 @@ export async function runServe(
   if (replayed) ctx.logger.info({ events: replayed }, 'webhook events left unprocessed by a previous run: early pull requested');
   await untilStopped(ctx, serve, consoleServer);
   await clients.close();
+  await tally.close();
   await inboxDb.destroy();
   ctx.io.out('listsync serve stopped');
   return 0;

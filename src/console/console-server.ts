@@ -18,6 +18,7 @@ import type { Knex } from '../db.js';
 import { coerceError, UsageError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { PlatformClient } from '../platform/client.js';
+import { withRequestSource } from '../platform/request-source.js';
 import { startHttp } from '../serve/routes.js';
 import { ConflictReadError, settleConflict } from '../conflicts/resolve.js';
 import { createAccess, type ConsoleAccess } from './access.js';
@@ -80,7 +81,8 @@ export async function startConsole(opts: ConsoleOptions): Promise<RunningConsole
       now: opts.clock?.() ?? new Date(),
       csrf: access.csrfFor(verdict.credential),
     };
-    await route(req, res, url, ctx, { ...opts, access, credential: verdict.credential });
+    // The console's own platform reads count as `console` in the request tally (a run it starts counts as its job).
+    await withRequestSource('console', () => route(req, res, url, ctx, { ...opts, access, credential: verdict.credential }));
   };
   const http = await startHttp({ routes: { '/': handler }, logger: opts.logger, host: opts.host, port: opts.port });
   return { url: http.url, close: () => http.close() };

@@ -63,6 +63,7 @@ import {
 } from '../mirror/index.js';
 import { arrayLiteral } from '../mirror/pg-text.js';
 import type { PlatformClient } from '../platform/client.js';
+import { withRequestSource } from '../platform/request-source.js';
 import type { PlatformError } from '../platform/platform-errors.js';
 import { confirmAbsent, isPlatformId, isRefusalAnswer, queryItemsByIds } from '../platform/item-lookup.js';
 import { itemId, itemVersionNumber } from '../platform/item-identity.js';
@@ -594,7 +595,12 @@ export class RealtimeApplier {
    * and an `In` query without it), whatever Status the refusal carries. A read
    * by ID that fails otherwise (5xx, transport) fails that item alone.
    */
-  private async reread(list: ListConfig, mapping: TableMapping, claims: Claim[], byIdOnly: Set<string>): Promise<ReadResult> {
+  /** The applier's re-reads count as `realtime` in the request tally, whoever's async context started the flush. */
+  private reread(list: ListConfig, mapping: TableMapping, claims: Claim[], byIdOnly: Set<string>): Promise<ReadResult> {
+    return withRequestSource('realtime', () => this.rereadItems(list, mapping, claims, byIdOnly));
+  }
+
+  private async rereadItems(list: ListConfig, mapping: TableMapping, claims: Claim[], byIdOnly: Set<string>): Promise<ReadResult> {
     const { client } = this.opts;
     const ref = { appID: list.appID, listID: list.listID, idField: mapping.idField };
     const out: ReadResult = {

@@ -18,6 +18,7 @@
 import type { Knex } from '../db.js';
 import { coerceError } from '../errors.js';
 import type { Logger } from '../logger.js';
+import { pruneRequestMinutes } from '../store/request-minutes.js';
 import { pruneRuns } from '../store/runs.js';
 import { waitFor } from './deadline.js';
 
@@ -61,6 +62,8 @@ export function startRunRetention(opts: { db: Knex; logger: Logger; days: number
       const { deleted } = await pruneRuns(opts.db, opts.days, { batch: timing.batch, stopped: () => stopped });
       if (deleted > 0)
         opts.logger.info({ deleted, runHistoryDays: opts.days }, `run history: removed ${deleted} runs older than ${opts.days} days`);
+      // The per-minute request tally (the budget page) is kept as long as the runs it sits beside.
+      if (!stopped) await pruneRequestMinutes(opts.db, opts.days);
     } catch (err) {
       opts.logger.warn({ err: coerceError(err) }, 'run history: could not remove old runs; trying again at the next prune');
     }

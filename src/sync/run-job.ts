@@ -27,6 +27,7 @@ import { acquireLock } from './lock.js';
 import { currentFire } from './fire-scope.js';
 import { withRequestTally } from '../platform/request-tally.js';
 import { withRequestTrace } from '../platform/request-trace.js';
+import { withRequestSource } from '../platform/request-source.js';
 import { RunTrace, withRunTrace } from '../store/run-events.js';
 import {
   HOLDER,
@@ -138,7 +139,7 @@ async function runRecorded<T>(deps: JobDeps, spec: RunJobSpec, body: (run: Activ
   const trace = new RunTrace(db, runId, log);
   trace.add('start', { job: spec.job, holder: HOLDER });
   try {
-    const value = await traced(trace, () => body({ runId, log, statsAtStart: mark, requests }));
+    const value = await withRequestSource(spec.job, () => traced(trace, () => body({ runId, log, statsAtStart: mark, requests })));
     await recordInterruption(deps, runId, log);
     return value;
   } catch (err) {

@@ -1,13 +1,19 @@
 /**
- * The account's request budget: requests over the last hour against the
- * limit, by job, and what the shared limiter learned from 429 answers
- * (`readLimiterState`, the reader `status` and `/metrics` use: bursts on or
- * off, the learned margin, 429s seen, whether the configured limit looks too
- * high), as a process starting now would take it.
+ * The account's request budget: every request listsync made over the last
+ * hour (runs, the real-time applier's re-reads, retries, the console's own
+ * reads: `listsync.request_minutes`, written by every process's clients) by
+ * source against each account's limit; the runs of the hour by job; and what
+ * the shared limiter learned from 429 answers (`readLimiterState`, the reader
+ * `status` and `/metrics` use: bursts on or off, the learned margin, 429s
+ * seen, whether the configured limit looks too high), as a process starting
+ * now would take it.
  */
 import { budgetAccount } from '../../platform/shared-budget.js';
 import { requestsByJob } from '../../store/console-budget.js';
 import { readLimiterState, type LimiterState } from '../../store/rate-budget.js';
+import { requestsBySource, requestsPerHour, type SourceRequests } from '../../store/request-minutes.js';
+import { budgetHours, DAY_HOURS } from './budget-hours.js';
+import type { Config } from '../../config.js';
 import { ago, duration } from '../page-format.js';
 import { dataTable, html, type SafeHtml } from '../html.js';
 import type { PageContext } from './page-context.js';
@@ -15,9 +21,16 @@ import type { PageContext } from './page-context.js';
 export async function budgetPage(ctx: PageContext): Promise<{ title: string; body: SafeHtml }> {
   const p = ctx.config.platform;
   const account = budgetAccount(p);
-  const [byJob, limiters] = await Promise.all([requestsByJob(ctx.db, 60), readLimiterState(ctx.db)]);
+  const [byJob, bySource, hours, limiters] = await Promise.all([
+    requestsByJob(ctx.db, 60),
+    requestsBySource(ctx.db, 60),
+    requestsPerHour(ctx.db, DAY_HOURS),
+    readLimiterState(ctx.db),
+  ]);
   const limiter = limiters.find((l) => l.account === account);
-  const used = byJob.reduce((s, j) => s + j.requests, 0);
+  const first = ctx.config.accounts[0]?.name;
+  const mine = bySource.filter((r) => r.account === first);
+  const used = mine.reduce((s, r) => s + r.requests, 0);
   const limit = Math.floor(p.requestsPerSecond * 3600);
   const share = limit ? Math.round((used / limit) * 1000) / 10 : 0;
   const body = html`<h1>Request budget</h1>
@@ -33,10 +46,17 @@ export async function budgetPage(ctx: PageContext): Promise<{ title: string; bod
           ${share}%
         </meter>
       </div>
-      <div><strong>${byJob.reduce((s, j) => s + j.retries, 0)}</strong> retries (429s, timeouts)</div>
+      <div><strong>${mine.reduce((s, r) => s + r.retries, 0)}</strong> retries (429s, timeouts)</div>
     </div>
     ${dataTable(
-      'Requests in the last hour, by job (runs active in the hour, counted whole)',
+      'Requests in the last hour, by account and source (every request: runs by job, real time, the console, commands, retries included)',
+      ['Account', 'Source', 'Requests', 'Share of the account’s hourly limit', 'Retries'],
+      sourceRows(ctx.config, bySource),
+      'no requests in the last hour',
+    )}
+    ${budgetHours(ctx.config, hours, ctx.now)}
+    ${dataTable(
+      'Runs in the last hour, by job (runs active in the hour, counted whole, as the runs recorded them)',
       ['Job', 'Runs', 'Requests', 'Share of the hour’s limit', 'Retries'],
       byJob.map((j) => [j.job, j.runs, j.requests, `${limit ? Math.round((j.requests / limit) * 1000) / 10 : 0}%`, j.retries]),
       'no runs in the last hour',
@@ -51,6 +71,15 @@ export async function budgetPage(ctx: PageContext): Promise<{ title: string; bod
 }
 
 const n = (v: number): string => v.toLocaleString('en-US');
+
+/** One row per account and source, each share against that account's own limit (an account no longer configured: no share). */
+function sourceRows(config: Config, rows: readonly SourceRequests[]): (string | number)[][] {
+  return rows.map((r) => {
+    const rps = config.accounts.find((a) => a.name === r.account)?.platform.requestsPerSecond;
+    const limit = rps ? Math.floor(rps * 3600) : 0;
+    return [r.account, r.source, r.requests, limit ? `${Math.round((r.requests / limit) * 1000) / 10}% of ${n(limit)}` : '—', r.retries];
+  });
+}
 
 /** The limiter's lessons in words (test/console/console-http.test.ts › "the budget page shows what the limiter learned"). */
 function learnedRows(l: LimiterState, now: Date): (string | SafeHtml)[][] {
