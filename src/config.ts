@@ -719,7 +719,7 @@ export function parseConfig(raw: unknown, env: Readonly<Record<string, string | 
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
     throw new ConfigError(`${source} must hold a JSON object with "platform", "database" and "lists".`, '(root)');
   }
-  const withEnv = applyEnvironment(interpolate(raw, env, []), env);
+  const withEnv = applyEnvironment(interpolate(asWritten(raw), env, []), env);
   const secrets = [...secretValuesIn(withEnv), env.PLATFORM_API_KEY, passwordOf(env.DATABASE_URL)].filter(
     (s): s is string => typeof s === 'string' && s.length >= 4,
   );
@@ -909,6 +909,23 @@ function applyEnvironment(raw: unknown, env: Readonly<Record<string, string | un
   const level = env.LISTSYNC_LOG_LEVEL;
   if (level) cfg.log = { ...(isObject(cfg.log) ? cfg.log : {}), level };
   return cfg;
+}
+
+/**
+ * A config listsync already parsed, given again with a key changed (a tool, a test): back to the form
+ * it was written in. Parsing adds `accounts` (each with its `keyPrefix`) beside `platform` and `lists`;
+ * the single form drops them again, the accounts form drops the top-level copies.
+ */
+function asWritten(raw: object): object {
+  const accounts = (raw as { accounts?: unknown }).accounts;
+  if (!Array.isArray(accounts) || !accounts.every((a) => isObject(a) && typeof a.keyPrefix === 'string')) return raw;
+  const placed = accounts as { keyPrefix: string }[];
+  if (placed.length === 1 && placed[0]!.keyPrefix === '') {
+    const { accounts: _accounts, ...single } = raw as Record<string, unknown>;
+    return single;
+  }
+  const { platform: _platform, lists: _lists, ...rest } = raw as Record<string, unknown>;
+  return { ...rest, accounts: placed.map(({ keyPrefix: _prefix, ...a }) => a) };
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

@@ -81,6 +81,19 @@ describe('accounts in the config', () => {
     expect(named.platform.maxConcurrentJobs).toBe(2);
   });
 
+  it('parses a parsed config again, with a key changed, in either form', () => {
+    const many = parseConfig({ database, accounts: [acme, globex] }, env);
+    const again = parseConfig({ ...structuredClone(many), log: { level: 'debug' } }, env);
+    expect(again.accounts).toEqual(many.accounts);
+    expect(again.lists).toEqual(many.lists);
+    expect(again.log.level).toBe('debug');
+    const single = parseConfig({ platform: { baseUrl: 'http://127.0.0.1:4010/v1', apiKey: 'k-123456' }, database, lists: acme.lists });
+    const zoned = parseConfig({ ...structuredClone(single), platform: { ...single.platform, timeZone: 'Europe/Berlin' } });
+    expect(zoned.platform.timeZone).toBe('Europe/Berlin');
+    expect(zoned.accounts[0]!.platform.timeZone).toBe('Europe/Berlin');
+    expect(zoned.lists).toEqual(single.lists);
+  });
+
   it('names both places of a list name used twice across accounts', () => {
     const e = errorOf({ database, accounts: [acme, { ...globex, lists: [{ name: 'invoices', appID: 'x', listID: 'y' }] }] });
     expect(e.key).toBe('accounts[1].lists[0].name');
