@@ -72,9 +72,10 @@ function overviewCells(r: OverviewRow, list: ListConfig, ctx: PageContext): (Saf
           r.last_error ? html`<pre class="error">${r.last_error.slice(0, 300)}</pre>` : ''
         }`
     : html`<span class="muted">no run yet</span>`;
+  const accountOf = namesAccounts(ctx.config) ? html` <span class="muted">account ${list.account}</span>` : '';
+  const title = r.title ? html`<span class="title">${r.title}</span>` : '';
   return [
-    html`<a href="/lists/${encodeURIComponent(r.name)}">${r.name}</a
-      >${namesAccounts(ctx.config) ? html` <span class="muted">account ${list.account}</span>` : ''}${r.title ? html`<span class="title">${r.title}</span>` : ''}`,
+    html`<a href="/lists/${encodeURIComponent(r.name)}">${r.name}</a>${accountOf}${title}`,
     health,
     fresh,
     lastRun,
