@@ -13,27 +13,23 @@ export interface Bar {
 }
 
 /**
- * Pull: the brief's bar is the sustained rate ("≥ 9,500 items/s sustained"). The pull bench
- * also prints the whole run, start-up and last answer included, held to issue 26's 0.92 (0.90
- * with one core busy) rather than 0.95:
- * a 100-page full load takes 105 requests (with the follow-up), and against a strict sliding second at
- * 10 per 1.01 s (platform.rateMargin) plus each request's handler delay (20 ms on average in the bench) the
- * last of them cannot leave before about 10.3 s, so even a run with no start-up at all, sending in
- * bursts, would end near 10.55 s with its answer: about 0.95 at best.
+ * Pull: the brief's bar is the whole run of a fresh account, from the first request to the last
+ * commit: ≥ 0.86 of the ceiling (≥ 0.84 with one core busy) against a strict sliding second counted
+ * when the handler runs 200–240 ms after arrival, and against a token bucket and a fixed window; no
+ * 429 in any run. Such a platform allows about 0.89 for a 105-request run without risk: each window
+ * is a second plus the margin plus the handler delay's variation (~40 ms), which no answer shows
+ * before it is seen (issue 39; the sustained rate is still printed, with no bar of its own).
  */
 export const BARS: readonly Bar[] = [
-  { bench: 'pull', figure: 'sustained items/s over the ceiling (page 1 to last page committed)', bar: 0.95, better: 'higher' },
-  // Issue 26: the whole run (start-up and the last answers included), idle and beside a CPU hog on one core.
-  { bench: 'pull', figure: 'items/s over the ceiling (10 req/s x 1000)', bar: 0.92, better: 'higher' },
-  { bench: 'pull', figure: 'items/s over the ceiling, one core busy (CPU hog)', bar: 0.9, better: 'higher' },
+  { bench: 'pull', figure: 'items/s over the ceiling (10 req/s x 1000)', bar: 0.86, better: 'higher' },
+  { bench: 'pull', figure: 'items/s over the ceiling, one core busy (CPU hog)', bar: 0.84, better: 'higher' },
   { bench: 'pull', figure: 'max requests in a sliding second, one core busy (emulator)', bar: 10, better: 'lower' },
   { bench: 'pull', figure: '429s (emulator)', bar: 0, better: 'lower' },
-  // Issue 33: the same run against a token bucket and a fixed window (the sliding second is the default above), each request
-  // counted after a handler delay of up to 20 % of the latency; any 429 in any run fails it; one 429 costs about one window.
-  { bench: 'pull', figure: 'items/s over the ceiling (10 req/s x 1000), bucket', bar: 0.95, better: 'higher' },
-  { bench: 'pull', figure: 'items/s over the ceiling (10 req/s x 1000), fixed', bar: 0.95, better: 'higher' },
-  { bench: 'pull', figure: 'items/s over the ceiling, one core busy (CPU hog), bucket', bar: 0.93, better: 'higher' },
-  { bench: 'pull', figure: 'items/s over the ceiling, one core busy (CPU hog), fixed', bar: 0.93, better: 'higher' },
+  // The same run against a token bucket and a fixed window; any 429 in any run fails it; one 429 costs about one window.
+  { bench: 'pull', figure: 'items/s over the ceiling (10 req/s x 1000), bucket', bar: 0.86, better: 'higher' },
+  { bench: 'pull', figure: 'items/s over the ceiling (10 req/s x 1000), fixed', bar: 0.86, better: 'higher' },
+  { bench: 'pull', figure: 'items/s over the ceiling, one core busy (CPU hog), bucket', bar: 0.84, better: 'higher' },
+  { bench: 'pull', figure: 'items/s over the ceiling, one core busy (CPU hog), fixed', bar: 0.84, better: 'higher' },
   { bench: 'pull', figure: 'runs with a 429 (each a failure)', bar: 0, better: 'lower' },
   { bench: 'pull', figure: 's lost to one 429 at the 20th request (against the sliding run)', bar: 1.5, better: 'lower' },
   { bench: 'pull', figure: 'max requests in a sliding second (emulator)', bar: 10, better: 'lower' },
