@@ -72,6 +72,8 @@ function terminalBar(job: string, units: ProgressUnits, started: number, rate: (
         if (next === note) return;
         note = next;
         bar?.update({ note });
+        // A retry is drawn as it happens: an answer in flight may clear it before the next timed redraw.
+        if (next && bar?.isActive) bar.render();
       }, run);
     },
     stop(complete) {
