@@ -230,7 +230,8 @@ function rowCount(res: unknown): number {
  * process) stay on time while a page is converted.
  */
 class Encoder implements EncodedRows {
-  readonly values: (string | null)[][] = [];
+  /** Per row: its values, or undefined once its COPY text was made (see `release`). */
+  readonly values: ((string | null)[] | undefined)[] = [];
   /** Per row: whether its `_raw` text may hold a backslash (COPY's text format doubles them). */
   readonly rawBackslashes: boolean[] = [];
   /** Per row: the indexes of the mapped columns its item has no key for (an int[] literal), or null. */
@@ -241,6 +242,7 @@ class Encoder implements EncodedRows {
   anyMissing = false;
   private readonly raw = new RawJsonWriter();
   private encoded = 0;
+  private released = false;
 
   constructor(
     private readonly mapping: TableMapping,
@@ -266,6 +268,16 @@ class Encoder implements EncodedRows {
     return [start, end];
   }
 
+  /**
+   * Rows whose COPY text is made: their values are dropped, so that they die
+   * young instead of living on with the batch (a copy that stands never needs
+   * them again; one that is undone encodes them again in `all`).
+   */
+  release([start, end]: [number, number]): void {
+    for (let r = start; r < end; r++) this.values[r] = undefined;
+    this.released = true;
+  }
+
   private noteMissing(missing: readonly number[]): void {
     if (missing.length === 0) {
       this.missingColumns.push(null);
@@ -280,7 +292,19 @@ class Encoder implements EncodedRows {
   /** Every row's values (the ones not encoded yet are encoded now). */
   async all(): Promise<(string | null)[][]> {
     while (await this.next());
+    if (this.released) this.encodeReleased();
     return this.values as (string | null)[][];
+  }
+
+  /** The released rows encoded again, without reporting them twice (what they fail was counted the first time). */
+  private encodeReleased(): void {
+    const missing: number[] = [];
+    for (let r = 0; r < this.values.length; r++) {
+      if (this.values[r] !== undefined) continue;
+      this.values[r] = encodeRow(this.mapping, this.rows[r]!, this.zone, this.raw, UNREPORTED, missing);
+      missing.length = 0;
+    }
+    this.released = false;
   }
 }
 
@@ -295,6 +319,7 @@ function sliceSize(start: number): number {
 const FIRST_SLICE_ROWS = 25;
 const MAX_ROWS_PER_SLICE = 200;
 const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+const UNREPORTED: RowReport = { fail: () => undefined, missingKeys: () => undefined, unstorable: () => undefined };
 
 /**
  * New rows by COPY, the cheapest way into PostgreSQL (no statement to plan,
@@ -317,7 +342,9 @@ async function copyFresh(trx: Knex.Transaction, sql: Statements, encoded: Encode
   const synced = copyField(now);
   async function* lines(): AsyncGenerator<string> {
     for (let slice = await encoded.next(); slice; slice = await encoded.next()) {
-      yield copyLines(sql.copyEscapes, encoded, slice, synced);
+      const text = copyLines(sql.copyEscapes, encoded, slice, synced);
+      encoded.release(slice);
+      yield text;
     }
   }
   try {
