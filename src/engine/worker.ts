@@ -57,11 +57,17 @@ export function startWorker(opts: WorkerOptions): Worker {
   const running = new Map<string, { lease: number; end: Promise<JobEnd>; ended: boolean; settled: Promise<void> }>();
   let stopping = false;
   let wakeUp: (() => void) | undefined;
+  /** A wake while the loop was taking (a job of its own ended then): its next sleep is skipped, not slept through. */
+  let woken = false;
   let warned = false;
 
-  const wake = () => wakeUp?.();
+  const wake = () => {
+    woken = true;
+    wakeUp?.();
+  };
   const sleep = (ms: number) =>
     new Promise<void>((r) => {
+      if (woken) return r();
       const t = setTimeout(r, ms);
       wakeUp = () => {
         clearTimeout(t);
@@ -96,6 +102,8 @@ export function startWorker(opts: WorkerOptions): Worker {
 
   const loop = (async () => {
     while (!stopping) {
+      woken = false;
+      wakeUp = undefined;
       try {
         await fill();
         if (warned) logger.info('job engine: the queue answers again');
