@@ -8,7 +8,8 @@
  * While a job runs, its lease is renewed every third of it; a worker that
  * dies stops renewing, and pg-boss's supervision fails the job by timeout
  * into a retry that another worker takes (test/engine-takeover.test.ts).
- * No pooled connection is held between statements.
+ * No pooled connection is held while it sleeps or a job runs (a take holds
+ * one for its two statements).
  */
 import type PgBoss from 'pg-boss';
 import type { Knex } from '../db.js';
