@@ -5,32 +5,14 @@
  * several workers never run more than their account's cap at once, all run, oldest first, and an
  * account's next job starts soon after its slot frees.
  */
-import type PgBoss from 'pg-boss';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { startBoss } from '../src/engine/boss.js';
-import { createEnqueuer, type Enqueuer } from '../src/engine/enqueue.js';
+import { describe, expect, it } from 'vitest';
+import { createDb, type Knex } from '../src/db.js';
 import { jobScope, type JobKind, type JobPayload } from '../src/engine/job-payload.js';
 import { takeNext } from '../src/engine/job-rows.js';
-import { startWorker, type JobEnd, type Worker } from '../src/engine/worker.js';
-import { createDb, type Knex } from '../src/db.js';
-import { silentLogger } from '../src/logger.js';
-import { createTestDatabase, type TestDatabase } from './helpers/db.js';
+import type { JobEnd } from '../src/engine/worker.js';
+import { startEngineWorker, until, useJobEngine } from './helpers/job-engine.js';
 
-let t: TestDatabase;
-let boss: PgBoss;
-let enqueuer: Enqueuer;
-const workers: Worker[] = [];
-
-beforeEach(async () => {
-  t = await createTestDatabase();
-  boss = await startBoss(t.db, { supervise: false, logger: silentLogger() });
-  enqueuer = createEnqueuer(boss, t.db, () => ({ leaseSeconds: 60, retryLimit: 0, retryDelaySeconds: 1 }));
-});
-afterEach(async () => {
-  for (const w of workers.splice(0)) await w.stopTaking();
-  await boss.stop({ graceful: false });
-  await t.drop();
-});
+const engine = useJobEngine();
 
 const payload = (job: JobKind, list: string, account: string, accountCap: number): JobPayload => ({
   job,
@@ -41,14 +23,6 @@ const payload = (job: JobKind, list: string, account: string, accountCap: number
   scope: jobScope(job, list),
   accountCap,
 });
-
-async function until(what: string, fn: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await fn())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 /** Backends of this test's database waiting for a lock. */
 async function waitingForLocks(db: Knex): Promise<number> {
@@ -61,12 +35,12 @@ async function waitingForLocks(db: Knex): Promise<number> {
 
 /** Runs `n` takes that all wait behind a lock of the job table, then lets them go at one instant. */
 async function takeTogether(n: number): Promise<(string | undefined)[]> {
-  const takers = createDb({ url: t.url, poolMax: n });
-  const gate = await t.db.transaction();
+  const takers = createDb({ url: engine.t.url, poolMax: n });
+  const gate = await engine.t.db.transaction();
   try {
     await gate.raw('lock table listsync_jobs.job in exclusive mode');
     const takes = Array.from({ length: n }, () => takeNext(takers));
-    await until(`${n} takers waiting`, async () => (await waitingForLocks(t.db)) >= n);
+    await until(`${n} takers waiting`, async () => (await waitingForLocks(engine.t.db)) >= n);
     await gate.commit();
     return (await Promise.all(takes)).map((j) => j && `${j.data.job}:${j.data.list}`);
   } finally {
@@ -88,15 +62,10 @@ function timedWorkers(count: number, slots: number, holdMs: number): Event[] {
   const note = (kind: Event['kind'], job: { data: JobPayload }) =>
     timeline.push({ kind, key: `${job.data.job}:${job.data.list}`, account: job.data.account, at: performance.now() });
   for (let i = 0; i < count; i++) {
-    const worker = startWorker({
-      db: t.db,
-      boss,
-      logger: silentLogger(),
+    startEngineWorker(
+      engine,
       slots,
-      pollMs: 50,
-      renewEveryMs: 20_000,
-      leaseOf: () => 60,
-      execute: (job) =>
+      (job) =>
         new Promise<JobEnd>((resolve) => {
           note('start', job);
           setTimeout(() => {
@@ -104,8 +73,7 @@ function timedWorkers(count: number, slots: number, holdMs: number): Event[] {
             resolve({ kind: 'done', output: { status: 'succeeded' } });
           }, holdMs);
         }),
-    });
-    workers.push(worker);
+    );
   }
   return timeline;
 }
@@ -129,12 +97,12 @@ function gapsAfterEnds(timeline: readonly Event[], account: string): number[] {
 
 describe('the account cap across workers', () => {
   it('takers released at one instant start one job of an account at cap 1 and one of a list, not one each', async () => {
-    for (const list of ['a1', 'a2', 'a3', 'a4']) await enqueuer.request(payload('pull', list, 'alpha', 1));
-    await enqueuer.request(payload('pull', 's', 'beta', 0));
-    await enqueuer.request(payload('push', 's', 'beta', 0));
+    for (const list of ['a1', 'a2', 'a3', 'a4']) await engine.enqueuer.request(payload('pull', list, 'alpha', 1));
+    await engine.enqueuer.request(payload('pull', 's', 'beta', 0));
+    await engine.enqueuer.request(payload('push', 's', 'beta', 0));
     const taken = await takeTogether(6);
     expect(taken.filter((k) => k !== undefined).sort()).toEqual(['pull:a1', 'pull:s']);
-    const running = await t.db.raw(`select singleton_key from listsync_jobs.job where state = 'active' order by 1`);
+    const running = await engine.t.db.raw(`select singleton_key from listsync_jobs.job where state = 'active' order by 1`);
     expect((running.rows as { singleton_key: string }[]).map((r) => r.singleton_key)).toEqual(['pull:a1', 'pull:s']);
   });
 
@@ -144,11 +112,11 @@ describe('the account cap across workers', () => {
   ])('many jobs on three workers: $account never runs more than $cap at once, and every job runs', async ({ account, cap, jobs }) => {
     const keys = Array.from({ length: jobs }, (_, i) => `pull:${account}${i}`);
     for (let i = 0; i < jobs; i++) {
-      await enqueuer.request(payload('pull', `${account}${i}`, account, cap));
-      await enqueuer.request(payload('pull', `other${i}`, 'other', 0));
+      await engine.enqueuer.request(payload('pull', `${account}${i}`, account, cap));
+      await engine.enqueuer.request(payload('pull', `other${i}`, 'other', 0));
     }
     const timeline = timedWorkers(3, 3, 30);
-    await until('every job ran', () => timeline.filter((e) => e.kind === 'end').length === jobs * 2);
+    await until('every job ran', () => timeline.filter((e) => e.kind === 'end').length === jobs * 2, 20_000);
     const started = timeline.filter((e) => e.kind === 'start' && e.account === account).map((e) => e.key);
     expect(started.sort()).toEqual([...keys].sort());
     expect(mostAtOnce(timeline, account)).toBeLessThanOrEqual(cap);
@@ -156,9 +124,9 @@ describe('the account cap across workers', () => {
 
   it("an account at cap 1 runs its jobs one after another, oldest first, each soon after the previous one's end", async () => {
     const keys = Array.from({ length: 8 }, (_, i) => `pull:a${i}`);
-    for (let i = 0; i < 8; i++) await enqueuer.request(payload('pull', `a${i}`, 'alpha', 1));
+    for (let i = 0; i < 8; i++) await engine.enqueuer.request(payload('pull', `a${i}`, 'alpha', 1));
     const timeline = timedWorkers(3, 2, 30);
-    await until('every job ran', () => timeline.filter((e) => e.kind === 'end').length === 8);
+    await until('every job ran', () => timeline.filter((e) => e.kind === 'end').length === 8, 20_000);
     expect(timeline.filter((e) => e.kind === 'start').map((e) => e.key)).toEqual(keys);
     expect(mostAtOnce(timeline, 'alpha')).toBe(1);
     // Settling the job, a poll (50 ms) and a take: well under 2 s, even on a loaded machine.
