@@ -103,35 +103,15 @@ import { completeState, readState, writeCheckpoint, type SyncState } from '../st
 import { firstLoad, freshCheckpoint, startOrResume, type PullCheckpoint, type PullMode } from './pull/checkpoint.js';
 import { readIncomplete } from './pull/completeness.js';
 import { FieldsChanged } from './pull/field-check.js';
-import { buildQuery, cursorUnsortable, fallbackPlan, FULL_READ, type PlanInput, type PullPlan } from './pull/plan.js';
-import type { PullDeps, RunContext } from './pull/run-context.js';
+import { buildQuery, cursorUnsortable, fallbackPlan, FULL_READ, type PlanInput } from './pull/plan.js';
+import type { PullDeps, PullResult, RunContext } from './pull/run-context.js';
 import { startEarly, type EarlyStart } from './pull/start.js';
 import { markRefill, prepareTable, REFILL_VERSION } from './pull/table-setup.js';
 import { decideWatermark } from './pull/watermark.js';
 import { FallbackNeeded, readWindow, type ReadOutcome } from './pull/window-read.js';
 
 export type { PullMode } from './pull/checkpoint.js';
-export type { PageProgress, PullDeps } from './pull/run-context.js';
-
-export interface PullResult {
-  runId: number;
-  list: string;
-  status: 'succeeded' | 'failed' | 'stopped';
-  resumed: boolean;
-  windowFrom: string | null;
-  windowTo: string | null;
-  /** How the run read: newest first down to the high-water mark, or by the immutable sort field. */
-  order: PullPlan['order'];
-  /** Why a pull that could read newest first did not. */
-  fallback: string | null;
-  watermark: string | null;
-  highWater: string | null;
-  watermarkHeld: boolean;
-  /** Why the marks stayed. */
-  heldBecause: string | null;
-  counters: RunCounters;
-  schemaChanges: string[];
-}
+export type { PageProgress, PullDeps, PullResult } from './pull/run-context.js';
 
 export async function pullList(deps: PullDeps, list: ListConfig, mode: PullMode = { kind: 'incremental' }): Promise<PullResult> {
   const job = mode.kind === 'incremental' ? 'pull' : 'backfill';

@@ -5,6 +5,7 @@
 import type { ListConfig } from '../../config.js';
 import type { TableMapping, UpsertResult } from '../../mirror/index.js';
 import type { RunCounters } from '../../store/runs.js';
+import type { PullPlan } from './plan.js';
 import type { ListTitles } from '../list-title.js';
 import type { ActiveRun, JobDeps, PageDone } from '../run-job.js';
 import type { PendingHandler } from './page-writer.js';
@@ -30,6 +31,26 @@ export interface PullDeps extends JobDeps {
    * list, bound by round trips; lists pulled together, bound by the budget, ask page 1 alone first.
    */
   startProbesEarly?: boolean;
+}
+
+export interface PullResult {
+  runId: number;
+  list: string;
+  status: 'succeeded' | 'failed' | 'stopped';
+  resumed: boolean;
+  windowFrom: string | null;
+  windowTo: string | null;
+  /** How the run read: newest first down to the high-water mark, or by the immutable sort field. */
+  order: PullPlan['order'];
+  /** Why a pull that could read newest first did not. */
+  fallback: string | null;
+  watermark: string | null;
+  highWater: string | null;
+  watermarkHeld: boolean;
+  /** Why the marks stayed. */
+  heldBecause: string | null;
+  counters: RunCounters;
+  schemaChanges: string[];
 }
 
 /** What every step of one run works with; the checkpoint is not here: each step returns it. */
