@@ -20,20 +20,20 @@ import { watchPage } from './read-order.js';
 import type { RunContext } from './run-context.js';
 import type { CatchUpOutcome } from './watermark.js';
 
-export interface CatchUp {
+export interface FollowUpRead {
   outcome: CatchUpOutcome;
   /** IDs the run had not received yet. */
   newIds: number;
 }
 
 /** The follow-up read; null when it cannot be read (see followUpSince). */
-export async function readCatchUp(
+export async function readFollowUp(
   ctx: RunContext,
   cp: PullCheckpoint,
   writer: PageWriter,
   checks: PageChecks,
   firstPage?: Promise<PageResult<Item>>,
-): Promise<CatchUp | null> {
+): Promise<FollowUpRead | null> {
   const { deps, list, zone } = ctx;
   const from = followUpSince(cp, zone);
   if (from === null) return null;

@@ -13,7 +13,7 @@ import { pendingConflictHandler } from '../../conflicts/recording.js';
 import type { RunCounters } from '../../store/runs.js';
 import { writeCheckpoint } from '../../store/state.js';
 import { collectUnknownKeys } from '../list-fields.js';
-import { askFollowUpPage, readCatchUp } from './follow-up-read.js';
+import { askFollowUpPage, readFollowUp } from './follow-up-read.js';
 import { afterPage, startMarkMillis, withStartAnswers, type PullCheckpoint } from './checkpoint.js';
 import type { WatchState } from './delete-watch.js';
 import { checkFields } from './field-check.js';
@@ -183,7 +183,7 @@ async function afterPages(
   const wanted = followUpWanted({ order: cp.plan.order, repeats: cp.watch.repeats, pagesRead, resumed: pagesBefore > 0 });
   const gaps = await rereadGaps(ctx, cp, query, writer, checks);
   const withGaps = { ...cp, received: cp.received + gaps.newIds };
-  const catchUp = ctx.job === 'pull' && wanted ? await readCatchUp(ctx, withGaps, writer, checks, paged.followUpFirst) : null;
+  const catchUp = ctx.job === 'pull' && wanted ? await readFollowUp(ctx, withGaps, writer, checks, paged.followUpFirst) : null;
   return {
     cp: { ...withGaps, received: withGaps.received + (catchUp?.newIds ?? 0) },
     gapsUnresolved: gaps.unresolved,
