@@ -29,6 +29,8 @@ import type { Item, ItemQuery, Page } from '../../platform/types.js';
 import { cursorMillis, type ReadOrder } from './plan.js';
 import { IdSet } from './id-set.js';
 import { compareKeys, type SortKey } from './delete-watch.js';
+import { sortKey } from './read-order.js';
+import type { RepeatExplained } from './repeat-explained.js';
 
 export interface CheckedPage extends Page {
   ids: string[];
@@ -57,9 +59,6 @@ export interface ReadOptions {
 }
 
 /** Checks pages against each other; `verify` is pure, `accept` records a page handed out. */
-/** Whether an item served again on a later page is explained by the list changing (by-created order). */
-export type RepeatExplained = (item: Item, totalCount: number, previousTotal: number | undefined) => boolean;
-
 export class PageChecks {
   private readonly seen = new IdSet();
   private previous: string[] | null = null;
@@ -163,9 +162,4 @@ export async function* readPages(
 
 function sameIds(a: readonly string[], b: readonly string[]): boolean {
   return a.length === b.length && a.every((id, i) => id === b[i]);
-}
-
-/** An item's place in by-created order: the sort field, then the ID. */
-export function sortKey(item: Record<string, unknown>, list: Pick<ListConfig, 'sortField' | 'idField'>): SortKey {
-  return [String(item[list.sortField] ?? ''), itemId(item[list.idField]) ?? ''];
 }

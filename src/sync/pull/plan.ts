@@ -13,7 +13,7 @@ import { DateTime } from 'luxon';
 import type { ListConfig } from '../../config.js';
 import { parsePlatformDateTime, tryParsePlatformDateTime } from '../../platform/dates.js';
 import { platformInstantMillis } from '../../mirror/convert.js';
-import { Operator, type Filter, type ItemQuery } from '../../platform/types.js';
+import { Operator, type FieldMeta, type Filter, type ItemQuery } from '../../platform/types.js';
 
 export type ReadOrder = 'newest-first' | 'by-created';
 
@@ -57,6 +57,17 @@ export function planWindow(p: PlanInput): PullPlan {
     stopBefore: from.toFormat('yyyy-MM-dd HH:mm:ss'),
     fallback: null,
   };
+}
+
+/** The plan of a first full load: it does not depend on the fields, so its first requests need not wait for them. */
+export const FULL_READ: PullPlan = { order: 'by-created', windowFrom: null, windowTo: null, stopBefore: null, fallback: null };
+
+/** Why the cursor field cannot be read newest first, from the field metadata; null when it can. */
+export function cursorUnsortable(fields: readonly FieldMeta[], cursorField: string): string | null {
+  const meta = fields.find((f) => f.FieldName === cursorField);
+  if (meta && meta.IsSort === false && meta.IsIndex === false)
+    return `the cursor field ${cursorField} is neither sortable nor indexed on the platform`;
+  return null;
 }
 
 /** The follow-up read after a run's pages: newest first down to the run's start mark (`YYYY-MM-DD HH:mm:ss`). */

@@ -22,7 +22,7 @@
  */
 import type { TableMapping } from '../../mirror/index.js';
 import { fromPlatformToSql, NOT_CONVERTED } from '../../mirror/convert.js';
-import type { Item } from '../../platform/types.js';
+import type { FieldMeta, Item } from '../../platform/types.js';
 
 export type SchemaSignalKind = 'unknown-key' | 'field-missing' | 'removed-key-back' | 'value-unfit';
 
@@ -105,4 +105,15 @@ export function describeSignals(signals: readonly SchemaSignal[]): string {
     .slice(0, 10)
     .map((s) => `${s.field}: ${words[s.kind]}${s.id ? ` (item ${s.id})` : ''}`)
     .join('; ');
+}
+
+/**
+ * Signs the fresh answer does not bear out, as quiet keys (so they never make a run ask again): a field
+ * it still lists that no item carried, a removed field's key items carry though it names no such field.
+ */
+export function quietAfterAsking(signals: readonly SchemaSignal[], fields: readonly FieldMeta[]): string[] {
+  const listed = new Set(fields.map((f) => f.FieldName));
+  return signals
+    .filter((sig) => (sig.kind === 'field-missing' && listed.has(sig.field)) || (sig.kind === 'removed-key-back' && !listed.has(sig.field)))
+    .map((sig) => sig.field);
 }

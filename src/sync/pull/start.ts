@@ -13,7 +13,7 @@
  * probes then, and its first page again after them: a page served before the
  * start mark was taken could hold an item edited in between that the mark
  * vouches for. Either way the page is believed only once the answers are
- * recorded in the checkpoint (see pull.ts). (many-lists: what a first pull of
+ * recorded in the checkpoint (see window-read.ts). (many-lists: what a first pull of
  * many small lists costs; pull-complete: what a first full load costs.)
  *
  * A pull of one list is bound by round trips, not by the budget: there the
