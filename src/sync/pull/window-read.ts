@@ -69,8 +69,9 @@ export async function readWindow(ctx: RunContext, planned: PullCheckpoint, early
   } catch (err) {
     await writer.settle();
     await writer.recordResumePoint().catch(() => undefined); // a database that is gone keeps the last per-page checkpoint
+    const wroteNothing = writer.counters.pages === 0;
     addCounters(ctx.counters, writer.counters);
-    if (cp.plan.order === 'newest-first' && err instanceof ValidationError && writer.counters.pages === 0) {
+    if (cp.plan.order === 'newest-first' && err instanceof ValidationError && wroteNothing) {
       throw new FallbackNeeded(`the platform refused to sort by the cursor field ${list.cursorField}: ${err.message}`);
     }
     throw err;
