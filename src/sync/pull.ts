@@ -86,12 +86,10 @@
  * (pull/watermark.ts) and record the outcome.
  */
 import { pinnedNames, pinnedTypes, type ListConfig } from '../config.js';
-import type { PlatformClient } from '../platform/client.js';
 import { ValidationError } from '../platform/platform-errors.js';
 import type { FieldMeta, Item, ItemQuery } from '../platform/types.js';
 import type { PageResult } from '../platform/paging.js';
 import { itemId } from '../platform/item-identity.js';
-import { coerceError } from '../errors.js';
 import { platformDate } from '../platform/dates.js';
 import { ensureMirrorTable, markListsyncWriter, readRegistry, type TableMapping, type UpsertResult } from '../mirror/index.js';
 import { FIELD_APPEARED_KINDS } from '../schema-change.js';
@@ -102,9 +100,9 @@ import { storedVersions } from '../mirror/stored-versions.js';
 import { itemVersion } from '../platform/item-identity.js';
 import { noteItemKeys, readFieldMeta, recordFieldMeta } from '../store/registry.js';
 import { LIST_JOBS, listLockName } from './lock.js';
-import { runJob, type ActiveRun, type JobDeps, type PageDone } from './run-job.js';
+import { runJob, RunFailed, type ActiveRun, type JobDeps, type PageDone, type RunEnd, type RunOutcome } from './run-job.js';
 import { pendingConflictHandler } from '../conflicts/recording.js';
-import { describeRun, finishRun, zeroCounters, type RunCounters } from '../store/runs.js';
+import { describeRun, zeroCounters, type RunCounters } from '../store/runs.js';
 import { completeState, readState, writeCheckpoint, type SyncState } from '../store/state.js';
 import {
   buildQuery,
@@ -235,7 +233,13 @@ interface RunContext {
 }
 
 /** A pull in named steps: start (or resume) the run, read the window, then settle the marks. */
-async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job: 'pull' | 'backfill', run: ActiveRun): Promise<PullResult> {
+async function pullLocked(
+  deps: PullDeps,
+  list: ListConfig,
+  mode: PullMode,
+  job: 'pull' | 'backfill',
+  run: ActiveRun,
+): Promise<RunEnd<PullResult>> {
   const s = await startRun(deps, list, mode, job, run);
   let read: ReadOutcome;
   try {
@@ -244,12 +248,12 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
     if (err instanceof FieldsChanged) throw err;
     return failed(s.ctx, err);
   }
-  const { db } = deps;
   const { state, cp, ctx } = s;
   if (read.stopped) {
-    await finishRun(db, run.runId, 'failed', { error: 'stopped by shutdown; the checkpoint is kept', counters: ctx.counters });
+    Object.assign(ctx.counters, run.requests());
     run.log.warn({ nextPage: cp.nextPage }, `${job} stopped by shutdown after a complete page`);
-    return pullResult(s, 'stopped', { watermark: state.watermark, highWater: state.highWater, held: 'stopped by shutdown' });
+    const result = pullResult(s, 'stopped', { watermark: state.watermark, highWater: state.highWater, held: 'stopped by shutdown' });
+    return { outcome: { status: 'failed', error: 'stopped by shutdown; the checkpoint is kept', counters: ctx.counters }, result };
   }
 
   const incomplete = readIncomplete(cp, read);
@@ -264,8 +268,8 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
     gapsUnresolved: read.gapsUnresolved,
     catchUp: read.catchUp,
   });
-  await recordSuccess(ctx, s.cp, read, marks, ctx.schemaChanges);
-  return pullResult(s, 'succeeded', marks);
+  const outcome = await recordSuccess(ctx, s.cp, read, marks, ctx.schemaChanges);
+  return { outcome, result: pullResult(s, 'succeeded', marks) };
 }
 
 /** A run as it started: its checkpoint and whether it resumed one (both replaced when the read falls back). */
@@ -312,7 +316,7 @@ async function startRun(deps: PullDeps, list: ListConfig, mode: PullMode, job: '
     run,
     mapping,
     zone,
-    takeRequests: requestDelta(deps.client, run),
+    takeRequests: () => run.takeRequests(),
     counters: zeroCounters(),
     itemsSoFar: 0,
     fieldsAsked,
@@ -990,11 +994,11 @@ async function recordSuccess(
   read: ReadOutcome,
   marks: { watermark: string | null; highWater: string | null; held: string | null },
   schemaChanges: readonly string[],
-): Promise<void> {
+): Promise<RunOutcome & { status: 'succeeded' }> {
   const { deps, list, job, run, mapping } = ctx;
-  Object.assign(ctx.counters, { ...ctx.counters, ...sumRequests(ctx) });
+  Object.assign(ctx.counters, run.requests());
   const fullRead = cp.plan.windowFrom === null && cp.plan.order === 'by-created';
-  await deps.db.transaction(async (trx) => {
+  const outcome = await deps.db.transaction(async (trx) => {
     await completeState(
       trx,
       list.name,
@@ -1007,7 +1011,8 @@ async function recordSuccess(
       await markListsyncWriter(trx);
       await trx.raw('update ?? set row_version = null where row_version = ?', [`${mapping.schema}.${mapping.table}`, REFILL_VERSION]);
     }
-    await finishRun(trx, run.runId, 'succeeded', {
+    const settled = {
+      status: 'succeeded',
       counters: ctx.counters,
       details: {
         order: cp.plan.order,
@@ -1027,47 +1032,29 @@ async function recordSuccess(
         ...(read.catchUp ? { followUp: read.catchUp } : {}),
         ...(schemaChanges.length ? { schemaChanges } : {}),
       },
-    });
+    } as const;
+    await run.settle(trx, settled);
     // Keys items carry that the metadata the run used does not name: kept metadata is asked again on the next run.
     if (ctx.unknownKeys.size) await noteItemKeys(trx, list.name, [...ctx.unknownKeys], !ctx.fieldsAsked);
+    return settled;
   });
   if (ctx.unknownKeys.size && !ctx.fieldsAsked)
     run.log.info({ keys: [...ctx.unknownKeys] }, 'items carry keys the mirror does not know: the next run asks the field metadata again');
   if (marks.held) run.log.warn({ heldBecause: marks.held }, 'the watermark stays so the next run re-reads this window');
   run.log.info({ ...ctx.counters, watermark: marks.watermark, highWater: marks.highWater }, `${job} finished`);
+  return outcome;
 }
 
-async function failed(ctx: RunContext, err: unknown): Promise<never> {
-  const e = coerceError(err);
-  Object.assign(ctx.counters, { ...ctx.counters, ...sumRequests(ctx) });
-  // When the database itself failed this cannot be written either; runJob reports the original error.
-  await finishRun(ctx.deps.db, ctx.run.runId, 'failed', { error: e.message, counters: ctx.counters }).catch(() => undefined);
+function failed(ctx: RunContext, err: unknown): never {
   // Only a run that committed a page can say it left one (a 401 on the first request wrote nothing).
   const kept = ctx.counters.pages > 0 ? 'committed pages stay, the checkpoint is kept' : 'this run wrote no page';
-  ctx.run.log.error({ err: e }, `${ctx.job} failed; ${kept} and the watermark does not move`);
-  throw err;
+  throw new RunFailed(err, { counters: ctx.counters, line: `${ctx.job} failed; ${kept} and the watermark does not move` });
 }
 
 // ---- small helpers -------------------------------------------------------
 
 /** row_version of rows waiting for a full re-read after the platform added a field. */
 const REFILL_VERSION = -1;
-
-function requestDelta(client: PlatformClient, run: ActiveRun): () => Partial<RunCounters> {
-  let mark = run.statsAtStart;
-  return () => {
-    const s = client.stats();
-    const delta = { requests: s.requests - mark.requests, retries: s.retries - mark.retries };
-    mark = s;
-    return delta;
-  };
-}
-
-/** The run's counters plus the requests not yet counted with a page. */
-function sumRequests(ctx: RunContext): Pick<RunCounters, 'requests' | 'retries'> {
-  const tail = ctx.takeRequests();
-  return { requests: ctx.counters.requests + (tail.requests ?? 0), retries: ctx.counters.retries + (tail.retries ?? 0) };
-}
 
 function addCounters(into: RunCounters, from: RunCounters): void {
   for (const k of Object.keys(from) as (keyof RunCounters)[]) into[k] += from[k];
