@@ -143,21 +143,6 @@ export async function finishRun(
 }
 
 /**
- * A run the shutdown signal stopped: whatever the job recorded on its way out (still running, or
- * failed with "stopped by shutdown"), unless it managed to succeed first.
- */
-export async function markInterrupted(db: Knex, runId: number, signal: string): Promise<void> {
-  await db(RUNS_TABLE)
-    .where({ id: runId })
-    .whereIn('status', ['running', 'failed'])
-    .update({
-      status: 'interrupted',
-      finished_at: db.raw('coalesce(finished_at, now())'),
-      error: db.raw(`coalesce(error, ?)`, [`stopped by ${signal}; the next run carries on`]),
-    });
-}
-
-/**
  * A run serve's queue accounts for after the fact: a fire skipped before it ran (coalesced, dropped at
  * shutdown) or one that failed before it could open its row (the database was unreachable). Written
  * as one closed row, with the time it was fired.

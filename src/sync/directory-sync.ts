@@ -18,7 +18,7 @@ import {
   type DirectoryTableSpec,
 } from '../mirror/directory-tables.js';
 import { runJob, type JobDeps, type PageDone } from './run-job.js';
-import { finishRun, zeroCounters, type RunCounters } from '../store/runs.js';
+import { zeroCounters, type RunCounters } from '../store/runs.js';
 import { completeState, readState, writeCheckpoint } from '../store/state.js';
 
 export const DIRECTORY_JOB_LIST = '_directory';
@@ -55,7 +55,8 @@ export async function pullDirectory(deps: Deps): Promise<DirectoryResult> {
     holderJobs: ['directory'],
     recordSkipped: false,
   } as const;
-  return runJob(deps, spec, async ({ runId, log, requests }) => {
+  return runJob(deps, spec, async (run) => {
+    const { runId, log } = run;
     const knownMissing = (await readState<DirectoryState>(db, DIRECTORY_JOB_LIST, 'directory')).checkpoint?.missing ?? {};
     const result: DirectoryResult = { runId, counters: zeroCounters(), tables: {}, skipped: {} };
     const d = config.directory;
@@ -114,14 +115,19 @@ export async function pullDirectory(deps: Deps): Promise<DirectoryResult> {
       await write(d.groupMembersTable, DIRECTORY_TABLES.groupMembers, members);
     });
     await part('positions', async () => write(d.positionsTable, DIRECTORY_TABLES.positions, await client.getPositions(deps.signal)));
-    Object.assign(result.counters, requests());
+    Object.assign(result.counters, run.requests());
+    const outcome = {
+      status: 'succeeded',
+      counters: result.counters,
+      details: { tables: result.tables, skipped: result.skipped },
+    } as const;
     await db.transaction(async (trx) => {
       await completeState(trx, DIRECTORY_JOB_LIST, 'directory', null);
       await writeCheckpoint(trx, DIRECTORY_JOB_LIST, 'directory', { runId, missing: result.skipped });
-      await finishRun(trx, runId, 'succeeded', { counters: result.counters, details: { tables: result.tables, skipped: result.skipped } });
+      await run.settle(trx, outcome);
     });
     log.info({ ...result.counters, skipped: Object.keys(result.skipped) }, 'directory finished');
-    return result;
+    return { outcome, result };
   });
 }
 

@@ -2,9 +2,8 @@
  * What `serve`'s job queue hands a run through AsyncLocalStorage, so the job
  * bodies keep their plain signatures: where to take the advisory lock (a
  * connection outside the work pool, so waiting for it never holds the pool),
- * and where `runJob` says which `sync_runs` row it opened and whether it
- * logged the outcome. The queue then records what the run could not
- * (test/serve-capacity.test.ts).
+ * and where `runJob` says which `sync_runs` row it opened. The queue then
+ * records what the run could not (test/serve-capacity.test.ts).
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Knex } from '../db.js';
@@ -16,8 +15,6 @@ export interface FireScope {
   engineJob?: { id: string; attempt: number };
   /** The `sync_runs` row the run opened (set by runJob). */
   runId?: number;
-  /** True once runJob logged the run's failure (the queue does not log it again). */
-  logged?: boolean;
 }
 
 const scopes = new AsyncLocalStorage<FireScope>();

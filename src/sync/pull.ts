@@ -91,14 +91,12 @@
  * newest-first.ts, repeat-explained.ts, read-order.ts) and tested by tables.
  */
 import type { ListConfig } from '../config.js';
-import { coerceError } from '../errors.js';
 import { platformDate } from '../platform/dates.js';
-import type { PlatformClient } from '../platform/client.js';
 import { markListsyncWriter } from '../mirror/index.js';
 import { noteItemKeys } from '../store/registry.js';
 import { LIST_JOBS, listLockName } from './lock.js';
-import { runJob, type ActiveRun } from './run-job.js';
-import { describeRun, finishRun, zeroCounters, type RunCounters } from '../store/runs.js';
+import { runJob, RunFailed, type ActiveRun, type RunEnd, type RunOutcome } from './run-job.js';
+import { describeRun, zeroCounters } from '../store/runs.js';
 import { completeState, readState, writeCheckpoint, type SyncState } from '../store/state.js';
 import { firstLoad, freshCheckpoint, startOrResume, type PullCheckpoint, type PullMode } from './pull/checkpoint.js';
 import { readIncomplete } from './pull/completeness.js';
@@ -129,7 +127,13 @@ export async function pullList(deps: PullDeps, list: ListConfig, mode: PullMode 
 }
 
 /** A pull in named steps: start (or resume) the run, read the window, then settle the marks. */
-async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job: 'pull' | 'backfill', run: ActiveRun): Promise<PullResult> {
+async function pullLocked(
+  deps: PullDeps,
+  list: ListConfig,
+  mode: PullMode,
+  job: 'pull' | 'backfill',
+  run: ActiveRun,
+): Promise<RunEnd<PullResult>> {
   const s = await startRun(deps, list, mode, job, run);
   let read: WindowRead;
   try {
@@ -138,13 +142,17 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
     if (err instanceof FieldsChanged) throw err;
     return failed(s.ctx, err);
   }
-  const { db } = deps;
   const { state, ctx } = s;
   const { cp } = read;
   if (read.stopped) {
-    await finishRun(db, run.runId, 'failed', { error: 'stopped by shutdown; the checkpoint is kept', counters: ctx.counters });
+    Object.assign(ctx.counters, run.requests());
     run.log.warn({ nextPage: cp.nextPage }, `${job} stopped by shutdown after a complete page`);
-    return pullResult(ctx, read, 'stopped', { watermark: state.watermark, highWater: state.highWater, held: 'stopped by shutdown' });
+    const result = pullResult(ctx, read, 'stopped', {
+      watermark: state.watermark,
+      highWater: state.highWater,
+      held: 'stopped by shutdown',
+    });
+    return { outcome: { status: 'failed', error: 'stopped by shutdown; the checkpoint is kept', counters: ctx.counters }, result };
   }
 
   const incomplete = readIncomplete(cp.plan, read.watch, read.received);
@@ -159,8 +167,8 @@ async function pullLocked(deps: PullDeps, list: ListConfig, mode: PullMode, job:
     gapsUnresolved: read.gapsUnresolved,
     catchUp: read.catchUp,
   });
-  await recordSuccess(ctx, cp, read, marks, ctx.schemaChanges);
-  return pullResult(ctx, read, 'succeeded', marks);
+  const outcome = await recordSuccess(ctx, cp, read, marks, ctx.schemaChanges);
+  return { outcome, result: pullResult(ctx, read, 'succeeded', marks) };
 }
 
 /** A run as it started: its context, the kept state, the checkpoint it reads from and whether it resumed one. */
@@ -206,7 +214,7 @@ async function startRun(deps: PullDeps, list: ListConfig, mode: PullMode, job: '
     run,
     mapping: table.mapping,
     zone,
-    takeRequests: requestDelta(deps.client, run),
+    takeRequests: () => run.takeRequests(),
     counters: zeroCounters(),
     itemsSoFar: 0,
     fieldsAsked: table.fieldsAsked,
@@ -302,11 +310,11 @@ async function recordSuccess(
   read: ReadOutcome,
   marks: { watermark: string | null; highWater: string | null; held: string | null },
   schemaChanges: readonly string[],
-): Promise<void> {
+): Promise<RunOutcome & { status: 'succeeded' }> {
   const { deps, list, job, run, mapping } = ctx;
-  Object.assign(ctx.counters, { ...ctx.counters, ...sumRequests(ctx) });
+  Object.assign(ctx.counters, run.requests());
   const fullRead = cp.plan.windowFrom === null && cp.plan.order === 'by-created';
-  await deps.db.transaction(async (trx) => {
+  const outcome = await deps.db.transaction(async (trx) => {
     await completeState(
       trx,
       list.name,
@@ -319,7 +327,8 @@ async function recordSuccess(
       await markListsyncWriter(trx);
       await trx.raw('update ?? set row_version = null where row_version = ?', [`${mapping.schema}.${mapping.table}`, REFILL_VERSION]);
     }
-    await finishRun(trx, run.runId, 'succeeded', {
+    const settled = {
+      status: 'succeeded',
       counters: ctx.counters,
       details: {
         order: cp.plan.order,
@@ -339,44 +348,26 @@ async function recordSuccess(
         ...(read.catchUp ? { followUp: read.catchUp } : {}),
         ...(schemaChanges.length ? { schemaChanges } : {}),
       },
-    });
+    } as const;
+    await run.settle(trx, settled);
     // Keys items carry that the metadata the run used does not name: kept metadata is asked again on the next run.
     if (ctx.unknownKeys.size) await noteItemKeys(trx, list.name, [...ctx.unknownKeys], !ctx.fieldsAsked);
+    return settled;
   });
   if (ctx.unknownKeys.size && !ctx.fieldsAsked)
     run.log.info({ keys: [...ctx.unknownKeys] }, 'items carry keys the mirror does not know: the next run asks the field metadata again');
   if (marks.held) run.log.warn({ heldBecause: marks.held }, 'the watermark stays so the next run re-reads this window');
   run.log.info({ ...ctx.counters, watermark: marks.watermark, highWater: marks.highWater }, `${job} finished`);
+  return outcome;
 }
 
-async function failed(ctx: RunContext, err: unknown): Promise<never> {
-  const e = coerceError(err);
-  Object.assign(ctx.counters, { ...ctx.counters, ...sumRequests(ctx) });
-  // When the database itself failed this cannot be written either; runJob reports the original error.
-  await finishRun(ctx.deps.db, ctx.run.runId, 'failed', { error: e.message, counters: ctx.counters }).catch(() => undefined);
+function failed(ctx: RunContext, err: unknown): never {
   // Only a run that committed a page can say it left one (a 401 on the first request wrote nothing).
   const kept = ctx.counters.pages > 0 ? 'committed pages stay, the checkpoint is kept' : 'this run wrote no page';
-  ctx.run.log.error({ err: e }, `${ctx.job} failed; ${kept} and the watermark does not move`);
-  throw err;
+  throw new RunFailed(err, { counters: ctx.counters, line: `${ctx.job} failed; ${kept} and the watermark does not move` });
 }
 
 // ---- small helpers -------------------------------------------------------
-
-function requestDelta(client: PlatformClient, run: ActiveRun): () => Partial<RunCounters> {
-  let mark = run.statsAtStart;
-  return () => {
-    const s = client.stats();
-    const delta = { requests: s.requests - mark.requests, retries: s.retries - mark.retries };
-    mark = s;
-    return delta;
-  };
-}
-
-/** The run's counters plus the requests not yet counted with a page. */
-function sumRequests(ctx: RunContext): Pick<RunCounters, 'requests' | 'retries'> {
-  const tail = ctx.takeRequests();
-  return { requests: ctx.counters.requests + (tail.requests ?? 0), retries: ctx.counters.retries + (tail.retries ?? 0) };
-}
 
 function runDetails(cp: PullCheckpoint, resumed: boolean): Record<string, unknown> {
   return {

@@ -54,14 +54,12 @@
  * rejects or does not answer, from the item read back (the pure verdicts:
  * push/write-verdict.ts, push/lost-create-verdict.ts, src/conflicts/merge.ts and policy.ts;
  * what is sent: push/wire.ts), re-read what was written after each batch,
- * then close the run (push/outcome.ts counts it).
+ * then return the run's outcome (push/outcome.ts counts it; src/sync/run-job.ts records it).
  */
 import type { ListConfig } from '../config.js';
-import type { Knex } from '../db.js';
-import { coerceError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { AuthError, PlatformError } from '../platform/platform-errors.js';
-import { finishRun, zeroCounters, type RunCounters } from '../store/runs.js';
+import { zeroCounters, type RunCounters } from '../store/runs.js';
 import * as outbox from '../store/outbox.js';
 import type { OutboxRow } from '../store/outbox.js';
 import { LIST_JOBS, listLockName } from './lock.js';
@@ -85,7 +83,7 @@ import { fail, interrupted } from './push/record.js';
 import { settleMirror, type SettleDeps } from './push/settle-mirror.js';
 import type { ChangeContext, PushDeps } from './push/types.js';
 import { pushUpdate } from './push/update.js';
-import { runJob, type ActiveRun } from './run-job.js';
+import { runJob, RunFailed, type ActiveRun, type RunEnd } from './run-job.js';
 
 export { loadMappingOrExplain, syncDeleteCapture } from './push/mapping.js';
 export { MAX_CONSECUTIVE_FAILURES, type PushResult } from './push/outcome.js';
@@ -110,7 +108,7 @@ export async function pushList(deps: PushDeps, list: ListConfig): Promise<PushRe
   );
 }
 
-async function pushLocked(deps: PushDeps, list: ListConfig, run: ActiveRun): Promise<PushResult> {
+async function pushLocked(deps: PushDeps, list: ListConfig, run: ActiveRun): Promise<RunEnd<PushResult>> {
   const { db } = deps;
   const { runId, log } = run;
   const mapping = await loadMappingOrExplain(db, deps.config, list);
@@ -118,7 +116,6 @@ async function pushLocked(deps: PushDeps, list: ListConfig, run: ActiveRun): Pro
   const ctx: ChangeContext = { deps, list, mapping };
   const result = emptyResult(runId, list.name);
   const now = deps.clock?.() ?? new Date();
-  const counters = runCounters(deps, run, result);
   const settle: SettleDeps = {
     db,
     client: deps.client,
@@ -157,14 +154,12 @@ async function pushLocked(deps: PushDeps, list: ListConfig, run: ActiveRun): Pro
       await settleBatch(settle, ctx, result, counted);
     }
     await outbox.pruneApplied(db, list.name, list.appliedRetentionDays);
-    result.counters = { ...result.counters, ...counters() };
-    if (failures.tooMany()) return await gaveUp(db, result, log, failures.streak);
-    if (handled < rows.length) return await stopped(db, result, log);
-    return await succeeded(db, result, log);
+    result.counters = { ...result.counters, ...changeCounters(result), ...run.requests() };
+    if (failures.tooMany()) return gaveUp(result, log, failures.streak);
+    if (handled < rows.length) return stopped(result, log);
+    return succeeded(result, log);
   } catch (err) {
-    await finishRun(db, runId, 'failed', { error: coerceError(err).message, counters: counters() }).catch(() => undefined); // a database that is gone: runJob reports the original error
-    log.error({ err }, 'push failed; unsent changes stay pending');
-    throw err;
+    throw new RunFailed(err, { counters: changeCounters(result), line: 'push failed; unsent changes stay pending' });
   }
 }
 
@@ -188,18 +183,12 @@ function emptyResult(runId: number, list: string): PushResult {
   };
 }
 
-/** The run's counters so far: requests since it started, changes by outcome. */
-function runCounters(deps: PushDeps, run: ActiveRun, result: PushResult): () => Partial<RunCounters> {
-  const before = run.statsAtStart;
-  return () => {
-    const after = deps.client.stats();
-    return {
-      requests: after.requests - before.requests,
-      retries: after.retries - before.retries,
-      changes_applied: result.applied + result.created + result.deleted + result.withdrawn,
-      changes_conflicted: result.conflicts,
-      changes_failed: result.failed,
-    };
+/** The run's changes so far, by outcome. */
+function changeCounters(result: PushResult): Partial<RunCounters> {
+  return {
+    changes_applied: result.applied + result.created + result.deleted + result.withdrawn,
+    changes_conflicted: result.conflicts,
+    changes_failed: result.failed,
   };
 }
 
@@ -232,33 +221,27 @@ async function pushOne(ctx: ChangeContext, row: OutboxRow): Promise<Outcome> {
   }
 }
 
-async function succeeded(db: Knex, result: PushResult, log: Logger): Promise<PushResult> {
-  await finishRun(db, result.runId, 'succeeded', { counters: result.counters, details: runDetails(result) });
+function succeeded(result: PushResult, log: Logger): RunEnd<PushResult> {
   const { applied, created, deleted, withdrawn, conflicts, failed, retrying, behind } = result;
   log.info({ applied, created, deleted, withdrawn, conflicts, failed, retrying, behind }, 'push finished');
-  return result;
+  return { outcome: { status: 'succeeded', counters: result.counters, details: runDetails(result) }, result };
 }
 
 /** A push stopped by shutdown: what was sent is settled, the rest stays pending; the run is closed as stopped. */
-async function stopped(db: Knex, result: PushResult, log: Logger): Promise<PushResult> {
+function stopped(result: PushResult, log: Logger): RunEnd<PushResult> {
   result.stopped = true;
-  await finishRun(db, result.runId, 'failed', {
-    error: 'stopped by shutdown; unsent changes stay pending',
-    counters: result.counters,
-    details: runDetails(result),
-  });
   log.warn(
     { applied: result.applied, created: result.created, deleted: result.deleted, conflicts: result.conflicts, failed: result.failed },
     'push stopped by shutdown after the changes in flight; unsent changes stay pending',
   );
-  return result;
+  const error = 'stopped by shutdown; unsent changes stay pending';
+  return { outcome: { status: 'failed', error, counters: result.counters, details: runDetails(result) }, result };
 }
 
 /** A push that stopped after changes kept failing in a row: the rest stay pending; the run failed. */
-async function gaveUp(db: Knex, result: PushResult, log: Logger, streak: number): Promise<PushResult> {
+function gaveUp(result: PushResult, log: Logger, streak: number): RunEnd<PushResult> {
   result.stoppedAfterFailures = streak;
   const error = `stopped after ${streak} changes in a row failed (is the platform down?); the rest stay pending for the next push`;
-  await finishRun(db, result.runId, 'failed', { error, counters: result.counters, details: runDetails(result) });
   log.error({ applied: result.applied, retrying: result.retrying, failed: result.failed }, error);
-  return result;
+  return { outcome: { status: 'failed', error, counters: result.counters, details: runDetails(result) }, result };
 }

@@ -58,10 +58,10 @@ import { performance } from 'node:perf_hooks';
 import type { ListConfig } from '../config.js';
 import { loadTableMapping, markListsyncWriter } from '../mirror/index.js';
 import { mirrorTableExists, SweepTables } from '../mirror/sweep-tables.js';
-import { finishRun, zeroCounters, type RunCounters } from '../store/runs.js';
+import { zeroCounters, type RunCounters } from '../store/runs.js';
 import { coerceError } from '../errors.js';
 import { LIST_JOBS, listLockName } from './lock.js';
-import { runJob, type ActiveRun } from './run-job.js';
+import { runJob, RunFailed, type ActiveRun, type RunEnd, type RunOutcome } from './run-job.js';
 import { confirmCandidates, healRows } from './reconcile/heal.js';
 import { sweepFailure } from './reconcile/refusal.js';
 import { sweepByCounts, sweepWholeList } from './reconcile/sweep.js';
@@ -95,19 +95,22 @@ export async function reconcileList(deps: ReconcileDeps, list: ListConfig, optio
   );
 }
 
-async function reconcileLocked(deps: ReconcileDeps, list: ListConfig, run: ActiveRun, mode: 'counts' | 'full'): Promise<ReconcileResult> {
+async function reconcileLocked(
+  deps: ReconcileDeps,
+  list: ListConfig,
+  run: ActiveRun,
+  mode: 'counts' | 'full',
+): Promise<RunEnd<ReconcileResult>> {
   const { db, config } = deps;
   const { runId, log } = run;
   const schema = config.database.schema;
   const mapping = await loadTableMapping(db, schema, list.name);
   const counters = zeroCounters();
-  const takeRequests = requestTaker(deps, run, counters);
+  const noteRequests = () => Object.assign(counters, run.requests());
   const base = emptyResult(runId, list.name, mode, counters);
   const { timingsMs, healed } = base;
   if (!mapping || !(await mirrorTableExists(db, mapping.qualifiedTable))) {
     const message = `no mirror table ${schema}.${mapping?.table ?? list.table ?? list.name} for list ${list.name} yet: run listsync pull first (reconcile compares the mirror with the platform)`;
-    await finishRun(db, runId, 'failed', { error: message, counters });
-    log.error(message);
     throw new Error(message);
   }
 
@@ -126,24 +129,24 @@ async function reconcileLocked(deps: ReconcileDeps, list: ListConfig, run: Activ
     try {
       outcome = mode === 'full' ? await sweepWholeList(parts) : await sweepByCounts(parts);
     } catch (err) {
-      takeRequests();
+      noteRequests();
       const failure = sweepFailure(coerceError(err).message, deps.signal?.aborted === true);
-      await finishRun(db, runId, 'failed', { error: failure.message, counters, details: { mode } });
       if (failure.status === 'stopped') {
         log.warn(failure.message);
-        return { ...base, status: 'stopped', message: failure.message, pages: counters.pages };
+        const result = { ...base, status: 'stopped', message: failure.message, pages: counters.pages } as const;
+        return { outcome: { status: 'failed', error: failure.message, counters, details: { mode } }, result };
       }
-      log.error({ err }, `reconcile failed; nothing was marked`);
-      throw new Error(failure.message, { cause: err });
+      const line = 'reconcile failed; nothing was marked';
+      throw new RunFailed(new Error(failure.message, { cause: err }), { counters, details: { mode }, line });
     }
-    takeRequests();
+    noteRequests();
     const details = { mode, ...outcome.details };
     const { seen, live, totalCount, counts } = outcome;
     Object.assign(base, { seen, live, totalCount, pages: counters.pages, counts });
     if (outcome.refusal) {
-      await finishRun(db, runId, 'failed', { error: outcome.refusal, counters, details });
       log.error(details, outcome.refusal);
-      return { ...base, status: 'refused', message: outcome.refusal };
+      const result = { ...base, status: 'refused', message: outcome.refusal } as const;
+      return { outcome: { status: 'failed', error: outcome.refusal, counters, details }, result };
     }
 
     // ---- confirm the candidates, heal, then mark in one statement ---------
@@ -151,40 +154,44 @@ async function reconcileLocked(deps: ReconcileDeps, list: ListConfig, run: Activ
     timingsMs.confirm = parts.phaseEnd();
     Object.assign(healed, await healRows(deps, list, mapping, work, counters));
     timingsMs.heal = parts.phaseEnd();
-    takeRequests();
+    noteRequests();
     if (deps.signal?.aborted) {
       const message = 'stopped by shutdown before marking; nothing was marked';
-      await finishRun(db, runId, 'failed', { error: message, counters, details });
-      return { ...base, status: 'stopped', message, confirmedPresent };
+      return {
+        outcome: { status: 'failed', error: message, counters, details },
+        result: { ...base, status: 'stopped', message, confirmedPresent },
+      };
     }
-    const { deleted, undeleted } = await markAndFinish(parts, conn, { ...details, confirmedPresent, healed });
+    const settled = { status: 'succeeded', counters, details: { ...details, confirmedPresent, healed } } as const;
+    const { deleted, undeleted } = await markAndFinish(parts, run, conn, settled);
     timingsMs.mark = parts.phaseEnd();
     const pullMissed = healed.missing + healed.behind > 0;
     (pullMissed ? log.warn.bind(log) : log.info.bind(log))(
       { ...details, confirmedPresent, deleted, undeleted, healed, requests: counters.requests, retries: counters.retries, timingsMs },
       finishedLine(pullMissed),
     );
-    return { ...base, status: 'succeeded', message: null, confirmedPresent, deleted, undeleted };
+    return { outcome: settled, result: { ...base, status: 'succeeded', message: null, confirmedPresent, deleted, undeleted } };
   } finally {
     await work.drop().catch(() => undefined);
     await db.client.releaseConnection(conn);
   }
 }
 
-/** The one statement that marks and undeletes, and the run recorded succeeded, in one transaction on the run's connection. */
+/** The one statement that marks and undeletes, and the run settled succeeded, in one transaction on the run's connection. */
 async function markAndFinish(
   parts: RunParts,
+  run: ActiveRun,
   conn: PgConnection,
-  details: Record<string, unknown>,
+  outcome: RunOutcome & { status: 'succeeded' },
 ): Promise<{ deleted: number; undeleted: number }> {
-  const { deps, mapping, work, counters, runId } = parts;
+  const { deps, mapping, work, counters } = parts;
   return deps.db.transaction(
     async (trx) => {
       await markListsyncWriter(trx);
       const r = await work.mark(trx, mapping.history ? mapping : undefined);
       counters.rows_deleted = r.deleted;
       counters.rows_undeleted = r.undeleted;
-      await finishRun(trx, runId, 'succeeded', { counters, details });
+      await run.settle(trx, outcome);
       return r;
     },
     { connection: conn },
@@ -196,16 +203,6 @@ function finishedLine(pullMissed: boolean): string {
   return pullMissed
     ? 'reconcile finished and healed rows the pulls had not brought in line: worth a look (cursor field, clock skew, back-dated edits)'
     : 'reconcile finished';
-}
-
-/** Copies the client's requests and retries since the run started into the counters. */
-function requestTaker(deps: ReconcileDeps, run: ActiveRun, counters: RunCounters): () => void {
-  const mark = run.statsAtStart;
-  return () => {
-    const s = deps.client.stats();
-    counters.requests = s.requests - mark.requests;
-    counters.retries = s.retries - mark.retries;
-  };
 }
 
 /** Milliseconds since the last call (or since it was made): the phase that just ended. */

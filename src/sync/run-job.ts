@@ -1,45 +1,36 @@
 /**
- * The one owner of a run: every pull, backfill, push, reconcile and users run
- * goes through `runJob`, which
+ * The one owner of a run: every pull, backfill, push, reconcile, users and directory run goes
+ * through `runJob`, which
  *
  * 1. takes the lock (a run that has to give way is recorded as 'skipped'),
  * 2. closes runs a dead process left 'running',
  * 3. opens the `sync_runs` row before any platform request or table set-up,
  * 4. counts the platform requests the run makes (its own, in a request tally,
- *    even when other runs share the client),
- * 5. records a failure, whatever step it happens at, with a secret-free
- *    message (a lost database connection is named as such), and
- * 6. records a run stopped by the shutdown signal as 'interrupted', and
- * 7. releases the lock without letting a failed release hide the real error.
- *
- * The job's body records its own success (often in the transaction that
- * commits its last writes) and may record its own failure with details; what
- * it leaves 'running' when it throws is closed here.
+ *    even when other runs share the client), and traces them (src/store/run-events.ts),
+ * 5. records the outcome the body returns, or settles in the transaction of its last writes
+ *    (src/sync/recorded-run.ts; the shapes and the rule: src/sync/run-outcome.ts),
+ * 6. records a failure, whatever step it happens at, with a secret-free
+ *    message (a lost database connection is named as such),
+ * 7. records a run stopped by the shutdown signal as 'interrupted', and
+ * 8. releases the lock without letting a failed release hide the real error.
  */
 import type { Config } from '../config.js';
 import { explainDatabaseError, type Knex } from '../db.js';
-import { LockedError, coerceError } from '../errors.js';
+import { LockedError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import type { ClientStats, PlatformClient } from '../platform/client.js';
-import { scrubSecrets } from '../secrets.js';
-import { secretsOf } from '../config.js';
+import type { PlatformClient } from '../platform/client.js';
 import { acquireLock } from './lock.js';
 import { currentFire } from './fire-scope.js';
 import { withRequestTally } from '../platform/request-tally.js';
 import { withRequestTrace } from '../platform/request-trace.js';
 import { withRequestSource } from '../platform/request-source.js';
 import { RunTrace, withRunTrace } from '../store/run-events.js';
-import {
-  HOLDER,
-  closeAbandonedRuns,
-  describeRunning,
-  finishRun,
-  isRunOpen,
-  markInterrupted,
-  startRun,
-  type Job,
-  type RunCounters,
-} from '../store/runs.js';
+import { HOLDER, closeAbandonedRuns, describeRunning, finishRun, startRun, type Job } from '../store/runs.js';
+import { RecordedRun, type ActiveRun } from './recorded-run.js';
+import { RunFailed, type RunEnd } from './run-outcome.js';
+
+export type { ActiveRun } from './recorded-run.js';
+export { RunFailed, type RunEnd, type RunOutcome } from './run-outcome.js';
 
 export interface RunJobDeps {
   db: Knex;
@@ -82,17 +73,8 @@ export interface RunJobSpec {
   recordSkipped: boolean;
 }
 
-export interface ActiveRun {
-  runId: number;
-  /** The job's logger with list, job and runId bound. */
-  log: Logger;
-  /** The client's counters when the run opened. */
-  statsAtStart: ClientStats;
-  /** Platform requests and retries made since the run started. */
-  requests(): Pick<RunCounters, 'requests' | 'retries'>;
-}
-
-export async function runJob<T>(deps: JobDeps, spec: RunJobSpec, body: (run: ActiveRun) => Promise<T>): Promise<T> {
+/** Runs `body` as one recorded run of `spec.job`: the body returns its outcome and result, the run's row is written here. */
+export async function runJob<T>(deps: JobDeps, spec: RunJobSpec, body: (run: ActiveRun) => Promise<RunEnd<T>>): Promise<T> {
   const lock = await takeLock(deps, spec);
   let outcome: { ok: true; value: T } | { ok: false; error: unknown };
   try {
@@ -125,27 +107,22 @@ async function takeLock(deps: RunJobDeps, spec: RunJobSpec) {
   }
 }
 
-async function runRecorded<T>(deps: JobDeps, spec: RunJobSpec, body: (run: ActiveRun) => Promise<T>): Promise<T> {
-  const { db, client } = deps;
+async function runRecorded<T>(deps: JobDeps, spec: RunJobSpec, body: (run: ActiveRun) => Promise<RunEnd<T>>): Promise<T> {
+  const { db } = deps;
   await closeAbandonedRuns(db, spec.list, [spec.job]);
   const runId = await startRun(db, spec.list, spec.job, { engineJob: currentFire()?.engineJob });
   noteRun(runId);
   const log = deps.logger.child({ ...unbound(deps.logger, { list: spec.list, job: spec.job }), runId });
-  const mark = client.stats();
-  const requests = () => {
-    const now = client.stats();
-    return { requests: now.requests - mark.requests, retries: now.retries - mark.retries };
-  };
+  const run = new RecordedRun(deps, runId, log);
   const trace = new RunTrace(db, runId, log);
   trace.add('start', { job: spec.job, holder: HOLDER });
   try {
-    const value = await withRequestSource(spec.job, () => traced(trace, () => body({ runId, log, statsAtStart: mark, requests })));
-    await recordInterruption(deps, runId, log);
-    return value;
+    const end = await withRequestSource(spec.job, () => traced(trace, () => body(run)));
+    await run.finish(end.outcome);
+    return end.result;
   } catch (err) {
-    if (!(await recordInterruption(deps, runId, log)))
-      await recordFailure(deps, runId, explainDatabaseError(err, deps.config.database.url), requests(), log);
-    throw err;
+    await run.fail(err);
+    throw err instanceof RunFailed ? err.cause : err;
   } finally {
     await trace.close();
   }
@@ -166,45 +143,4 @@ function noteRun(runId: number): void {
 function unbound(logger: Logger, bindings: Record<string, string>): Record<string, string> {
   const has = logger.bindings();
   return Object.fromEntries(Object.entries(bindings).filter(([k]) => has[k] === undefined));
-}
-
-/** After a shutdown signal, the run is 'interrupted' unless it succeeded; true when it was recorded so. */
-async function recordInterruption(deps: JobDeps, runId: number, log: Logger): Promise<boolean> {
-  if (!deps.signal?.aborted) return false;
-  const reason: unknown = deps.signal.reason;
-  try {
-    await markInterrupted(deps.db, runId, typeof reason === 'string' ? reason : 'shutdown');
-    return true;
-  } catch (err) {
-    log.warn({ err }, 'could not record the interrupted run (the next run closes it as abandoned)');
-    return false;
-  }
-}
-
-/** Marks the run failed unless the body already recorded its outcome; a database that is gone is logged, not thrown. */
-async function recordFailure(
-  deps: RunJobDeps,
-  runId: number,
-  err: unknown,
-  counters: Pick<RunCounters, 'requests' | 'retries'>,
-  log: Logger,
-): Promise<void> {
-  const message = scrubSecrets(coerceError(err).message, secretsOf(deps.config));
-  const fire = currentFire();
-  try {
-    if (await isRunOpen(deps.db, runId)) {
-      // The body did not get to record (nor log) it: a failure before the first page still makes a log line.
-      log.error({ err }, 'failed');
-      if (fire) fire.logged = true;
-      await finishRun(deps.db, runId, 'failed', { error: message, counters });
-    }
-  } catch (recordErr) {
-    if (fire?.logged !== true) log.error({ err }, 'failed');
-    if (fire) fire.logged = true;
-    // Under serve the queue records it once the database is back; elsewhere the next run closes it as abandoned.
-    log.warn(
-      { err: recordErr },
-      fire ? 'could not record the failed run yet' : 'could not record the failed run (the next run closes it as abandoned)',
-    );
-  }
 }

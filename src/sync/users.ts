@@ -1,7 +1,7 @@
 /** The users directory: POST /users/search paged into the users mirror table. */
 import { ensureUsersTable, upsertUsers } from '../mirror/index.js';
 import { runJob, type JobDeps } from './run-job.js';
-import { addToRun, finishRun, zeroCounters, type RunCounters } from '../store/runs.js';
+import { addToRun, zeroCounters, type RunCounters } from '../store/runs.js';
 import { completeState } from '../store/state.js';
 
 export const USERS_JOB_LIST = '_users';
@@ -10,7 +10,13 @@ const USERS_LOCK = 'users';
 /** `signal`: stops after the page in flight; the next run reads the users again. */
 export type UsersDeps = JobDeps;
 
-export async function pullUsers(deps: UsersDeps): Promise<{ runId: number; counters: RunCounters; stopped: boolean }> {
+export interface UsersResult {
+  runId: number;
+  counters: RunCounters;
+  stopped: boolean;
+}
+
+export async function pullUsers(deps: UsersDeps): Promise<UsersResult> {
   const { db, client, config } = deps;
   const spec = {
     list: USERS_JOB_LIST,
@@ -20,11 +26,10 @@ export async function pullUsers(deps: UsersDeps): Promise<{ runId: number; count
     holderJobs: ['users'],
     recordSkipped: false,
   } as const;
-  return runJob(deps, spec, async (run) => {
+  return runJob<UsersResult>(deps, spec, async (run) => {
     const { runId, log } = run;
     await ensureUsersTable(db, config.database.schema, config.users.table);
     const counters = zeroCounters();
-    const before = run.statsAtStart;
     let stopped = false;
     for await (const page of client.userPages({ pageSize: 1000 })) {
       const r = await db.transaction(async (trx) => {
@@ -42,22 +47,20 @@ export async function pullUsers(deps: UsersDeps): Promise<{ runId: number; count
         break;
       }
     }
-    const after = client.stats();
-    counters.requests = after.requests - before.requests;
-    counters.retries = after.retries - before.retries;
+    // The rows were counted in each page's transaction; the requests are the wrapper's count.
+    Object.assign(counters, run.requests());
     if (stopped) {
-      await finishRun(db, runId, 'failed', {
-        error: 'stopped by shutdown; the next run reads the users again',
-        counters: { requests: counters.requests, retries: counters.retries },
-      });
       log.warn(counters, 'users stopped by shutdown after a complete page');
-      return { runId, counters, stopped: true };
+      return {
+        outcome: { status: 'failed', error: 'stopped by shutdown; the next run reads the users again' },
+        result: { runId, counters, stopped },
+      };
     }
     await db.transaction(async (trx) => {
       await completeState(trx, USERS_JOB_LIST, 'users', null);
-      await finishRun(trx, runId, 'succeeded', { counters: { requests: counters.requests, retries: counters.retries } });
+      await run.settle(trx, { status: 'succeeded' });
     });
     log.info(counters, 'users finished');
-    return { runId, counters, stopped: false };
+    return { outcome: { status: 'succeeded' }, result: { runId, counters, stopped } };
   });
 }
