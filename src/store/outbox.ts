@@ -19,6 +19,7 @@
  * text PostgreSQL can hold (`closestText`), so an error never fails its write.
  */
 import type { Knex } from '../db.js';
+import { OperatorActionError } from '../errors.js';
 import { closestText } from '../storable.js';
 
 export const OUTBOX_TABLE = 'listsync.outbox';
@@ -422,7 +423,7 @@ export async function forceOverwrite(db: Db, id: number): Promise<void> {
 /**
  * A conflict settled for the local side: pending again against the platform's
  * version with `changes` (the conflict's local side), sent at the next push.
- * Throws naming the newer change when the item has another open one.
+ * Throws OperatorActionError naming the newer change when the item has another open one.
  */
 export async function requeueAgainst(
   db: Db,
@@ -438,7 +439,7 @@ export async function requeueAgainst(
       .whereIn('status', [...OPEN_STATUSES])
       .first('id')) as { id: number } | undefined;
     if (open)
-      throw new Error(
+      throw new OperatorActionError(
         `item ${row.item_id} has a newer local change (outbox ${open.id}) that the next push sends; settle that one first, or edit the row again.`,
       );
   }

@@ -59,7 +59,7 @@ import type { ListConfig } from '../config.js';
 import { loadTableMapping, markListsyncWriter } from '../mirror/index.js';
 import { mirrorTableExists, SweepTables } from '../mirror/sweep-tables.js';
 import { finishRun, zeroCounters, type RunCounters } from '../store/runs.js';
-import { coerceError } from '../errors.js';
+import { OperatorActionError, coerceError } from '../errors.js';
 import { LIST_JOBS, listLockName } from './lock.js';
 import { runJob, type ActiveRun } from './run-job.js';
 import { confirmCandidates, healRows } from './reconcile/heal.js';
@@ -108,7 +108,7 @@ async function reconcileLocked(deps: ReconcileDeps, list: ListConfig, run: Activ
     const message = `no mirror table ${schema}.${mapping?.table ?? list.table ?? list.name} for list ${list.name} yet: run listsync pull first (reconcile compares the mirror with the platform)`;
     await finishRun(db, runId, 'failed', { error: message, counters });
     log.error(message);
-    throw new Error(message);
+    throw new OperatorActionError(message);
   }
 
   log.info(
