@@ -21,7 +21,7 @@
 import type { TableMapping } from '../../mirror/index.js';
 import { itemVersionNumber } from '../../platform/item-identity.js';
 import type { Item } from '../../platform/types.js';
-import { isOurWrite } from './lost-creates.js';
+import { isOurWrite } from './our-write.js';
 import { goneMessage } from './outcome.js';
 import { writableFields } from './wire.js';
 
