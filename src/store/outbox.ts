@@ -20,6 +20,7 @@
  */
 import type { Knex } from '../db.js';
 import { OperatorActionError } from '../errors.js';
+import type { Version } from '../platform/item-identity.js';
 import { closestText } from '../storable.js';
 
 export const OUTBOX_TABLE = 'listsync.outbox';
@@ -43,6 +44,7 @@ export interface OutboxRow {
   /** For a delete: the row's whole content (field columns). */
   changes: Record<string, unknown>;
   sent_changes: Record<string, unknown> | null;
+  /** As stored: NULL or the refill marker (-1) is unknown, 0 an overwrite; read it as a Version with `itemVersionNumber`. */
   base_version: number | null;
   status: OutboxStatus;
   attempts: number;
@@ -290,7 +292,7 @@ const REMAINDER = `(select coalesce(jsonb_object_agg(k, v), '{}'::jsonb) from js
  * The sent part of an edit is applied. Edits made while it was in flight (the
  * remainder) stay pending against `newVersion` (null: the base is kept).
  */
-export async function settleSentEdit(db: Db, id: number, sent: Record<string, unknown>, newVersion: number | null): Promise<void> {
+export async function settleSentEdit(db: Db, id: number, sent: Record<string, unknown>, newVersion: Version | null): Promise<void> {
   await db.raw(
     `with cur as (
        select o.id, ${REMAINDER} as rest
@@ -312,7 +314,7 @@ export async function settleSentCreate(
   id: number,
   sent: Record<string, unknown>,
   itemId: string,
-  version: number,
+  version: Version,
 ): Promise<void> {
   await trx.raw(
     `with cur as (
@@ -428,7 +430,7 @@ export async function forceOverwrite(db: Db, id: number): Promise<void> {
 export async function requeueAgainst(
   db: Db,
   id: number | null,
-  baseVersion: number | null,
+  baseVersion: Version | null,
   changes?: Record<string, unknown>,
 ): Promise<void> {
   const row = (await db(OUTBOX_TABLE).where({ id }).first('list_name', 'item_id', 'status')) as
