@@ -99,20 +99,23 @@ function runtimeGraph(): Map<string, string[]> {
 /** A module's header, its opening comment, calls it pure ("Pure: no I/O", "Pure."). */
 const saysPure = (source: string): boolean => /\bPure\b/.test(/^\s*\/\*[\s\S]*?\*\//.exec(source)?.[0] ?? '');
 
-/** What a pure module must not reach, by package name or file. */
-function reachesOut(target: string): string | undefined {
-  if (['knex', 'pg', 'pg-copy-streams', 'pg-boss'].includes(target) || target === 'src/db.ts' || target.startsWith('src/store/'))
-    return 'the database';
+/**
+ * What a pure module must not reach, by package name or file. A module of src/store/ takes the database it
+ * works on (its own tables' I/O) unless it is pure itself (SQL text only, checked as every pure module is).
+ */
+function reachesOut(target: string, pure: ReadonlySet<string> = new Set()): string | undefined {
+  const store = target.startsWith('src/store/') && !pure.has(target);
+  if (['knex', 'pg', 'pg-copy-streams', 'pg-boss'].includes(target) || target === 'src/db.ts' || store) return 'the database';
   if (target === 'src/platform/client.ts') return 'the platform client';
   if (['got', 'node:http', 'node:https', 'node:net', 'http', 'https', 'net'].includes(target)) return 'HTTP';
   return undefined;
 }
 
 /** The first import path from `start` to something it must not reach (a -> b -> knex), if any. */
-function pathOut(graph: ReadonlyMap<string, readonly string[]>, start: string): string[] | undefined {
+function pathOut(graph: ReadonlyMap<string, readonly string[]>, start: string, pure?: ReadonlySet<string>): string[] | undefined {
   const seen = new Set<string>();
   const visit = (node: string, path: string[]): string[] | undefined => {
-    if (reachesOut(node)) return [...path, node];
+    if (reachesOut(node, pure)) return [...path, node];
     if (seen.has(node)) return undefined;
     seen.add(node);
     for (const next of graph.get(node) ?? []) {
@@ -267,10 +270,12 @@ describe('modules called pure', () => {
       ['src/b.ts', ['src/c.ts']],
       ['src/c.ts', ['src/store/outbox.ts']],
       ['src/d.ts', ['src/e.ts']],
-      ['src/e.ts', ['src/d.ts']],
+      ['src/e.ts', ['src/d.ts', 'src/store/outbox-sql.ts']],
     ]);
-    expect(pathOut(g, 'src/a.ts')).toEqual(['src/a.ts', 'src/b.ts', 'src/c.ts', 'src/store/outbox.ts']);
-    expect(pathOut(g, 'src/d.ts')).toBeUndefined();
+    const pureSql = new Set(['src/store/outbox-sql.ts']);
+    expect(pathOut(g, 'src/a.ts', pureSql)).toEqual(['src/a.ts', 'src/b.ts', 'src/c.ts', 'src/store/outbox.ts']);
+    expect(pathOut(g, 'src/d.ts', pureSql)).toBeUndefined();
+    expect(pathOut(g, 'src/d.ts')).toEqual(['src/d.ts', 'src/e.ts', 'src/store/outbox-sql.ts']);
     expect(reachesOut('pg')).toBe('the database');
     expect(reachesOut('src/platform/client.ts')).toBe('the platform client');
     expect(reachesOut('got')).toBe('HTTP');
@@ -288,9 +293,10 @@ describe('modules called pure', () => {
   });
 
   it('none of them imports anything that reaches the database, the platform client or HTTP', () => {
+    const pureSet = new Set(pure);
     const out = pure.flatMap((file) => {
-      const path = pathOut(graph, file);
-      return path ? [`${path.join(' -> ')} (${reachesOut(path.at(-1)!)})`] : [];
+      const path = pathOut(graph, file, pureSet);
+      return path ? [`${path.join(' -> ')} (${reachesOut(path.at(-1)!, pureSet)})`] : [];
     });
     expect(out, 'move the rule a pure module needs into a pure module of its own, or import only its type').toEqual([]);
   });
