@@ -4,30 +4,12 @@
  * job still queued or running coalesced with its reason, never stacked, and the same fire from another
  * replica made once; early requests joined; a job handed back at shutdown run by another worker.
  */
-import type PgBoss from 'pg-boss';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { startBoss } from '../src/engine/boss.js';
-import { createEnqueuer, type Enqueuer } from '../src/engine/enqueue.js';
+import { describe, expect, it } from 'vitest';
 import { jobScope, type JobKind, type JobOrigin, type JobPayload } from '../src/engine/job-payload.js';
-import { startWorker, type JobEnd, type Worker } from '../src/engine/worker.js';
-import { silentLogger } from '../src/logger.js';
-import { createTestDatabase, type TestDatabase } from './helpers/db.js';
+import type { JobEnd } from '../src/engine/worker.js';
+import { startEngineWorker, until, useJobEngine } from './helpers/job-engine.js';
 
-let t: TestDatabase;
-let boss: PgBoss;
-let enqueuer: Enqueuer;
-const workers: Worker[] = [];
-
-beforeEach(async () => {
-  t = await createTestDatabase();
-  boss = await startBoss(t.db, { supervise: false, logger: silentLogger() });
-  enqueuer = createEnqueuer(boss, t.db, () => ({ leaseSeconds: 60, retryLimit: 0, retryDelaySeconds: 1 }));
-});
-afterEach(async () => {
-  for (const w of workers.splice(0)) await w.stopTaking();
-  await boss.stop({ graceful: false });
-  await t.drop();
-});
+const engine = useJobEngine();
 
 const payload = (job: JobKind, list: string, origin: JobOrigin, second = 0, account = 'default', accountCap = 0): JobPayload => ({
   job,
@@ -43,22 +25,16 @@ const payload = (job: JobKind, list: string, origin: JobOrigin, second = 0, acco
 function harness(slots: number) {
   const started: string[] = [];
   const finishers = new Map<string, (() => void)[]>();
-  const worker = startWorker({
-    db: t.db,
-    boss,
-    logger: silentLogger(),
+  const worker = startEngineWorker(
+    engine,
     slots,
-    pollMs: 50,
-    renewEveryMs: 20_000,
-    leaseOf: () => 60,
-    execute: (job) =>
+    (job) =>
       new Promise<JobEnd>((resolve) => {
         const key = `${job.data.job}:${job.data.list}`;
         started.push(key);
         finishers.set(key, [...(finishers.get(key) ?? []), () => resolve({ kind: 'done', output: { status: 'succeeded' } })]);
       }),
-  });
-  workers.push(worker);
+  );
   return {
     worker,
     started,
@@ -66,13 +42,6 @@ function harness(slots: number) {
   };
 }
 
-async function until(what: string, fn: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await fn())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 const settle = () => new Promise((r) => setTimeout(r, 400));
 
 describe('job engine', () => {
@@ -83,7 +52,7 @@ describe('job engine', () => {
       ['pull', 'b'],
       ['pull', 'c'],
     ] as const)
-      await enqueuer.request(payload(job, list, 'request'));
+      await engine.enqueuer.request(payload(job, list, 'request'));
     const h = harness(2);
     await until('two started', () => h.started.length === 2);
     await settle();
@@ -98,28 +67,32 @@ describe('job engine', () => {
 
   it('a scheduled fire of a job still queued or running is coalesced with the reason, never stacked; the same fire from another replica is one job', async () => {
     const h = harness(1);
-    expect(await enqueuer.fire(payload('pull', 'a', 'schedule', 1))).toHaveProperty('sent');
+    expect(await engine.enqueuer.fire(payload('pull', 'a', 'schedule', 1))).toHaveProperty('sent');
     await until('pull:a started', () => h.started.length === 1);
-    expect(await enqueuer.fire(payload('pull', 'b', 'schedule', 1))).toHaveProperty('sent');
-    expect(await enqueuer.fire(payload('pull', 'a', 'schedule', 2))).toEqual({ coalesced: 'coalesced: the previous run is still running' });
-    expect(await enqueuer.fire(payload('pull', 'b', 'schedule', 2))).toEqual({ coalesced: 'coalesced: the previous fire is still queued' });
+    expect(await engine.enqueuer.fire(payload('pull', 'b', 'schedule', 1))).toHaveProperty('sent');
+    expect(await engine.enqueuer.fire(payload('pull', 'a', 'schedule', 2))).toEqual({
+      coalesced: 'coalesced: the previous run is still running',
+    });
+    expect(await engine.enqueuer.fire(payload('pull', 'b', 'schedule', 2))).toEqual({
+      coalesced: 'coalesced: the previous fire is still queued',
+    });
     // Another replica's fire of the same instant: no skip, no second job, even after the job finished.
-    expect(await enqueuer.fire(payload('pull', 'b', 'schedule', 1))).toHaveProperty('sameFire');
+    expect(await engine.enqueuer.fire(payload('pull', 'b', 'schedule', 1))).toHaveProperty('sameFire');
     h.finish('pull:a');
     await until('pull:b started', () => h.started.length === 2);
     h.finish('pull:b');
     await until('idle', () => h.worker.running === 0);
-    expect(await enqueuer.fire(payload('pull', 'b', 'schedule', 1))).toHaveProperty('sameFire');
+    expect(await engine.enqueuer.fire(payload('pull', 'b', 'schedule', 1))).toHaveProperty('sameFire');
     await settle();
     expect(h.started).toEqual(['pull:a', 'pull:b']);
   });
 
   it('an early request joins the queued run, or asks for one more after the running one', async () => {
     const h = harness(1);
-    const first = await enqueuer.request(payload('pull', 'a', 'request'));
+    const first = await engine.enqueuer.request(payload('pull', 'a', 'request'));
     await until('pull:a started', () => h.started.length === 1);
-    const second = await enqueuer.request(payload('pull', 'a', 'request'));
-    expect(await enqueuer.request(payload('pull', 'a', 'request'))).toBe(second);
+    const second = await engine.enqueuer.request(payload('pull', 'a', 'request'));
+    expect(await engine.enqueuer.request(payload('pull', 'a', 'request'))).toBe(second);
     expect(second).not.toBe(first);
     h.finish('pull:a');
     await until('the second run', () => h.started.length === 2);
@@ -131,7 +104,7 @@ describe('job engine', () => {
 
   it('a job handed back at shutdown is not failed: another worker runs it', async () => {
     const a = harness(1);
-    await enqueuer.request(payload('backfill', 'a', 'operator'));
+    await engine.enqueuer.request(payload('backfill', 'a', 'operator'));
     await until('started on the first worker', () => a.started.length === 1);
     const b = harness(1);
     await settle();
@@ -140,13 +113,13 @@ describe('job engine', () => {
     await a.worker.handBackRunning('stopped by shutdown');
     await until('taken by the second worker', () => b.started.length === 1);
     expect(b.started).toEqual(['backfill:a']);
-    const row = (await t.db.raw(`select state, retry_count from listsync_jobs.job where singleton_key = 'backfill:a'`)).rows[0];
+    const row = (await engine.t.db.raw(`select state, retry_count from listsync_jobs.job where singleton_key = 'backfill:a'`)).rows[0];
     expect(row).toEqual({ state: 'active', retry_count: 0 });
   });
 
   it('an account at its cap (platform.maxConcurrentJobs) waits while the jobs of another account run, across workers', async () => {
-    for (const list of ['a1', 'a2', 'a3']) await enqueuer.request(payload('pull', list, 'request', 0, 'alpha', 1));
-    await enqueuer.request(payload('pull', 'b1', 'request', 0, 'beta', 1));
+    for (const list of ['a1', 'a2', 'a3']) await engine.enqueuer.request(payload('pull', list, 'request', 0, 'alpha', 1));
+    await engine.enqueuer.request(payload('pull', 'b1', 'request', 0, 'beta', 1));
     const one = harness(2);
     const two = harness(2);
     await until('two started', () => one.started.length + two.started.length === 2);

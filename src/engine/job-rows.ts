@@ -4,7 +4,8 @@
  * line leaves every job in a state another worker handles:
  * - `takeNext`: the oldest job due whose scope has no job running and whose
  *   account is under its cap, made active (pg-boss's own fetch would stop the
- *   whole queue behind a job whose key is running);
+ *   whole queue behind a job whose key is running); one taker at a time
+ *   across workers (test/engine-account-cap.test.ts);
  * - `renew`: a live worker's heartbeat, moving its jobs' expiry on;
  * - `handBack`: a job this worker will not finish, queued again as it was
  *   (not failed, no retry counted), or cancelled when its key already has one
@@ -28,26 +29,38 @@ export interface TakenJob {
   output: { value?: { message?: string }; message?: string } | null;
 }
 
-/** Takes one job due; undefined when none may start now. */
+/** Serialises takes across workers (first key of the two-key advisory lock space: 'lsjt'). */
+const TAKE_LOCK_CLASS = 0x6c73_6a74;
+
+const TAKE_NEXT = `with next as (
+    select j.id from ${JOB} j
+    where j.name = ? and j.state < 'active' and j.start_after < now()
+      and not exists (select 1 from ${JOB} a where a.name = j.name and a.state = 'active' and a.data->>'scope' = j.data->>'scope')
+      and (coalesce((j.data->>'accountCap')::int, 0) = 0
+           or (select count(*) from ${JOB} a where a.name = j.name and a.state = 'active' and a.data->>'account' = j.data->>'account')
+              < (j.data->>'accountCap')::int)
+    order by j.priority desc, j.created_on, j.id
+    limit 1
+    for update skip locked)
+  update ${JOB} j set state = 'active', started_on = now(),
+    retry_count = case when j.started_on is not null then j.retry_count + 1 else j.retry_count end
+  from next where j.name = ? and j.id = next.id
+  returning j.id, j.data, j.retry_count, j.retry_limit, j.created_on, j.output`;
+
+/**
+ * Takes one job due; undefined when none may start now. The cap and the scope
+ * are counted from running jobs, which a take running at the same moment
+ * cannot see until it commits (READ COMMITTED; skip locked only keeps two
+ * takers off the same row): two at once would each find room and start two
+ * jobs of a capped account or of one list. So takes queue on a transaction
+ * lock, and the statement after it reads every take committed before.
+ */
 export async function takeNext(db: Knex): Promise<TakenJob | undefined> {
-  const res = await db.raw(
-    `with next as (
-       select j.id from ${JOB} j
-       where j.name = ? and j.state < 'active' and j.start_after < now()
-         and not exists (select 1 from ${JOB} a where a.name = j.name and a.state = 'active' and a.data->>'scope' = j.data->>'scope')
-         and (coalesce((j.data->>'accountCap')::int, 0) = 0
-              or (select count(*) from ${JOB} a where a.name = j.name and a.state = 'active' and a.data->>'account' = j.data->>'account')
-                 < (j.data->>'accountCap')::int)
-       order by j.priority desc, j.created_on, j.id
-       limit 1
-       for update skip locked)
-     update ${JOB} j set state = 'active', started_on = now(),
-       retry_count = case when j.started_on is not null then j.retry_count + 1 else j.retry_count end
-     from next where j.name = ? and j.id = next.id
-     returning j.id, j.data, j.retry_count, j.retry_limit, j.created_on, j.output`,
-    [QUEUE, QUEUE],
-  );
-  const row = (res.rows as Record<string, unknown>[])[0];
+  const rows = await db.transaction(async (trx) => {
+    await trx.raw('select pg_advisory_xact_lock(?, hashtext(?))', [TAKE_LOCK_CLASS, QUEUE]);
+    return (await trx.raw(TAKE_NEXT, [QUEUE, QUEUE])).rows as Record<string, unknown>[];
+  });
+  const row = rows[0];
   if (!row) return undefined;
   return {
     id: String(row.id),

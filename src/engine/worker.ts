@@ -8,7 +8,8 @@
  * While a job runs, its lease is renewed every third of it; a worker that
  * dies stops renewing, and pg-boss's supervision fails the job by timeout
  * into a retry that another worker takes (test/engine-takeover.test.ts).
- * No pooled connection is held between statements.
+ * No pooled connection is held while it sleeps or a job runs (a take holds
+ * one for its two statements).
  */
 import type PgBoss from 'pg-boss';
 import type { Knex } from '../db.js';
@@ -57,11 +58,17 @@ export function startWorker(opts: WorkerOptions): Worker {
   const running = new Map<string, { lease: number; end: Promise<JobEnd>; ended: boolean; settled: Promise<void> }>();
   let stopping = false;
   let wakeUp: (() => void) | undefined;
+  /** A wake while the loop was taking (a job of its own ended then): its next sleep is skipped, not slept through. */
+  let woken = false;
   let warned = false;
 
-  const wake = () => wakeUp?.();
+  const wake = () => {
+    woken = true;
+    wakeUp?.();
+  };
   const sleep = (ms: number) =>
     new Promise<void>((r) => {
+      if (woken) return r();
       const t = setTimeout(r, ms);
       wakeUp = () => {
         clearTimeout(t);
@@ -96,6 +103,8 @@ export function startWorker(opts: WorkerOptions): Worker {
 
   const loop = (async () => {
     while (!stopping) {
+      woken = false;
+      wakeUp = undefined;
       try {
         await fill();
         if (warned) logger.info('job engine: the queue answers again');

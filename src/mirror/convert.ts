@@ -92,6 +92,12 @@ export function fromPlatformToSql(kind: ColumnKind, raw: unknown, zone: string):
         return plainDecimal(raw) ?? NOT_CONVERTED;
       case 'date':
         return parseDate(raw, zone) ?? NOT_CONVERTED;
+      case 'jsonb': {
+        // One parse: the text is checked and re-serialised by the same pass (see `jsonDocumentText`).
+        const text = jsonDocumentText(raw);
+        if (text !== undefined) return jsonbSafe(text).json;
+        break;
+      }
       case 'timestamptz': {
         if (raw.length === 19) {
           const w = parseCanonicalWall(raw);
@@ -119,19 +125,29 @@ export function fromPlatformToSql(kind: ColumnKind, raw: unknown, zone: string):
     case 'text[]':
       return arrayLiteral(c.value as string[]);
     case 'jsonb':
-      return jsonbSafe(typeof raw === 'string' && typeof c.value === 'object' ? exactJsonText(raw) : JSON.stringify(c.value)).json;
+      return jsonbSafe(JSON.stringify(c.value)).json;
     default:
       return c.value as string;
   }
 }
 
 /**
- * JSON text with every number as written (jsonb's numeric keeps it exactly):
+ * A wire value holding a JSON object or array, as the JSON text jsonb stores
+ * for it; undefined when it is not one (the value is then kept as a JSON
+ * string). Every number is as written (jsonb's numeric keeps it exactly):
  * `{"FileID":1177823559771361293}` stays so, where JSON.parse would round it.
  * Re-serialised, so escapes come out as JSON.stringify writes them.
  */
-function exactJsonText(text: string): string {
-  return /\d{16}|\.\d{16}/.test(text) ? (stringifyLossless(parseLossless(text)) ?? text) : JSON.stringify(JSON.parse(text));
+function jsonDocumentText(raw: string): string | undefined {
+  const s = raw.trim();
+  if (!s.startsWith('{') && !s.startsWith('[')) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(s);
+  } catch {
+    return undefined;
+  }
+  return /\d{16}|\.\d{16}/.test(s) ? (stringifyLossless(parseLossless(s)) ?? s) : JSON.stringify(parsed);
 }
 
 const offsetSuffixes = new Map<number, string>();

@@ -40,12 +40,17 @@ export class RawJsonWriter {
     parts.length = 0;
     parts.push('{');
     let backslash = false;
-    for (const k of this.orderOf(Object.keys(item))) {
+    for (const k of this.orderOf(item)) {
       const v = item[k.key];
       // Keys whose value JSON leaves out (undefined, functions) are skipped: the first written has no comma.
       const first = parts.length === 1;
       if (typeof v === 'string' && !NEEDS_ESCAPE.test(v)) {
         parts.push(first ? k.firstQuoted : k.nextQuoted, v, '"');
+        continue;
+      }
+      const plain = primitiveJson(v);
+      if (plain !== undefined) {
+        parts.push(first ? k.first : k.next, plain);
         continue;
       }
       const text = JSON.stringify(v) as string | undefined;
@@ -58,8 +63,9 @@ export class RawJsonWriter {
     return parts.join('');
   }
 
-  private orderOf(keys: readonly string[]): readonly KeyLead[] {
-    if (!sameKeys(keys, this.lastKeys)) {
+  private orderOf(item: Readonly<Record<string, unknown>>): readonly KeyLead[] {
+    if (!hasKeys(item, this.lastKeys)) {
+      const keys = Object.keys(item);
       this.lastKeys = keys;
       this.order = [...keys].sort(jsonbKeyOrder).map((key) => {
         const first = `${JSON.stringify(key)}:`;
@@ -80,6 +86,13 @@ interface KeyLead {
   nextQuoted: string;
 }
 
+/** JSON text of a finite number, a boolean or null, as JSON.stringify writes it (no backslash in any); undefined for anything else. */
+function primitiveJson(v: unknown): string | undefined {
+  if (typeof v === 'number') return Number.isFinite(v) ? String(v) : 'null';
+  if (typeof v === 'boolean') return v ? 'true' : 'false';
+  return v === null ? 'null' : undefined;
+}
+
 /** jsonb's order of object keys: by UTF-8 length, then bytewise. */
 export function jsonbKeyOrder(a: string, b: string): number {
   const la = Buffer.byteLength(a);
@@ -91,8 +104,12 @@ export function jsonbKeyOrder(a: string, b: string): number {
 // eslint-disable-next-line no-control-regex
 const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
 
-function sameKeys(a: readonly string[], b: readonly string[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
+/** Whether the item's own keys are `keys`, in that order (without making an array of them: one per item adds up). */
+function hasKeys(item: Readonly<Record<string, unknown>>, keys: readonly string[]): boolean {
+  let i = 0;
+  for (const k in item) {
+    if (!Object.hasOwn(item, k) || k !== keys[i]) return false;
+    i++;
+  }
+  return i === keys.length;
 }

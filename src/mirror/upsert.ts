@@ -35,92 +35,41 @@ import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { Knex } from '../db.js';
 import { PG, pgCode } from '../errors.js';
-import { itemId, itemVersion } from '../platform/item-identity.js';
-import type { Item, PlatformUser } from '../platform/types.js';
-import { openChangeExists, openChangeLookup } from '../store/outbox.js';
-import type { ColumnKind } from './column-types.js';
-import { fromPlatformToSql, NOT_CONVERTED, scalarString } from './convert.js';
-import { USERS_COLUMNS } from './ddl.js';
-import { qualifiedName, quoteIdent, quoteLiteral } from './naming.js';
+import type { Item } from '../platform/types.js';
 import { arrayLiteral } from './pg-text.js';
-import { historyStatement } from './history.js';
 import { RawJsonWriter } from './raw-json.js';
-import { closestText, escapeStorable, hasUnstorable, isStorable, storableJson, storableValue } from '../storable.js';
-import { FIXED_COLUMNS, type TableMapping } from './table-mapping.js';
-import { inTransaction, isMarked, markListsyncWriter, noteMarked, withListsyncWriter, WRITER_MARK } from './own-writes.js';
+import { escapeStorable } from '../storable.js';
+import type { TableMapping } from './table-mapping.js';
+import { inTransaction, isMarked, markListsyncWriter, noteMarked, WRITER_MARK } from './own-writes.js';
+import { bindingsOf, copyField, copyLines, encodeRow, type EncodedRows } from './row-encoding.js';
+import { statementsFor, type Statements } from './upsert-sql.js';
+import {
+  MAX_LISTED_FAILURES,
+  UPSERT_BATCH_SIZE,
+  batchRows,
+  classifyStored,
+  countWrites,
+  emptyUpsertResult,
+  rowReport,
+  type BatchRow,
+  type RowReport,
+  type StoredState,
+  type UpsertFailure,
+  type UpsertResult,
+} from './upsert-rows.js';
 
 export { markListsyncWriter, withListsyncWriter } from './own-writes.js';
-
-/** Items per batch (one read, at most one insert and one update). */
-export const UPSERT_BATCH_SIZE = 1000;
-/** At most this many failures are listed (all are counted). */
-export const MAX_LISTED_FAILURES = 100;
-
-export interface UpsertFailure {
-  /** The item's id ('' when the item has none). */
-  id: string;
-  /** The platform field whose value did not convert (or `_raw`). */
-  field: string;
-  raw: unknown;
-}
-
-export interface SkippedPending {
-  id: string;
-  /** The version the platform sent now. */
-  remoteVersion: number | null;
-  /** The version the open local change was made against. */
-  baseVersion: number | null;
-  item: Item;
-}
-
-export interface UpsertResult {
-  inserted: number;
-  updated: number;
-  /** Rows already at the received version (not rewritten). */
-  unchanged: number;
-  /** Rows that had `_deleted_at` set and came back (counted in `updated` too). */
-  undeleted: number;
-  /**
-   * Values that did not convert (stored NULL, kept in `_raw`), in the rows
-   * written by this call (an unchanged row was counted when it was written),
-   * plus items without a usable id or version.
-   */
-  failedValues: number;
-  /** The first failures, up to MAX_LISTED_FAILURES. */
-  failures: UpsertFailure[];
-  /** Items not written because a local change to them is open. */
-  skippedPending: SkippedPending[];
-  /** Items without a usable id: not written at all (also listed in failures). */
-  invalid: number;
-  /**
-   * Items that omit a field the mirror has a column for: that column (and its `_raw` key) keeps
-   * what it held. Not counted (and written NULL) when the platform is known to omit empty values
-   * (`platform.omitsEmptyValues`).
-   */
-  missingKeys: number;
-  /**
-   * Rows written with text PostgreSQL cannot hold (NUL, lone surrogates): the typed columns have the
-   * closest text (U+FFFD in their place), `_raw` the exact values, escaped (src/storable.ts).
-   */
-  unstorable: number;
-}
+export {
+  UPSERT_BATCH_SIZE,
+  MAX_LISTED_FAILURES,
+  emptyUpsertResult,
+  type SkippedPending,
+  type UpsertFailure,
+  type UpsertResult,
+} from './upsert-rows.js';
+export { upsertUsers, type UsersUpsertResult } from './upsert-users.js';
 
 type Db = Knex | Knex.Transaction;
-
-export function emptyUpsertResult(): UpsertResult {
-  return {
-    inserted: 0,
-    updated: 0,
-    unchanged: 0,
-    undeleted: 0,
-    failedValues: 0,
-    failures: [],
-    skippedPending: [],
-    invalid: 0,
-    missingKeys: 0,
-    unstorable: 0,
-  };
-}
 
 export interface UpsertOptions {
   /**
@@ -162,22 +111,6 @@ export async function upsertItems(
   return result;
 }
 
-interface BatchRow {
-  id: string;
-  version: number | null;
-  versionText: string | null;
-  item: Item;
-}
-
-interface StoredState {
-  id: string;
-  present: boolean;
-  row_version: number | null;
-  deleted: boolean | null;
-  pending: boolean;
-  base_version: number | null;
-}
-
 async function upsertBatch(
   trx: Knex.Transaction,
   mapping: TableMapping,
@@ -196,47 +129,6 @@ async function upsertBatch(
   if (expectNew && (await copyAllNew(trx, mapping, sql, [...byId.values()], zone, result, fail))) return;
   await markListsyncWriter(trx);
   await upsertRead(trx, mapping, sql, byId, zone, result, rowReport(result, fail));
-}
-
-/** What encoding rows finds out about them: values that did not convert, keys missing, text escaped. */
-interface RowReport {
-  fail(f: UpsertFailure): void;
-  missingKeys(): void;
-  unstorable(): void;
-}
-
-function rowReport(result: UpsertResult, fail: (f: UpsertFailure) => void): RowReport {
-  return {
-    fail,
-    missingKeys: () => void result.missingKeys++,
-    unstorable: () => void result.unstorable++,
-  };
-}
-
-/** One row per id: the highest version wins (later ones on a tie). Items without a usable id are counted and left out. */
-function batchRows(
-  mapping: TableMapping,
-  items: readonly Item[],
-  result: UpsertResult,
-  fail: (f: UpsertFailure) => void,
-): Map<string, BatchRow> {
-  const byId = new Map<string, BatchRow>();
-  for (const item of items) {
-    const id = itemId(item?.[mapping.idField]);
-    if (id === null) {
-      result.invalid++;
-      fail({ id: '', field: mapping.idField, raw: item?.[mapping.idField] });
-      continue;
-    }
-    const rawVersion = item[mapping.versionField];
-    const versionText = itemVersion(rawVersion);
-    if (versionText === null && rawVersion !== undefined && rawVersion !== null && rawVersion !== '')
-      fail({ id, field: mapping.versionField, raw: rawVersion });
-    const row: BatchRow = { id, version: versionText === null ? null : Number(versionText), versionText, item };
-    const prev = byId.get(id);
-    if (!prev || prev.version === null || (row.version !== null && row.version >= prev.version)) byId.set(id, row);
-  }
-  return byId;
 }
 
 /**
@@ -283,25 +175,10 @@ async function upsertRead(
 ): Promise<void> {
   // 1. What is stored for these ids.
   const state = (await trx.raw(sql.read, [arrayLiteral([...byId.keys()]), mapping.listName])) as { rows: StoredState[] };
-  const fresh: BatchRow[] = [];
-  const changed: BatchRow[] = [];
-  let undeleting = 0;
-  for (const st of state.rows) {
-    const r = byId.get(st.id)!;
-    if (st.pending) {
-      result.skippedPending.push({ id: r.id, remoteVersion: r.version, baseVersion: st.base_version, item: r.item });
-    } else if (!st.present) {
-      fresh.push(r);
-    } else if (st.deleted || r.version === null || st.row_version === null || r.version > st.row_version) {
-      changed.push(r);
-      if (st.deleted) undeleting++;
-    } else {
-      result.unchanged++;
-    }
-  }
+  const rows = classifyStored(byId, state.rows);
+  const { fresh, changed } = rows;
 
   // 2. New rows.
-  const candidates = fresh.length + changed.length;
   let inserted = 0;
   let updated = 0;
   const written: string[] = [];
@@ -338,60 +215,11 @@ async function upsertRead(
   // 4. With history: the versions just written, in the same transaction, by one statement.
   if (sql.history && written.length > 0) await trx.raw(sql.history, [arrayLiteral(written)]);
 
-  result.inserted += inserted;
-  result.updated += updated;
-  result.undeleted += Math.min(undeleting, updated);
-  result.unchanged += candidates - inserted - updated;
+  countWrites(result, rows, inserted, updated);
 }
 
 function rowCount(res: unknown): number {
   return (res as { rowCount?: number | null }).rowCount ?? 0;
-}
-
-/**
- * One row's values in the order of `FIXED_COLUMNS` id, row version, created,
- * modified, then the mapped columns, then `_raw`: SQL text, or null. The
- * mapped columns the item has no key for are listed in `missing` (by index),
- * unless the platform omits empty values.
- */
-function encodeRow(
-  mapping: TableMapping,
-  r: BatchRow,
-  zone: string,
-  writer: RawJsonWriter,
-  report: RowReport,
-  missing: number[],
-): (string | null)[] {
-  const fail = report.fail;
-  const out: (string | null)[] = [
-    r.id,
-    r.versionText,
-    instant(r, mapping.createdField, zone, fail),
-    instant(r, mapping.modifiedField, zone, fail),
-  ];
-  // `_raw` first: a value with NUL or a lone surrogate is always escaped in JSON text, so an item
-  // whose JSON has no backslash has no value that needs a closer look.
-  const raw = rawJson(r, writer);
-  const check = writer.lastHadBackslash;
-  let unstorable = check && raw.escaped;
-  const columns = mapping.columns;
-  for (let i = 0; i < columns.length; i++) {
-    const c = columns[i]!;
-    const value = r.item[c.field];
-    if (value === undefined && !mapping.omitsEmptyValues && !Object.hasOwn(r.item, c.field)) missing.push(i);
-    const v = fromPlatformToSql(c.kind, value, zone);
-    if (v === NOT_CONVERTED) {
-      fail({ id: r.id, field: c.field, raw: value });
-      out.push(null);
-    } else if (check && v !== null && !isStorable(v)) {
-      unstorable = true;
-      out.push(closestText(v));
-    } else out.push(v);
-  }
-  if (unstorable) report.unstorable();
-  if (missing.length > 0) report.missingKeys();
-  out.push(raw.json);
-  return out;
 }
 
 /**
@@ -401,8 +229,9 @@ function encodeRow(
  * slices, so the rate limiter's timers (and whatever else shares the
  * process) stay on time while a page is converted.
  */
-class Encoder {
-  readonly values: (string | null)[][] = [];
+class Encoder implements EncodedRows {
+  /** Per row: its values, or undefined once its COPY text was made (see `release`). */
+  readonly values: ((string | null)[] | undefined)[] = [];
   /** Per row: whether its `_raw` text may hold a backslash (COPY's text format doubles them). */
   readonly rawBackslashes: boolean[] = [];
   /** Per row: the indexes of the mapped columns its item has no key for (an int[] literal), or null. */
@@ -412,6 +241,8 @@ class Encoder {
   /** Whether any row so far misses a key. */
   anyMissing = false;
   private readonly raw = new RawJsonWriter();
+  private encoded = 0;
+  private released = false;
 
   constructor(
     private readonly mapping: TableMapping,
@@ -422,7 +253,7 @@ class Encoder {
 
   /** The next slice of rows encoded (first index, end); null when every row is. */
   async next(): Promise<[number, number] | null> {
-    const start = this.values.length;
+    const start = this.encoded;
     if (start >= this.rows.length) return null;
     if (start > 0) await yieldToEventLoop();
     const end = Math.min(this.rows.length, start + sliceSize(start));
@@ -433,7 +264,18 @@ class Encoder {
       this.noteMissing(missing);
       missing.length = 0;
     }
+    this.encoded = end;
     return [start, end];
+  }
+
+  /**
+   * Rows whose COPY text is made: their values are dropped, so that they die
+   * young instead of living on with the batch (a copy that stands never needs
+   * them again; one that is undone encodes them again in `all`).
+   */
+  release([start, end]: [number, number]): void {
+    for (let r = start; r < end; r++) this.values[r] = undefined;
+    this.released = true;
   }
 
   private noteMissing(missing: readonly number[]): void {
@@ -450,7 +292,19 @@ class Encoder {
   /** Every row's values (the ones not encoded yet are encoded now). */
   async all(): Promise<(string | null)[][]> {
     while (await this.next());
-    return this.values;
+    if (this.released) this.encodeReleased();
+    return this.values as (string | null)[][];
+  }
+
+  /** The released rows encoded again, without reporting them twice (what they fail was counted the first time). */
+  private encodeReleased(): void {
+    const missing: number[] = [];
+    for (let r = 0; r < this.values.length; r++) {
+      if (this.values[r] !== undefined) continue;
+      this.values[r] = encodeRow(this.mapping, this.rows[r]!, this.zone, this.raw, UNREPORTED, missing);
+      missing.length = 0;
+    }
+    this.released = false;
   }
 }
 
@@ -465,22 +319,7 @@ function sliceSize(start: number): number {
 const FIRST_SLICE_ROWS = 25;
 const MAX_ROWS_PER_SLICE = 200;
 const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
-
-/** The bindings shared by the insert and the update: one array per column, raw documents joined by U+001E. */
-function bindingsOf(mapping: TableMapping, encoded: readonly (string | null)[][]): string[] {
-  const column = (i: number): (string | null)[] => encoded.map((values) => values[i]!);
-  const rawAt = 4 + mapping.columns.length;
-  return [
-    arrayLiteral(column(0)),
-    arrayLiteral(column(1)),
-    arrayLiteral(column(2)),
-    arrayLiteral(column(3)),
-    // JSON text has every control character escaped (RawJsonWriter does as JSON.stringify), so U+001E
-    // never occurs inside a document: joining by it saves escaping ~0.5 MB per batch into an array literal.
-    column(rawAt).join(RECORD_SEPARATOR),
-    ...mapping.columns.map((_c, i) => arrayLiteral(column(4 + i))),
-  ];
-}
+const UNREPORTED: RowReport = { fail: () => undefined, missingKeys: () => undefined, unstorable: () => undefined };
 
 /**
  * New rows by COPY, the cheapest way into PostgreSQL (no statement to plan,
@@ -502,7 +341,11 @@ async function copyFresh(trx: Knex.Transaction, sql: Statements, encoded: Encode
   const now = results.at(-1)!.rows[0]!.now;
   const synced = copyField(now);
   async function* lines(): AsyncGenerator<string> {
-    for (let slice = await encoded.next(); slice; slice = await encoded.next()) yield copyLines(sql, encoded, slice, synced);
+    for (let slice = await encoded.next(); slice; slice = await encoded.next()) {
+      const text = copyLines(sql.copyEscapes, encoded, slice, synced);
+      encoded.release(slice);
+      yield text;
+    }
   }
   try {
     const connection = (await trx.client.acquireConnection()) as pg.Client;
@@ -515,301 +358,7 @@ async function copyFresh(trx: Knex.Transaction, sql: Statements, encoded: Encode
   return true;
 }
 
-/** COPY text of rows [start, end), each ending with `_synced_at`. */
-function copyLines(sql: Statements, encoded: Encoder, [start, end]: [number, number], synced: string): string {
-  const last = sql.copyEscapes.length - 1;
-  let text = '';
-  for (let r = start; r < end; r++) {
-    const values = encoded.values[r]!;
-    // Every value of a row comes from the item's strings, numbers and booleans, and its JSON text
-    // (`_raw`) has a backslash for every backslash, tab, line break and quote in any of its strings:
-    // a row whose `_raw` has none has nothing to escape. The encoder knows which rows those are
-    // without scanning their text.
-    const escapes = encoded.rawBackslashes[r]!;
-    for (let i = 0; i < last; i++) {
-      const v = values[i]!;
-      text += `${v === null ? '\\N' : escapes && sql.copyEscapes[i] ? copyField(v) : v}\t`;
-    }
-    const raw = values[last]!;
-    text += `${escapes ? raw.replaceAll('\\', '\\\\') : raw}\t${synced}\n`;
-  }
-  return text;
-}
-
 /** COPY text encoded ahead of what the connection has taken (about two slices). */
 const COPY_AHEAD_BYTES = 256 * 1024;
 
 const COPY_SAVEPOINT = 'listsync_copy';
-/** Column kinds whose converted values are digits, signs, separators and `t`/`f` only. */
-const PLAIN_KINDS: ReadonlySet<ColumnKind> = new Set(['numeric', 'boolean', 'date', 'timestamptz']);
-
-/** A value in COPY's text format: backslash, tab, newline and carriage return escaped; null as \N. */
-function copyField(v: string | null): string {
-  if (v === null) return '\\N';
-  return COPY_SPECIAL.test(v) ? v.replace(COPY_SPECIALS, (c) => COPY_ESCAPES[c]!) : v;
-}
-
-const COPY_SPECIAL = /[\\\t\n\r]/;
-const COPY_SPECIALS = /[\\\t\n\r]/g;
-const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
-
-/** Separates the `_raw` documents of a batch in one text parameter. */
-const RECORD_SEPARATOR = '\u001e';
-
-interface Statements {
-  /** Bindings: ids, list name. */
-  read: string;
-  /** COPY of new rows, every written column in the order of `encodeRow`, then `_synced_at`. */
-  copy: string;
-  /**
-   * Per value of `encodeRow`: whether it may hold what COPY treats specially.
-   * Versions, numbers, booleans, dates and times are written by the
-   * converters in formats that never do.
-   */
-  copyEscapes: boolean[];
-  /** Bindings: the encoded rows. */
-  insert: string;
-  /** Bindings: the encoded rows, list name. */
-  update: string;
-  /**
-   * The update for a batch where items omit keys of mapped columns: those columns, and those keys
-   * of `_raw`, keep what they hold. Bindings: the encoded rows, the missing column indexes and
-   * field names per row, list name.
-   */
-  updateKeeping: string;
-  /** With history only (insert and update then return the ids they wrote). Bindings: those ids. */
-  history?: string;
-}
-
-const statementCache = new WeakMap<TableMapping, Statements>();
-
-/**
- * The three statements of a batch. Lookups are LATERAL subqueries with
- * OFFSET 0 or scalar subqueries: executed per row through an index, whatever
- * the planner's statistics say (a fresh, unanalysed table must never turn
- * into a hash join over the whole table).
- */
-function statementsFor(mapping: TableMapping): Statements {
-  const cached = statementCache.get(mapping);
-  if (cached) return cached;
-  const t = qualifiedName(mapping.schema, mapping.table);
-  const q = quoteIdent;
-  const F = FIXED_COLUMNS;
-  const paramCast = (kind: ColumnKind): string => (kind === 'text[]' ? 'text[]' : kind === 'jsonb' ? 'jsonb[]' : `${kind}[]`);
-  const valueExpr = (kind: ColumnKind, alias: string): string => (kind === 'text[]' ? `s.${alias}::text[]` : `s.${alias}`);
-  const aliases = mapping.columns.map((_c, i) => `c${i}`);
-  const unnestOf = (extra: readonly string[]): string =>
-    `unnest(${[
-      '?::text[]',
-      '?::bigint[]',
-      '?::timestamptz[]',
-      '?::timestamptz[]',
-      'string_to_array(?::text, chr(30))',
-      ...mapping.columns.map((c) => `?::${paramCast(c.kind)}`),
-      ...extra.map(() => '?::text[]'),
-    ].join(', ')}) as s(${['id', 'row_version', 'created_at', 'modified_at', 'raw', ...aliases, ...extra].join(', ')})`;
-  const unnest = unnestOf([]);
-
-  const read = readStatement(t);
-
-  const target = [
-    F.id,
-    F.rowVersion,
-    F.createdAt,
-    F.modifiedAt,
-    ...mapping.columns.map((c) => c.column),
-    F.raw,
-    F.syncedAt,
-    F.deletedAt,
-  ].map(q);
-  const values = [
-    's.id',
-    's.row_version',
-    's.created_at',
-    's.modified_at',
-    ...mapping.columns.map((c, i) => valueExpr(c.kind, aliases[i]!)),
-    's.raw::jsonb',
-    'now()',
-    'null::timestamptz',
-  ];
-  const returning = mapping.history ? `\nreturning ${q(F.id)} as id` : '';
-  const insert = `
-insert into ${t} (${target.join(', ')})
-select ${values.join(', ')}
-  from ${unnest}
-on conflict (${q(F.id)}) do nothing${returning}`;
-
-  // A rewritten row keeps the `_raw` keys of removed and retired fields (the item no longer has them;
-  // they are the raw values of columns kept with their data), and those of keys the item omits.
-  const rawAt = 4 + mapping.columns.length;
-  const kept = mapping.keptRawKeys ?? [];
-  const keptRaw = kept.length === 0 ? '' : `${rawSubset(`${quoteLiteral(arrayLiteral(kept.map(escapeStorable)))}::text[]`)} || `;
-  const updateOf = (keeping: boolean): string => {
-    const sets = target.slice(1).map((col, i) => {
-      const at = i + 1;
-      let value = values[at]!;
-      if (at === rawAt) value = `${keptRaw}${keeping ? `${rawSubset('s.missing_keys::text[]')} || ` : ''}${value}`;
-      else if (keeping && at > 3 && at < rawAt)
-        value = `case when ${at - 4} = any(s.missing_columns::int[]) then t.${col} else ${value} end`;
-      return `${col} = ${value}`;
-    });
-    return `
-update ${t} as t set ${sets.join(', ')}
-  from ${keeping ? unnestOf(['missing_columns', 'missing_keys']) : unnest}
- where t.${q(F.id)} = s.id
-   and ((t.${q(F.rowVersion)} is null and s.row_version is not null)
-        or s.row_version > t.${q(F.rowVersion)}
-        or t.${q(F.deletedAt)} is not null
-        or (s.row_version is null and t.${q(F.raw)} is distinct from s.raw::jsonb))
-   and ${openChangeExists(`t.${q(F.id)}`)} is null${mapping.history ? `\nreturning t.${q(F.id)} as id` : ''}`;
-  };
-  const update = updateOf(false);
-  const updateKeeping = updateOf(true);
-
-  const statements: Statements = {
-    read,
-    ...copyStatement(mapping, t),
-    insert,
-    update,
-    updateKeeping,
-    ...(mapping.history ? { history: historyStatement(mapping) } : {}),
-  };
-  statementCache.set(mapping, statements);
-  return statements;
-}
-
-/** Per ID of a batch: whether the row is there, its version, whether it is deleted, and its open change. Bindings: the IDs. */
-function readStatement(t: string): string {
-  const q = quoteIdent;
-  const F = FIXED_COLUMNS;
-  return `
-select s.id, c.id is not null as present, c.row_version, c.deleted, p.hit is not null as pending, p.base_version
-  from unnest(?::text[]) as s(id)
-  left join lateral (
-    select cur.${q(F.id)} as id, cur.${q(F.rowVersion)} as row_version, cur.${q(F.deletedAt)} is not null as deleted
-      from ${t} cur where cur.${q(F.id)} = s.id offset 0) c on true
-  left join lateral (
-    ${openChangeLookup('s.id')}) p on true`;
-}
-
-/** The COPY of a first load's rows, and which of its columns are escaped (see `Statements.copyEscapes`). */
-function copyStatement(mapping: TableMapping, t: string): Pick<Statements, 'copy' | 'copyEscapes'> {
-  const F = FIXED_COLUMNS;
-  const columns = [F.id, F.rowVersion, F.createdAt, F.modifiedAt, ...mapping.columns.map((c) => c.column), F.raw, F.syncedAt];
-  return {
-    copy: `copy ${t} (${columns.map(quoteIdent).join(', ')}) from stdin`,
-    copyEscapes: [true, false, false, false, ...mapping.columns.map((c) => !PLAIN_KINDS.has(c.kind)), true],
-  };
-}
-
-/** The keys (a text[] expression) of the stored row's `_raw` that it has, as a jsonb object. */
-function rawSubset(keys: string): string {
-  const raw = `t.${quoteIdent(FIXED_COLUMNS.raw)}`;
-  return `coalesce((select jsonb_object_agg(e.key, e.value) from jsonb_each(${raw}) e where e.key = any(${keys})), '{}'::jsonb)`;
-}
-
-function instant(r: BatchRow, field: string, zone: string, fail: (f: UpsertFailure) => void): string | null {
-  const raw = r.item[field];
-  const v = fromPlatformToSql('timestamptz', raw, zone);
-  if (v !== NOT_CONVERTED) return v;
-  fail({ id: r.id, field, raw });
-  return null;
-}
-
-/**
- * The item as JSON for `_raw`. Strings jsonb cannot hold (NUL, lone surrogates) are kept exactly,
- * escaped (src/storable.ts), and counted as unstorable.
- */
-function rawJson(r: BatchRow, writer: RawJsonWriter): { json: string; escaped: boolean } {
-  let json: string;
-  try {
-    json = writer.write(r.item);
-  } catch {
-    json = JSON.stringify(r.item, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
-  }
-  // Without a backslash there is no escape jsonb could refuse, and no escape mark: JSON writes NUL,
-  // lone surrogates and the mark (U+0010) as \u escapes.
-  if (!writer.lastHadBackslash || !json.includes('\\u') || !hasUnstorable(r.item)) return { json, escaped: false };
-  const storable = storableValue(r.item) as Record<string, unknown>;
-  try {
-    return { json: writer.write(storable), escaped: true };
-  } catch {
-    return { json: JSON.stringify(storable, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)), escaped: true };
-  }
-}
-
-// ---------------------------------------------------------------- users
-
-export interface UsersUpsertResult {
-  inserted: number;
-  updated: number;
-  unchanged: number;
-  /** Users without a UserID: not written. */
-  invalid: number;
-}
-
-const USER_FIELDS: Record<(typeof USERS_COLUMNS)[number], string> = {
-  user_id: 'UserID',
-  name: 'Name',
-  email: 'Email',
-  account: 'Account',
-  photo: 'Photo',
-  line_manager: 'LineManager',
-};
-
-/** Upserts users (POST /users/search results); a user is rewritten only when its `_raw` changed. */
-export async function upsertUsers(
-  db: Db,
-  schema: string,
-  table: string,
-  users: readonly (PlatformUser | Record<string, unknown>)[],
-): Promise<UsersUpsertResult> {
-  const result: UsersUpsertResult = { inserted: 0, updated: 0, unchanged: 0, invalid: 0 };
-  if (users.length === 0) return result;
-  const t = qualifiedName(schema, table);
-  const cols = [...USERS_COLUMNS];
-  const sql = `
-with up as (
-  insert into ${t} as t (${[...cols, '_raw', '_synced_at'].map(quoteIdent).join(', ')})
-  select ${cols.map((c) => `s.${quoteIdent(c)}`).join(', ')}, s._raw, now()
-    from unnest(${cols.map(() => '?::text[]').join(', ')}, ?::jsonb[]) as s(${[...cols, '_raw'].map(quoteIdent).join(', ')})
-  on conflict (${quoteIdent('user_id')}) do update set ${[...cols.slice(1), '_raw', '_synced_at'].map((c) => `${quoteIdent(c)} = excluded.${quoteIdent(c)}`).join(', ')}
-   where t._raw is distinct from excluded._raw
-  returning (t.xmax = 0) as inserted
-)
-select (select count(*) from up where inserted)::int as inserted, (select count(*) from up where not inserted)::int as updated`;
-  await withListsyncWriter(db, async (trx) => {
-    for (let start = 0; start < users.length; start += UPSERT_BATCH_SIZE) {
-      const byId = new Map<string, Record<string, unknown>>();
-      for (const u of users.slice(start, start + UPSERT_BATCH_SIZE)) {
-        const id = itemId((u as Record<string, unknown>)?.UserID);
-        if (id === null) result.invalid++;
-        else byId.set(id, u as Record<string, unknown>);
-      }
-      if (byId.size === 0) continue;
-      const values = cols.map(() => [] as (string | null)[]);
-      const raws: string[] = [];
-      for (const [id, u] of byId) {
-        cols.forEach((c, i) => {
-          const v = c === 'user_id' ? id : userText(u[USER_FIELDS[c]]);
-          values[i]!.push(v);
-        });
-        raws.push(storableJson(u));
-      }
-      const res = (await trx.raw(sql, [...values.map(arrayLiteral), arrayLiteral(raws)])) as {
-        rows: { inserted: number; updated: number }[];
-      };
-      const r = res.rows[0]!;
-      result.inserted += r.inserted;
-      result.updated += r.updated;
-      result.unchanged += byId.size - r.inserted - r.updated;
-    }
-  });
-  return result;
-}
-
-function userText(v: unknown): string | null {
-  if (v === null || v === undefined || v === '') return null;
-  const s = scalarString(v) ?? (typeof v === 'boolean' ? String(v) : JSON.stringify(v));
-  return closestText(s);
-}

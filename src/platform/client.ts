@@ -5,15 +5,11 @@
  * `maxInFlight`) and, inside its task, waits for a send slot from the rate
  * limiter (shared through Postgres when a SharedBudget is given). The retry
  * loop lives here, around got (whose own retry is off), so that retries are
- * paced and counted like first attempts:
+ * paced and counted like first attempts; which failures are tried again, and
+ * after how long, is the retry rule's (retry-decision.ts):
  *
- * - retried: network errors, timeouts, dropped connections, 5xx, 408, 429 and
- *   rate-limit envelopes, and 2xx bodies that are not a readable envelope;
- *   with exponential backoff and full jitter, or Retry-After (capped at
- *   `maxRetryAfterSeconds`), up to `retries` times;
- * - reads answered with an unknown non-zero Status (not auth, validation,
- *   not-found, conflict or rate limit) are retried too: they are idempotent;
- * - reads sent as POST (`items/query`, `users/search`) are retried like GETs;
+ * - reads (GETs and the reads sent as POST: `items/query`, `users/search`)
+ *   are retried on every passing failure;
  * - `createItem` is retried only when the attempt surely did not reach the
  *   server (connection refused, DNS failure) or was refused with 429;
  * - `updateItem` (PATCH) is retried: it is version-checked, so a retry of an
@@ -27,31 +23,43 @@
  *   throws NotFoundError with `maybeApplied: true`;
  * - validation, auth, not-found and conflict answers are never retried.
  *
- * Success is HTTP 2xx with envelope Status 0; anything else becomes a typed
- * PlatformError. The apiKey travels only in the `apiKey` header and never
- * appears in errors, log lines or URLs.
+ * Success is HTTP 2xx with envelope Status 0 (answer-decoding.ts); anything
+ * else becomes a typed PlatformError. The apiKey travels only in the `apiKey`
+ * header and never appears in errors, log lines or URLs.
  */
 import { setMaxListeners } from 'node:events';
 import PQueue from 'p-queue';
 import type { Logger } from 'pino';
 import type { PlatformConfig } from '../config.js';
-import { backoffDelay, parseRetryAfter } from './backoff.js';
+import {
+  type AnsweredAttempt,
+  type Attempt,
+  type Envelope,
+  type FailedAttempt,
+  applicationsInAnswer,
+  asArray,
+  asObject,
+  countOf,
+  decodeAnswer,
+  directoryRows,
+  hookIdInAnswer,
+  idInAnswer,
+  itemInAnswer,
+  listsInAnswer,
+  unexpected,
+} from './answer-decoding.js';
+import { parseRetryAfter } from './backoff.js';
 import { type Clock, abortReason, systemClock } from './clock.js';
 import {
-  PlatformError,
-  RateLimitError,
+  type PlatformError,
   TransportError,
   ValidationError,
   type PlatformErrorDetails,
-  classifyFailure,
   failureMessage,
   sanitizeCause,
   scrub,
-  surelyNotSent,
 } from './platform-errors.js';
 import { type PlatformHttp, createPlatformHttp } from './http.js';
-import { itemId } from './item-identity.js';
-import { parseJson } from './json.js';
 import { HEAP_BUDGET_BYTES, HeapBudget } from '../heap-budget.js';
 import { MAX_PAGE_SIZE, type PageResult, type PaginateOptions, assertPageSize, paginate } from './paging.js';
 import type { LearnedLimits } from './learned-limits.js';
@@ -62,6 +70,10 @@ import type { FieldMeta, Item, ItemQuery, ListDetails, Page, PlatformApplication
 import { coerceError } from '../errors.js';
 import { traceRequest } from './request-trace.js';
 import { currentTally, type ClientStats } from './request-tally.js';
+import { type Repeat, type RetryDecision, type RetryPolicy, decideRetry } from './retry-decision.js';
+
+export type { Envelope } from './answer-decoding.js';
+export type { Repeat } from './retry-decision.js';
 
 export type RequestOutcome = 'ok' | 'error' | 'retry' | 'rate_limited';
 
@@ -142,16 +154,6 @@ export interface HookSubscription {
   callbackUrl: string;
 }
 
-/**
- * How a request may be repeated: `read` always (GET and read-only POSTs),
- * `lookup` (a read by ID) like `read`, except that an answer with an unknown
- * non-zero Status is final (it may mean "no such item"; the caller asks again
- * another way, see src/platform/item-lookup.ts), `create` only when it surely did not arrive or was refused with 429,
- * `update` (version-checked) and `delete` (a repeat finds nothing to delete)
- * on transport errors and 5xx too.
- */
-export type Repeat = 'read' | 'lookup' | 'create' | 'update' | 'delete';
-
 interface Call {
   method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   endpoint: string;
@@ -161,28 +163,6 @@ interface Call {
   repeat: Repeat;
   signal?: AbortSignal;
 }
-
-export interface Envelope {
-  Status: number;
-  Data: unknown;
-  Message: string;
-  TotalCount?: number;
-  [key: string]: unknown;
-}
-
-type Attempt =
-  | { ok: true; envelope: Envelope; httpStatus: number; durationMs: number; location?: string; bytes: number }
-  | {
-      ok: false;
-      kind: 'transport' | 'malformed' | 'answer';
-      httpStatus?: number;
-      status?: number;
-      message?: string;
-      code?: string;
-      retryAfterMs?: number;
-      cause?: unknown;
-      durationMs: number;
-    };
 
 export class PlatformClient {
   readonly config: PlatformClientConfig;
@@ -229,7 +209,6 @@ export class PlatformClient {
       clock: this.clock,
       source: options.budget,
       logger: this.logger,
-      random: this.random,
     });
   }
 
@@ -356,27 +335,14 @@ export class PlatformClient {
    */
   async listApplications(signal?: AbortSignal): Promise<PlatformApplication[]> {
     const env = await this.request({ method: 'GET', endpoint: 'applications', path: 'applications', repeat: 'read', signal });
-    return discoveryRecords(env.Data, 'GET', '/applications').map((o) => {
-      const id = stringField(o, APP_ID_KEYS);
-      if (id === undefined) throw unexpected('GET', '/applications', `an application has no ID (looked for ${APP_ID_KEYS.join(', ')})`);
-      return { id, title: stringField(o, TITLE_KEYS) ?? id };
-    });
+    return applicationsInAnswer(env.Data, 'GET', '/applications');
   }
 
   /** Discovery, optional on the platform: an application's lists (shapes as for `listApplications`). */
   async listApplicationLists(appId: string, signal?: AbortSignal): Promise<PlatformListRef[]> {
     const path = `applications/${encodeURIComponent(appId)}/lists`;
     const env = await this.request({ method: 'GET', endpoint: 'applications/{id}/lists', path, repeat: 'read', signal });
-    return discoveryRecords(env.Data, 'GET', `/${path}`).map((o) => {
-      const listID = stringField(o, LIST_ID_KEYS);
-      if (listID === undefined) throw unexpected('GET', `/${path}`, `a list has no ID (looked for ${LIST_ID_KEYS.join(', ')})`);
-      return {
-        appID: stringField(o, LIST_APP_KEYS) ?? appId,
-        listID,
-        title: stringField(o, TITLE_KEYS) ?? listID,
-        description: stringField(o, ['Description']) ?? '',
-      };
-    });
+    return listsInAnswer(env.Data, appId, 'GET', `/${path}`);
   }
 
   /**
@@ -389,8 +355,7 @@ export class PlatformClient {
   async getItem(appID: string, listID: string, itemID: string, signal?: AbortSignal): Promise<Item> {
     const path = itemPath(appID, listID, itemID);
     const env = await this.request({ method: 'GET', endpoint: 'items/{itemID}', path, repeat: 'lookup', signal });
-    const data = Array.isArray(env.Data) && env.Data.length === 1 ? (env.Data[0] as unknown) : env.Data;
-    return asObject(data, 'GET', `/${path}`) as Item;
+    return itemInAnswer(env.Data, 'GET', `/${path}`) as Item;
   }
 
   /**
@@ -485,16 +450,7 @@ export class PlatformClient {
       repeat: 'create',
       signal,
     });
-    const fromLocation = this.locations.get(env)?.split('?')[0]?.replace(/\/+$/, '').split('/').pop();
-    if (env.Data === null || env.Data === undefined || env.Data === '') {
-      if (fromLocation) return { id: decodeURIComponent(fromLocation) };
-    }
-    try {
-      return { id: idInAnswer(env.Data, 'POST', `/${path.split('?')[0]}`) };
-    } catch (err) {
-      if (fromLocation) return { id: decodeURIComponent(fromLocation) };
-      throw err;
-    }
+    return { id: hookIdInAnswer(env.Data, this.locations.get(env), 'POST', `/${path.split('?')[0]}`) };
   }
 
   /** Removes a list item event subscription. An unknown hook throws NotFoundError. */
@@ -590,7 +546,6 @@ export class PlatformClient {
   private async request(call: Call): Promise<Envelope> {
     if (this.closed) throw new Error('PlatformClient is closed');
     const signal = call.signal ? AbortSignal.any([call.signal, this.closing.signal]) : this.closing.signal;
-    const path = `/${call.path}`;
     let maybeApplied = false;
     for (let attempt = 0; ; attempt++) {
       if (signal.aborted) throw abortReason(signal);
@@ -605,58 +560,19 @@ export class PlatformClient {
       );
       this.count('requests');
       if (attempt > 0) this.count('retries');
+      if (result.ok) return this.answered(call, attempt, result);
 
-      if (result.ok) {
-        this.limiter.succeeded();
-        this.report(call, attempt, 'ok', result.httpStatus, result.envelope.Status, result.durationMs);
-        if (result.location !== undefined) this.locations.set(result.envelope, result.location);
-        this.sizes.set(result.envelope, result.bytes);
-        return result.envelope;
-      }
-
-      const errorClass = result.kind === 'answer' ? classifyFailure(result.httpStatus, result.status, result.message) : TransportError;
-      const rateLimited = errorClass === RateLimitError;
-      if (rateLimited) this.count('rateLimited');
-      const retryable =
-        this.isRetryable(call.repeat, result, rateLimited) ||
-        (call.repeat === 'read' && result.kind === 'answer' && errorClass === PlatformError);
-      if (call.repeat !== 'read' && call.repeat !== 'lookup' && this.mayHaveReachedServer(result, rateLimited)) maybeApplied = true;
-      const final = !retryable || attempt >= this.config.retries;
-      this.report(
-        call,
-        attempt,
-        rateLimited ? 'rate_limited' : final ? 'error' : 'retry',
-        result.httpStatus,
-        result.status,
-        result.durationMs,
-      );
-
-      let retryAfterMs = result.retryAfterMs;
-      if (retryAfterMs !== undefined) retryAfterMs = Math.min(retryAfterMs, this.config.maxRetryAfterSeconds * 1000);
+      const decision = decideRetry(result, call.repeat, attempt, this.retryPolicy());
+      if (decision.rateLimited) this.count('rateLimited');
+      if (decision.mayHaveApplied) maybeApplied = true;
+      const outcome = decision.rateLimited ? 'rate_limited' : decision.retry ? 'retry' : 'error';
+      this.report(call, attempt, outcome, result.httpStatus, result.status, result.durationMs);
       // Everyone waits, not just this request; the limiter learns from it (no bursts, a wider margin).
-      const pauseMs = rateLimited ? this.limiter.throttled(retryAfterMs, sentAt) : undefined;
-
-      if (final) {
+      const pauseMs = decision.rateLimited ? this.limiter.throttled(decision.retryAfterMs, sentAt) : undefined;
+      if (!decision.retry) {
         this.count('errors');
-        const details: PlatformErrorDetails & { code?: string } = {
-          method: call.method,
-          path,
-          httpStatus: result.httpStatus,
-          status: result.status,
-          platformMessage: result.message === undefined ? undefined : scrub(result.message, this.secrets),
-          retries: attempt,
-          maybeApplied,
-          retryAfterMs,
-          code: result.code,
-        };
-        const message = scrub(failureMessage(call.method, path, details), this.secrets);
-        const cause = sanitizeCause(result.cause, this.secrets);
-        throw errorClass === TransportError
-          ? new TransportError(message, details, cause ? { cause } : undefined)
-          : new errorClass(message, details, cause ? { cause } : undefined);
+        throw this.failure(call, result, attempt, maybeApplied, decision);
       }
-
-      const delay = rateLimited ? 0 : (retryAfterMs ?? backoffDelay(attempt, { random: this.random }));
       this.logger?.debug(
         {
           method: call.method,
@@ -665,34 +581,48 @@ export class PlatformClient {
           httpStatus: result.httpStatus,
           status: result.status,
           code: result.code,
-          delayMs: delay,
+          delayMs: decision.delayMs,
           pauseMs,
         },
         'platform request failed; retrying',
       );
-      if (delay > 0) await this.clock.sleep(delay, signal);
+      if (decision.delayMs > 0) await this.clock.sleep(decision.delayMs, signal);
     }
   }
 
-  private isRetryable(repeat: Repeat, r: Extract<Attempt, { ok: false }>, rateLimited: boolean): boolean {
-    if (rateLimited) return true; // refused, so nothing was applied
-    const transient =
-      r.kind === 'transport' ||
-      r.kind === 'malformed' ||
-      (r.kind === 'answer' && r.httpStatus !== undefined && (r.httpStatus >= 500 || r.httpStatus === 408));
-    if (!transient) return false;
-    if (repeat === 'create') return r.kind === 'transport' && surelyNotSent(r.code);
-    // A PATCH without an answer (a timeout, a cut connection) may have been applied: the caller reads the item
-    // by ID before sending it again (src/sync/push.ts), instead of this loop resending it blind.
-    if (repeat === 'update' && r.kind === 'transport') return surelyNotSent(r.code);
-    return true;
+  private retryPolicy(): RetryPolicy {
+    return { retries: this.config.retries, maxRetryAfterSeconds: this.config.maxRetryAfterSeconds, random: this.random };
   }
 
-  private mayHaveReachedServer(r: Extract<Attempt, { ok: false }>, rateLimited: boolean): boolean {
-    if (rateLimited) return false;
-    if (r.kind === 'transport') return !surelyNotSent(r.code);
-    if (r.kind === 'malformed') return true;
-    return r.httpStatus !== undefined && r.httpStatus >= 500;
+  /** A success: counted, reported, and its Location and size kept beside its envelope. */
+  private answered(call: Call, attempt: number, result: AnsweredAttempt): Envelope {
+    this.limiter.succeeded();
+    this.report(call, attempt, 'ok', result.httpStatus, result.envelope.Status, result.durationMs);
+    if (result.location !== undefined) this.locations.set(result.envelope, result.location);
+    this.sizes.set(result.envelope, result.bytes);
+    return result.envelope;
+  }
+
+  /** The error a request ends with after its last attempt, secrets scrubbed from its message and cause. */
+  private failure(call: Call, result: FailedAttempt, attempt: number, maybeApplied: boolean, decision: RetryDecision): PlatformError {
+    const path = `/${call.path}`;
+    const details: PlatformErrorDetails & { code?: string } = {
+      method: call.method,
+      path,
+      httpStatus: result.httpStatus,
+      status: result.status,
+      platformMessage: result.message === undefined ? undefined : scrub(result.message, this.secrets),
+      retries: attempt,
+      maybeApplied,
+      retryAfterMs: decision.retryAfterMs,
+      code: result.code,
+    };
+    const message = scrub(failureMessage(call.method, path, details), this.secrets);
+    const cause = sanitizeCause(result.cause, this.secrets);
+    const errorClass = decision.errorClass;
+    return errorClass === TransportError
+      ? new TransportError(message, details, cause ? { cause } : undefined)
+      : new errorClass(message, details, cause ? { cause } : undefined);
   }
 
   private async send(call: Call, slot: SendSlot, signal: AbortSignal): Promise<Attempt> {
@@ -729,35 +659,11 @@ export class PlatformClient {
       return { ok: false, kind: 'transport', code, message, cause: err, durationMs: elapsed() };
     }
     const durationMs = elapsed();
-    const retryAfterMs = parseRetryAfter(retryAfter);
-    const is2xx = statusCode >= 200 && statusCode < 300;
-    // A body that cannot be read: malformed when the status said success, else an answer with no message.
-    const unreadable = (message: string, cause?: unknown): Attempt =>
-      is2xx
-        ? { ok: false, kind: 'malformed', httpStatus: statusCode, code: 'EMALFORMED', message, cause, durationMs }
-        : { ok: false, kind: 'answer', httpStatus: statusCode, retryAfterMs, durationMs };
-    let parsed: unknown;
-    try {
-      parsed = parseJson(text);
-    } catch (err) {
-      return unreadable('response body is not valid JSON', err);
-    }
-    const envelope = toEnvelope(parsed);
-    if (!envelope) return unreadable('response body is not the {Status, Data, Message} envelope');
+    const attempt = decodeAnswer({ statusCode, text, retryAfterMs: parseRetryAfter(retryAfter), location, durationMs });
     // The answer's round trip shows how long the server held the request before counting it, against
     // the quickest of the answers like it (the same endpoint, within a factor of four in length: a bigger answer takes longer to build).
-    if (is2xx && envelope.Status === 0) slot.answered(`${call.endpoint} ${Math.floor(Math.log2(text.length + 1) / 2)}`, headersAt);
-    if (is2xx && envelope.Status === 0)
-      return { ok: true, envelope, httpStatus: statusCode, durationMs, bytes: text.length, ...(location ? { location } : {}) };
-    return {
-      ok: false,
-      kind: 'answer',
-      httpStatus: statusCode,
-      status: envelope.Status,
-      message: envelope.Message || undefined,
-      retryAfterMs,
-      durationMs,
-    };
+    if (attempt.ok) slot.answered(`${call.endpoint} ${Math.floor(Math.log2(text.length + 1) / 2)}`, headersAt);
+    return attempt;
   }
 
   private report(
@@ -793,86 +699,6 @@ function itemPath(appID: string, listID: string, itemID: string): string {
   return `${listPath(appID, listID)}/items/${encodeURIComponent(itemID)}`;
 }
 
-function toEnvelope(value: unknown): Envelope | undefined {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined;
-  const v = value as Record<string, unknown>;
-  const status =
-    typeof v.Status === 'number' ? v.Status : typeof v.Status === 'string' && /^-?\d+$/.test(v.Status) ? Number(v.Status) : undefined;
-  if (status === undefined) return undefined;
-  const message = typeof v.Message === 'string' ? v.Message : v.Message === undefined || v.Message === null ? '' : String(v.Message);
-  return { ...v, Status: status, Data: v.Data, Message: message };
-}
-
-function countOf(value: unknown): number | undefined {
-  if (typeof value === 'number' && Number.isFinite(value)) return value;
-  if (typeof value === 'string' && /^\d+$/.test(value)) return Number(value);
-  return undefined;
-}
-
-function unexpected(method: string, path: string, what: string): PlatformError {
-  return new PlatformError(`${method} ${path} failed: HTTP 200, Status 0 but ${what}`, {
-    method,
-    path,
-    httpStatus: 200,
-    status: 0,
-    platformMessage: what,
-  });
-}
-
-function asArray(data: unknown, method: string, path: string): unknown[] {
-  if (Array.isArray(data)) return data;
-  if (data === null || data === undefined) return [];
-  throw unexpected(method, path, 'Data is not an array');
-}
-
-function asObject(data: unknown, method: string, path: string): Record<string, unknown> {
-  if (data !== null && typeof data === 'object' && !Array.isArray(data)) return data as Record<string, unknown>;
-  throw unexpected(method, path, 'Data is not an object');
-}
-
-/** An ID as a string: Data itself, or its Id / ID / ListDataID. */
-function idInAnswer(data: unknown, method: string, path: string): string {
-  const direct = itemId(data);
-  if (direct !== null) return direct;
-  if (data !== null && typeof data === 'object' && !Array.isArray(data)) {
-    const o = data as Record<string, unknown>;
-    for (const key of ['Id', 'ID', 'id', 'ListDataID']) {
-      const v = itemId(o[key]);
-      if (v !== null) return v;
-    }
-  }
-  throw unexpected(method, path, 'Data holds no ID');
-}
-
-const APP_ID_KEYS = ['AppID', 'AppId', 'ApplicationID', 'ID', 'Id'] as const;
-const LIST_ID_KEYS = ['ListID', 'ListId', 'ID', 'Id'] as const;
-/** A list record's application: never its own ID or Id. */
-const LIST_APP_KEYS = ['AppID', 'AppId', 'ApplicationID'] as const;
-const TITLE_KEYS = ['Title', 'Name', 'DisplayName'] as const;
-
-/** The records of a discovery answer: Data itself, or the array in Data.Items, Data.List or Data.Data. */
-function discoveryRecords(data: unknown, method: string, path: string): Record<string, unknown>[] {
-  let records: unknown = data;
-  if (records !== null && typeof records === 'object' && !Array.isArray(records)) {
-    const o = records as Record<string, unknown>;
-    records = ['Items', 'List', 'Data'].map((k) => o[k]).find(Array.isArray);
-    if (records === undefined) throw unexpected(method, path, 'Data is neither an array nor holds one in Items, List or Data');
-  }
-  return asArray(records, method, path).filter(
-    (r): r is Record<string, unknown> => r !== null && typeof r === 'object' && !Array.isArray(r),
-  );
-}
-
-/** The first of `keys` that holds a non-empty string or a number, as a string. */
-function stringField(o: Record<string, unknown>, keys: readonly string[]): string | undefined {
-  for (const key of keys) {
-    const v = o[key];
-    if (typeof v === 'string' && v !== '') return v;
-    if (typeof v === 'number' && Number.isFinite(v)) return String(v);
-  }
-  return undefined;
-}
-
 function stringValues(data: Record<string, string>, method: string, path: string): Record<string, string> {
   for (const [k, v] of Object.entries(data)) {
     if (typeof v !== 'string') {
@@ -883,21 +709,4 @@ function stringValues(data: Record<string, string>, method: string, path: string
     }
   }
   return data;
-}
-
-/**
- * The rows of a directory answer: `Data` as an array, or an object holding
- * one (`Items`, `List`, `Rows`, `Records`, `Data`...); null or an empty
- * object is no rows. Entries that are not objects are dropped.
- */
-function directoryRows(data: unknown, method: string, path: string): Record<string, unknown>[] {
-  const isRow = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
-  if (data === null || data === undefined) return [];
-  if (Array.isArray(data)) return data.filter(isRow);
-  if (isRow(data)) {
-    const inner = Object.values(data).find((v) => Array.isArray(v));
-    if (inner !== undefined) return (inner as unknown[]).filter(isRow);
-    if (Object.keys(data).length === 0) return [];
-  }
-  throw unexpected(method, path, 'Data is not a list of entries');
 }

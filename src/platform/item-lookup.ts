@@ -11,6 +11,7 @@
  *   2. an `In` query for that ID returns no item.
  * Either way of asking that shows the item makes it present.
  */
+import { coerceError } from '../errors.js';
 import { AuthError, PlatformError, RateLimitError, TransportError } from './platform-errors.js';
 import type { PlatformClient } from './client.js';
 import { itemId } from './item-identity.js';
@@ -111,32 +112,90 @@ export async function confirmAbsent(
   return out;
 }
 
+/** What a look-up learned of one ID: the item (`byId`: as a read by ID showed it), gone, or nothing (its read by ID failed). */
+export type LookedUp =
+  { kind: 'present'; item: Item; byId: boolean } | { kind: 'gone'; evidence: string } | { kind: 'unanswered'; error: Error };
+
+export interface LookUpOptions {
+  signal?: AbortSignal;
+  /** IDs asked by ID only: a query may lag behind the version they wait for. */
+  byIdOnly?: ReadonlySet<string>;
+  /** IDs asked by ID even when the query returns them: a delete the query may lag behind. */
+  alsoById?: ReadonlySet<string>;
+}
+
+export interface LookUpResult {
+  items: Map<string, LookedUp>;
+  /** Requests sent. */
+  requests: number;
+  /** IDs looked up, once for each way of asking. */
+  asked: number;
+}
+
+const inQueries = (ids: readonly string[]): number => Math.ceil(ids.filter(isPlatformId).length / MAX_PAGE_SIZE);
+
 /**
  * Each ID's presence: one `In` query per 1000 IDs, then a read by ID for each
  * ID the query did not return (a query may lag behind a create; a read by ID
- * does not). Errors that say nothing about an item are thrown.
+ * does not), and for `byIdOnly` and `alsoById`. Gone is the one rule above:
+ * refused by ID and absent from an `In` answer (asked once more for an ID the
+ * first query showed or did not ask). A read by ID that fails otherwise
+ * (transport, 5xx, rate limit, auth) leaves that ID `unanswered`; a failing
+ * query is thrown.
  */
 export async function lookUpItems(
   client: PlatformClient,
   ref: ItemListRef,
   ids: readonly string[],
+  options: LookUpOptions = {},
+): Promise<LookUpResult> {
+  const byIdOnly = options.byIdOnly ?? new Set<string>();
+  const queried = ids.filter((id) => !byIdOnly.has(id));
+  const fromQuery = new Map<string, Item>();
+  for (const item of await queryItemsByIds(client, ref, queried, { signal: options.signal })) {
+    const id = itemId(item[ref.idField]);
+    if (id !== null) fromQuery.set(id, item);
+  }
+  const out: LookUpResult = { items: new Map(), requests: inQueries(queried), asked: queried.length };
+  for (const [id, item] of fromQuery) out.items.set(id, { kind: 'present', item, byId: false });
+  const askById = ids.filter((id) => byIdOnly.has(id) || !fromQuery.has(id) || options.alsoById?.has(id));
+  const refused = await readEachById(client, ref, askById, out, options.signal);
+  const unconfirmed = new Map<string, PlatformError>();
+  for (const [id, refusal] of refused) {
+    if (byIdOnly.has(id) || fromQuery.has(id)) unconfirmed.set(id, refusal);
+    else out.items.set(id, { kind: 'gone', evidence: `an In query returned no item and a read by ID was refused (${refusal.message})` });
+  }
+  if (unconfirmed.size === 0) return out;
+  out.requests += inQueries([...unconfirmed.keys()]);
+  for (const [id, presence] of await confirmAbsent(client, ref, unconfirmed, options.signal))
+    out.items.set(id, presence.kind === 'present' ? { ...presence, byId: false } : presence);
+  return out;
+}
+
+/** Reads each ID by ID into `out`; returns the refusals, whose IDs `out` no longer holds. */
+async function readEachById(
+  client: PlatformClient,
+  ref: ItemListRef,
+  ids: readonly string[],
+  out: LookUpResult,
   signal?: AbortSignal,
-): Promise<Map<string, ItemPresence>> {
-  const out = new Map<string, ItemPresence>();
-  for (const item of await queryItemsByIds(client, ref, ids, { signal }))
-    out.set(itemId(item[ref.idField]) ?? '', { kind: 'present', item });
+): Promise<Map<string, PlatformError>> {
+  const refused = new Map<string, PlatformError>();
   for (const id of ids) {
-    if (out.has(id)) continue;
+    out.asked++;
     if (!isPlatformId(id)) {
-      out.set(id, { kind: 'gone', evidence: 'not an ID the platform can hold' });
+      out.items.set(id, { kind: 'gone', evidence: 'not an ID the platform can hold' });
       continue;
     }
+    out.requests++;
     try {
-      out.set(id, { kind: 'present', item: await client.getItem(ref.appID, ref.listID, id, signal) });
+      out.items.set(id, { kind: 'present', item: await client.getItem(ref.appID, ref.listID, id, signal), byId: true });
     } catch (err) {
-      if (!isRefusalAnswer(err)) throw err;
-      out.set(id, { kind: 'gone', evidence: `an In query returned no item and a read by ID was refused (${err.message})` });
+      if (isRefusalAnswer(err)) {
+        out.items.delete(id);
+        refused.set(id, err);
+      } else out.items.set(id, { kind: 'unanswered', error: coerceError(err) });
     }
   }
-  return out;
+  return refused;
 }

@@ -66,12 +66,32 @@
  * rate halved, recovering linearly: the configured limit is then likely
  * above the platform's, which the log says and `status` shows.
  *
- * Tests: test/platform/rate-limiter.test.ts (decisions, manual clock),
+ * The arithmetic (the window's width, the next send time, the round-trip
+ * estimate, stalls, a throttle's pause) is src/platform/send-time.ts's, pure;
+ * this class keeps the state it is given and runs the grant loop.
+ *
+ * Tests: test/platform/send-time.test.ts (the arithmetic, by table),
+ * test/platform/rate-limiter.test.ts (decisions, manual clock),
  * test/platform/shared-budget.test.ts (what a second process starts from).
  */
 import type { Logger } from 'pino';
 import { type Clock, abortReason, systemClock } from './clock.js';
 import { INITIAL_LEARNED, type LearnedLimits, afterThrottle, relaxed } from './learned-limits.js';
+import {
+  type LogLimits,
+  NO_STALL,
+  RTT_SAMPLES,
+  type Stall,
+  afterLateness,
+  burstWindowOf,
+  handlerDelay,
+  keptSchedule,
+  nextSendTime,
+  spreadOf,
+  stallAllowance,
+  throttlePauseMs,
+  windowWidthMs,
+} from './send-time.js';
 
 /** Where slots come from when several processes share the account's budget. */
 export interface SlotSource {
@@ -123,7 +143,6 @@ export interface RateLimiterOptions {
   throttleBaseMs?: number;
   throttleMaxMs?: number;
   logger?: Logger;
-  random?: () => number;
   /** What was learned about the account before (default: nothing; with a source, read from it before the first grant). */
   learned?: LearnedLimits;
 }
@@ -157,14 +176,6 @@ interface LogEntry {
   delayMs: number | null;
 }
 
-/** Round trips of one endpoint's recent answers, newest last. */
-interface RttSamples {
-  rtts: number[];
-}
-
-/** An unreported send stops counting as "leaving now" this long after its grant (a caller that never reports). */
-const MAX_UNREPORTED_MS = 2000;
-
 interface Waiter {
   resolve: (slot: SendSlot) => void;
   reject: (err: unknown) => void;
@@ -174,22 +185,10 @@ interface Waiter {
 }
 
 const WINDOW_MS = 1000;
-/** Recent answers per endpoint whose quickest is taken as "not held back". */
-const RTT_SAMPLES = 32;
-/**
- * An endpoint with fewer answers than this does not show how its delay varies
- * yet (the quickest of a few may itself have waited): at least COLD_DELAY_MS.
- */
-const WARM_SAMPLES = 6;
-const COLD_DELAY_MS = 50;
-/** The largest handler-delay variation the window is widened by (a stalled answer is not a second's delay). */
-const MAX_SPREAD_MS = 250;
 /** A 429 with two others counted this long before it came at the widened margin: halve the rate. */
 const REPEAT_WINDOW_MS = 60_000;
 /** How often a limiter with a shared source rereads what the account learned (another process's 429). */
 const LEARNED_REFRESH_MS = 10_000;
-const STALL_HALF_LIFE_MS = 2000;
-const MAX_STALL_MS = 250;
 
 export class RateLimiter {
   readonly requestsPerSecond: number;
@@ -203,7 +202,6 @@ export class RateLimiter {
   private readonly throttleBaseMs: number;
   private readonly throttleMaxMs: number;
   private readonly logger: Logger | undefined;
-  private readonly random: () => number;
   /** How many sends the sliding log allows per window. */
   private readonly windowCap: number;
   /** The window those sends fit in at the full rate, margin included (1.03 s for 10 requests/s). */
@@ -225,8 +223,7 @@ export class RateLimiter {
   private recoveryStartsAt = -Infinity;
   private throttleStreak = 0;
   private sharedFailures = 0;
-  private stallMs = 0;
-  private stallAt = -Infinity;
+  private stall: Stall = NO_STALL;
   private granted = 0;
   private learned: LearnedLimits;
   /** 0: not read from the source yet; 1: reading; 2: read (or nothing to read). */
@@ -234,7 +231,8 @@ export class RateLimiter {
   private learnedReadAt = -Infinity;
   /** When the last 429s that taught something came (local ms), newest last. */
   private readonly counted: number[] = [];
-  private readonly rtts = new Map<string, RttSamples>();
+  /** Round trips of each endpoint's recent answers, newest last. */
+  private readonly rtts = new Map<string, number[]>();
   /** The last window's worth of delay estimates (windowCap), newest last: the largest widens the window (spreadMs). */
   private readonly delays: number[] = [];
   /** While sends are evenly spaced: when the last one was due by the schedule. */
@@ -253,7 +251,6 @@ export class RateLimiter {
     this.throttleBaseMs = options.throttleBaseMs ?? 1000;
     this.throttleMaxMs = options.throttleMaxMs ?? 30_000;
     this.logger = options.logger;
-    this.random = options.random ?? Math.random;
     // At most the whole requests of a second in any second (2 for 2.5/s, the safe side), or one per 1/rate s below 1/s.
     this.windowCap = Math.max(1, Math.floor(this.requestsPerSecond));
     this.baseWindowMs = Math.max(WINDOW_MS, (WINDOW_MS * this.windowCap) / this.requestsPerSecond) * (1 + this.margin);
@@ -285,8 +282,13 @@ export class RateLimiter {
    */
   windowMs(now = this.clock.now()): number {
     const shared = this.source !== undefined && this.source.contended !== false;
-    const ms = this.baseWindowMs + this.spreadMs() + this.learnedNow(now).marginMs;
-    return ms / this.rateFactor(now) + (shared ? this.stallAllowance(now) : 0);
+    return windowWidthMs({
+      baseWindowMs: this.baseWindowMs,
+      spreadMs: this.spreadMs(),
+      learnedMarginMs: this.learnedNow(now).marginMs,
+      rateFactor: this.rateFactor(now),
+      stallMs: shared ? stallAllowance(this.stall, now) : 0,
+    });
   }
 
   /** Sends that may go together now: `burst`, or one while bursts are off. */
@@ -296,7 +298,7 @@ export class RateLimiter {
 
   /** The burst's window now: `burstCapNow` sends fit in it. */
   private burstWindowMs(now: number): number {
-    return (this.windowMs(now) * this.burstCapNow(now)) / this.windowCap;
+    return burstWindowOf(this.windowMs(now), this.burstCapNow(now), this.windowCap);
   }
 
   /** Local epoch ms until which requests are held back (-Infinity when not paused). */
@@ -344,13 +346,12 @@ export class RateLimiter {
     const inPause = now < this.pausedUntil;
     const lastLesson = this.counted.at(-1) ?? -Infinity;
     const teaches = !inPause && !(sentAt !== undefined && sentAt < lastLesson);
-    let pauseMs: number;
-    if (retryAfterMs !== undefined && retryAfterMs >= 0) {
-      pauseMs = retryAfterMs;
-    } else {
-      const windows = this.windowMs(now) * 2 ** Math.min(this.throttleStreak, 16);
-      pauseMs = Math.min(this.throttleMaxMs, Math.max(this.throttleBaseMs, windows));
-    }
+    const pauseMs = throttlePauseMs(retryAfterMs, {
+      streak: this.throttleStreak,
+      windowMs: this.windowMs(now),
+      baseMs: this.throttleBaseMs,
+      maxMs: this.throttleMaxMs,
+    });
     const until = now + pauseMs;
     if (until > this.pausedUntil) this.pausedUntil = until;
     if (!inPause) this.throttleStreak++;
@@ -430,33 +431,19 @@ export class RateLimiter {
     else w.reject(outcome.error);
   }
 
-  /** Earliest time the sliding log of this process's sends allows the next one (the window, then the burst's). */
-  private guardTime(): number {
-    const now = this.clock.now();
+  /** What the sliding log of this process's sends allows at `now`. */
+  private logLimits(now: number): LogLimits {
     const burst = this.burstCapNow(now);
-    // The window and a burst's spacing count from when the sends left (the window holds the
-    // variation of the handler delay); evenly spaced sends keep to a schedule, so that timer
-    // lateness is not added to every interval.
-    const spacing = burst === 1 ? this.spacedAt + this.burstWindowMs(now) : this.leftAt(burst, now) + this.burstWindowMs(now);
-    return Math.max(this.leftAt(this.windowCap, now) + this.windowMs(now), spacing);
-  }
-
-  /**
-   * Moves the schedule of evenly spaced sends to a grant at `now`: the slot it
-   * was due at when it is less than half an interval late (the next one may
-   * then follow up to that much sooner, the window's log still holding), else `now`.
-   */
-  private keepSchedule(now: number): void {
-    const interval = this.burstWindowMs(now);
-    const due = this.spacedAt + interval;
-    this.spacedAt = now >= due && now - due < interval / 2 ? due : now;
-  }
-
-  /** When the `back`-th send before the next one left (-Infinity while there are fewer). */
-  private leftAt(back: number, now: number): number {
-    if (this.sent.length < back) return -Infinity;
-    const e = this.sent[this.sent.length - back]!;
-    return e.unreported ? Math.max(e.at, Math.min(now, e.at + MAX_UNREPORTED_MS)) : e.at;
+    const windowMs = this.windowMs(now);
+    return {
+      now,
+      log: this.sent,
+      windowCap: this.windowCap,
+      windowMs,
+      burst,
+      burstWindowMs: burstWindowOf(windowMs, burst, this.windowCap),
+      spacedAt: this.spacedAt,
+    };
   }
 
   /**
@@ -466,18 +453,16 @@ export class RateLimiter {
    * sends all leave before the window ends, and the send after them waits for it.
    */
   spreadMs(): number {
-    return this.delays.length === 0 ? 0 : Math.min(MAX_SPREAD_MS, Math.max(...this.delays));
+    return spreadOf(this.delays);
   }
 
   /** How long the server held a request of `key` answered after `rttMs`: its round trip over the quickest recent one. */
   private noteAnswer(key: string, rttMs: number): number {
-    let samples = this.rtts.get(key);
-    if (!samples) this.rtts.set(key, (samples = { rtts: [] }));
-    samples.rtts.push(rttMs);
-    if (samples.rtts.length > RTT_SAMPLES) samples.rtts.shift();
-    const quickest = Math.min(...samples.rtts);
-    let delay = Math.max(0, rttMs - quickest);
-    if (samples.rtts.length < WARM_SAMPLES) delay = Math.max(delay, COLD_DELAY_MS);
+    let rtts = this.rtts.get(key);
+    if (!rtts) this.rtts.set(key, (rtts = []));
+    rtts.push(rttMs);
+    if (rtts.length > RTT_SAMPLES) rtts.shift();
+    const delay = handlerDelay(rtts, rttMs);
     this.delays.push(delay);
     if (this.delays.length > this.windowCap) this.delays.shift();
     return delay;
@@ -517,26 +502,6 @@ export class RateLimiter {
         entry.delayMs = noteAnswer(key, Math.max(0, at - entry.at));
       },
     };
-  }
-
-  /**
-   * Extra room in the sliding window while this process is stalling. A timer
-   * that fires late means the event loop (or the machine) is busy; requests
-   * already handed out may then reach the server late as well, and bunch up
-   * there with the next window's. The largest recent lateness, decaying with a
-   * half-life of 2 s, widens the window by as much.
-   */
-  private stallAllowance(now: number): number {
-    if (this.stallMs <= 0) return 0;
-    return this.stallMs * 0.5 ** ((now - this.stallAt) / STALL_HALF_LIFE_MS);
-  }
-
-  private noteLateness(lateMs: number, now: number): void {
-    const late = Math.min(MAX_STALL_MS, lateMs);
-    if (late > 2 && late > this.stallAllowance(now)) {
-      this.stallMs = late;
-      this.stallAt = now;
-    }
   }
 
   private async run(): Promise<void> {
@@ -584,10 +549,12 @@ export class RateLimiter {
           slot = Math.max(this.nextSlot, now);
         }
         if (wokeFor !== undefined) {
-          this.noteLateness(now - wokeFor, now);
+          // A timer that fired late means the event loop (or the machine) is busy: requests already
+          // handed out may reach the server late as well, and bunch up there with the next window's.
+          this.stall = afterLateness(this.stall, now - wokeFor, now);
           wokeFor = undefined;
         }
-        const at = Math.max(slot, this.pausedUntil, this.guardTime());
+        const at = nextSendTime(slot, this.pausedUntil, this.logLimits(this.clock.now()));
         if (at - now >= 0.5) {
           wokeFor = at;
           await this.clock.sleep(Math.ceil(at - now));
@@ -606,7 +573,7 @@ export class RateLimiter {
         this.sent.push(entry);
         if (this.sent.length > this.windowCap) this.sent.shift();
         this.granted++;
-        this.keepSchedule(now);
+        this.spacedAt = keptSchedule(this.spacedAt, this.burstWindowMs(now), now);
         this.settle(head, { slot: this.slotFor(entry, now) });
       }
     } finally {

@@ -13,19 +13,30 @@
  *   while it goes on (burst.test.ts: a backlog pull that never ends does not
  *   hold the events back);
  * - the pull is asked through `BacklogPuller` alone, so serve may run it on
- *   any queue.
+ *   any queue;
+ * - the drain is decided once per backlog: callbacks of edits the pull
+ *   brought keep arriving after it, and settle from the stored rows without
+ *   requests (deletes and items the pull did not bring are re-read as always).
  *
  * `drainBy` and `pullWaitMs` are pure; `estimatePullPages` reads the list's
- * pull state and the mirror's row count; `listLockFree` tries the list's lock.
+ * pull state and the mirror's row count; `listLockFree` tries the list's lock;
+ * `pullIfBacklog` decides and runs the pull for the applier.
  */
-import type { ListConfig } from '../config.js';
+import type { Config, ListConfig } from '../config.js';
 import type { Knex } from '../db.js';
+import type { Logger } from '../logger.js';
 import { qualifiedName, quoteIdent, FIXED_COLUMNS, type TableMapping } from '../mirror/index.js';
 import { readState } from '../store/state.js';
 import { acquireLock, listLockName } from '../sync/lock.js';
 
 /** IDs per `In` query (the platform's largest page). */
 export const REREAD_BATCH = 1000;
+
+/** Queued events of one list from which one incremental pull is asked instead of re-reading each item. */
+export const BACKLOG_PULL_EVENTS = 5 * REREAD_BATCH;
+
+/** How long one backlog's drain decision holds: the callbacks of one bulk edit arrive over many seconds. */
+const BACKLOG_DECISION_MS = 30_000;
 
 /** What the applier needs to run one incremental pull of a list (serve: its job queue). */
 export interface BacklogPuller {
@@ -83,4 +94,76 @@ export async function listLockFree(db: Knex, list: string): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+export interface BacklogDeps {
+  db: Knex;
+  config: Config;
+  puller: BacklogPuller | undefined;
+  /** Queued events from which a pull replaces the re-reads. */
+  threshold: number;
+  log: Logger;
+  /** The applier closing: a pull is no longer waited for. */
+  signal: AbortSignal;
+}
+
+/** A list's queue as the backlog decision reads it; `backlogDecidedAt` (0: none) is when the current backlog's drain was decided. */
+export interface BacklogQueue {
+  list: ListConfig;
+  inbox: ReadonlySet<number>;
+  backlogDecidedAt: number;
+}
+
+/**
+ * A backlog past the threshold, asked once per backlog: drained by re-reading its items, or by one
+ * incremental pull when that costs no more and can start now. The events stay queued; the flushes
+ * after the pull mark those the mirror now holds at their announced version as applied, without a
+ * request. A pull slower than its pages should be is not waited for: the re-reads go on beside it.
+ */
+export async function pullIfBacklog(deps: BacklogDeps, q: BacklogQueue, mapping: TableMapping): Promise<void> {
+  if (q.inbox.size < deps.threshold) {
+    if (Date.now() - q.backlogDecidedAt > BACKLOG_DECISION_MS) q.backlogDecidedAt = 0;
+    return;
+  }
+  const puller = deps.puller;
+  if (q.backlogDecidedAt > 0 || !puller) return;
+  q.backlogDecidedAt = Date.now();
+  const { list } = q;
+  const events = q.inbox.size;
+  const pages = await estimatePullPages(deps.db, list, mapping, events);
+  const pullCanStart = await puller.canStart(list.name).catch(() => false);
+  if (drainBy({ items: events, pullPages: pages, pullCanStart }) === 'reread') {
+    const why = pullCanStart ? `a pull would read ${pages} pages` : 'a pull of the list cannot start now';
+    deps.log.info({ list: list.name, events }, `a backlog of item events: re-read by ID (${why})`);
+    return;
+  }
+  deps.log.info({ list: list.name, events, pages }, 'a backlog of item events: one incremental pull instead of re-reading each item');
+  const waitMs = pullWaitMs(pages, deps.config.platform.requestsPerSecond);
+  const ended = await within(
+    puller.run(list.name).catch(() => false),
+    waitMs,
+    deps.signal,
+  );
+  if (ended === 'timeout')
+    deps.log.info(
+      { list: list.name, waitedMs: waitMs },
+      'the backlog pull takes longer than its pages should; the items are re-read beside it',
+    );
+  else if (!ended) deps.log.info({ list: list.name }, 'the backlog pull did not succeed; the items are re-read');
+}
+
+/** `p`'s value, or 'timeout' once `ms` passed or `signal` aborts. */
+function within<T>(p: Promise<T>, ms: number, signal: AbortSignal): Promise<T | 'timeout'> {
+  return new Promise((resolve) => {
+    const done = (v: T | 'timeout'): void => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
+      resolve(v);
+    };
+    const onAbort = (): void => done('timeout');
+    const timer = setTimeout(onAbort, ms);
+    if (signal.aborted) return done('timeout');
+    signal.addEventListener('abort', onAbort);
+    void p.then(done);
+  });
 }

@@ -19,8 +19,9 @@ import { listLockFree, type BacklogPuller } from './backlog-pull.js';
 import { CatchUp, type CatchUpOptions } from './catch-up.js';
 import { ensureItemSubscriptions, listsMissingSubscriptions, removeRetiredSubscriptions } from './subscriptions.js';
 
-export { BACKLOG_PULL_EVENTS, RealtimeApplier, REREAD_BATCH, type ApplierOptions, type FlushResult } from './applier.js';
-export type { BacklogPuller } from './backlog-pull.js';
+export { RealtimeApplier, type ApplierOptions } from './applier.js';
+export { BACKLOG_PULL_EVENTS, REREAD_BATCH, type BacklogPuller } from './backlog-pull.js';
+export type { FlushResult } from './flush.js';
 export {
   ensureItemSubscriptions,
   listsMissingSubscriptions,

@@ -33,9 +33,9 @@ import {
 } from '../store/webhook-subscriptions.js';
 import { forgetRetired, noteRetiredFailure, retiredSubscriptions, retireSubscription } from '../store/webhook-unsubscribes.js';
 import { callbackUrlFor, newToken } from '../webhooks/subscribe.js';
+import { ITEM_EVENT } from './item-events.js';
 
-/** Event types the platform defines for list item hooks. */
-export const ITEM_EVENT = { created: 1, modified: 2, createdOrModified: 3, deleted: 4 } as const;
+export { ITEM_EVENT };
 /** What realtime subscribes per list. */
 export const REALTIME_EVENT_TYPES = [ITEM_EVENT.createdOrModified, ITEM_EVENT.deleted] as const;
 /** The Channel listsync subscribes item events with (checked on every callback). */

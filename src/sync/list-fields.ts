@@ -48,7 +48,7 @@ export function knownItemKeys(list: ListConfig, fields: readonly FieldMeta[], it
 
 /** Adds to `into` the keys of `items` outside `known`. */
 export function collectUnknownKeys(items: readonly Item[], known: ReadonlySet<string>, into: Set<string>): void {
-  for (const item of items) for (const key of Object.keys(item)) if (!known.has(key)) into.add(key);
+  for (const item of items) for (const key in item) if (!known.has(key) && Object.hasOwn(item, key)) into.add(key);
 }
 
 /**

@@ -64,6 +64,8 @@ export class PageChecks {
   private readonly seen = new IdSet();
   private previous: string[] | null = null;
   private previousTotal: number | undefined;
+  /** The IDs `verify` read from a page's items, for `accept` (each page's IDs are read once). */
+  private readonly idsOf = new WeakMap<readonly Item[], (string | null)[]>();
 
   constructor(
     private readonly idField: string,
@@ -80,6 +82,7 @@ export class PageChecks {
     const total = result.totalCount;
     if (total === undefined) return 'the answer has no TotalCount';
     const ids = result.items.map((it) => itemId(it[this.idField]));
+    this.idsOf.set(result.items, ids);
     const missing = ids.filter((id) => id === null).length;
     if (missing) return `${missing} item(s) without ${this.idField}`;
     const expected = Math.max(0, Math.min(this.pageSize, total - (index - 1) * this.pageSize));
@@ -99,7 +102,7 @@ export class PageChecks {
   }
 
   accept(items: readonly Item[], totalCount?: number): { ids: string[]; repeats: number } {
-    const ids = items.map((it) => itemId(it[this.idField])!);
+    const ids = (this.idsOf.get(items) ?? items.map((it) => itemId(it[this.idField]))) as string[];
     const repeats = ids.length - this.note(ids);
     this.previous = ids;
     if (totalCount !== undefined) this.previousTotal = totalCount;
