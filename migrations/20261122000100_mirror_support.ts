@@ -17,8 +17,8 @@
  * Numeric values are written into `changes` as JSON strings, so that numbers
  * beyond 2^53 survive a JSON.parse on the way out.
  */
-import { readFileSync } from 'node:fs';
 import type { Knex } from 'knex';
+import { migrationSql } from '../src/migration-sql.js';
 
 export async function up(knex: Knex): Promise<void> {
   // Finds the open 'create' of a locally inserted row without scanning the outbox history.
@@ -26,16 +26,11 @@ export async function up(knex: Knex): Promise<void> {
     create index if not exists outbox_open_create_by_local_id on listsync.outbox (list_name, local_id)
     where op = 'create' and status in ('pending', 'sending', 'conflict')`);
 
-  await knex.raw(sql('20261122000100_mirror_support', 'mirror_capture'));
+  await knex.raw(migrationSql('20261122000100_mirror_support', 'mirror_capture'));
 }
 
 export async function down(knex: Knex): Promise<void> {
   // Also removes the triggers that use it; ensureMirrorTable attaches them again after a re-migrate.
   await knex.raw('drop function if exists listsync.mirror_capture() cascade');
   await knex.raw('drop index if exists listsync.outbox_open_create_by_local_id');
-}
-
-/** SQL kept beside the migration, in migrations/sql/ (the build copies it next to the compiled file). */
-function sql(migration: string, name: string): string {
-  return readFileSync(new URL(`./sql/${migration}/${name}.sql`, import.meta.url), 'utf8');
 }

@@ -23,8 +23,8 @@
  * 3. else is refused with a message naming `lists[].pushDeletes`.
  * TRUNCATE is always refused. INSERT and UPDATE are captured as before.
  */
-import { readFileSync } from 'node:fs';
 import type { Knex } from 'knex';
+import { migrationSql } from '../src/migration-sql.js';
 
 export async function up(knex: Knex): Promise<void> {
   await knex.raw('alter table listsync.outbox drop constraint outbox_op_check');
@@ -37,7 +37,7 @@ export async function up(knex: Knex): Promise<void> {
   await knex.raw(
     `create index if not exists outbox_create_by_local_id on listsync.outbox (list_name, local_id) where op = 'create' and local_id is not null`,
   );
-  await knex.raw(sql('20261123001200_push_deletes', 'mirror_capture'));
+  await knex.raw(migrationSql('20261123001200_push_deletes', 'mirror_capture'));
 }
 
 export async function down(knex: Knex): Promise<void> {
@@ -50,10 +50,5 @@ export async function down(knex: Knex): Promise<void> {
   await knex.raw('alter table listsync.outbox drop constraint outbox_op_check');
   await knex.raw(`alter table listsync.outbox add constraint outbox_op_check check (op in ('update','create'))`);
   // The previous function body (migration 20261122000100): deletes refused.
-  await knex.raw(sql('20261122000100_mirror_support', 'mirror_capture'));
-}
-
-/** SQL kept beside the migration, in migrations/sql/ (the build copies it next to the compiled file). */
-function sql(migration: string, name: string): string {
-  return readFileSync(new URL(`./sql/${migration}/${name}.sql`, import.meta.url), 'utf8');
+  await knex.raw(migrationSql('20261122000100_mirror_support', 'mirror_capture'));
 }

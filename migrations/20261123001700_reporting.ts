@@ -14,6 +14,7 @@
  *   widened column's old type with it when reports depend on the view.
  */
 import type { Knex } from 'knex';
+import { migrationSql } from '../src/migration-sql.js';
 
 export async function up(knex: Knex): Promise<void> {
   await knex.raw(`
@@ -31,17 +32,7 @@ export async function up(knex: Knex): Promise<void> {
     )`);
   await knex.raw('create index schema_changes_by_list on listsync.schema_changes (list_name, id desc)');
   await knex.raw('alter table listsync.lists add column history boolean not null default false, add column title text');
-  await knex.raw(`
-    create or replace function listsync.try_cast(v text, target anyelement) returns anyelement
-    language plpgsql stable as $fn$
-    begin
-      if v is null then return null; end if;
-      execute format('select %L::%s', v, pg_typeof(target)) into target;
-      return target;
-    exception when others then
-      return null;
-    end
-    $fn$`);
+  await knex.raw(migrationSql('20261123001700_reporting', 'try_cast'));
 }
 
 export async function down(knex: Knex): Promise<void> {

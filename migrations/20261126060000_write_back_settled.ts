@@ -20,28 +20,23 @@
  *   could never be sent) and the columns of whole-number fields (a fraction
  *   written to one is refused, naming the column and the field's slot).
  */
-import { readFileSync } from 'node:fs';
 import type { Knex } from 'knex';
+import { migrationSql } from '../src/migration-sql.js';
 
 export async function up(knex: Knex): Promise<void> {
   await knex.raw('alter table listsync.outbox add column mirror_behind boolean not null default false');
   await knex.raw(`create index outbox_mirror_behind on listsync.outbox (list_name) where mirror_behind`);
   await knex.raw(`create index outbox_applied_at on listsync.outbox (list_name, applied_at) where status = 'applied'`);
-  await knex.raw(sql('20261126060000_write_back_settled', 'helpers'));
-  await knex.raw(sql('20261126060000_write_back_settled', 'mirror_capture'));
+  await knex.raw(migrationSql('20261126060000_write_back_settled', 'helpers'));
+  await knex.raw(migrationSql('20261126060000_write_back_settled', 'mirror_capture'));
 }
 
 export async function down(knex: Knex): Promise<void> {
   // The previous function body (migration 20261123001200).
-  await knex.raw(sql('20261123001200_push_deletes', 'mirror_capture'));
+  await knex.raw(migrationSql('20261123001200_push_deletes', 'mirror_capture'));
   await knex.raw('drop function if exists listsync.mirror_check_values(text, text, jsonb, jsonb, text[], text[])');
   await knex.raw('drop function if exists listsync.mirror_base_version(jsonb, text)');
   await knex.raw('drop index if exists listsync.outbox_applied_at');
   await knex.raw('drop index if exists listsync.outbox_mirror_behind');
   await knex.raw('alter table listsync.outbox drop column mirror_behind');
-}
-
-/** SQL kept beside the migration, in migrations/sql/ (the build copies it next to the compiled file). */
-function sql(migration: string, name: string): string {
-  return readFileSync(new URL(`./sql/${migration}/${name}.sql`, import.meta.url), 'utf8');
 }

@@ -1,6 +1,6 @@
 /**
  * The field metadata a pull last asked for, kept with the list's registry
- * row so a pull need not ask `/fields` on every run (src/store/field-meta.ts):
+ * row so a pull need not ask `/fields` on every run (src/store/registry.ts):
  * the answer as the platform sent it, when it was asked, and the keys items
  * carry that are not fields (the version, keys of the platform's own). A
  * null `field_meta_at` asks again on the next run.

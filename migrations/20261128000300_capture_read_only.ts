@@ -14,21 +14,16 @@
  * order), and the multi-value columns. Triggers attached with fewer arguments
  * check nothing more.
  */
-import { readFileSync } from 'node:fs';
 import type { Knex } from 'knex';
+import { migrationSql } from '../src/migration-sql.js';
 
 export async function up(knex: Knex): Promise<void> {
-  await knex.raw(sql('20261128000300_capture_read_only', 'mirror_check_writable'));
-  await knex.raw(sql('20261128000300_capture_read_only', 'mirror_capture'));
+  await knex.raw(migrationSql('20261128000300_capture_read_only', 'mirror_check_writable'));
+  await knex.raw(migrationSql('20261128000300_capture_read_only', 'mirror_capture'));
 }
 
 export async function down(knex: Knex): Promise<void> {
   // The previous function body (migration 20261126060000).
-  await knex.raw(sql('20261126060000_write_back_settled', 'mirror_capture'));
+  await knex.raw(migrationSql('20261126060000_write_back_settled', 'mirror_capture'));
   await knex.raw('drop function if exists listsync.mirror_check_writable(text, text, jsonb, jsonb, text[], text[], text[])');
-}
-
-/** SQL kept beside the migration, in migrations/sql/ (the build copies it next to the compiled file). */
-function sql(migration: string, name: string): string {
-  return readFileSync(new URL(`./sql/${migration}/${name}.sql`, import.meta.url), 'utf8');
 }

@@ -10,23 +10,18 @@
  * statement. The capture function is shared by every mirror table, so tables
  * made before this migration get the rule as it runs.
  */
-import { readFileSync } from 'node:fs';
 import type { Knex } from 'knex';
+import { migrationSql } from '../src/migration-sql.js';
 
 const THIS = '20261130030000_own_columns_read_only';
 
 export async function up(knex: Knex): Promise<void> {
-  await knex.raw(sql(THIS, 'mirror_check_own_columns'));
-  await knex.raw(sql(THIS, 'mirror_capture'));
+  await knex.raw(migrationSql(THIS, 'mirror_check_own_columns'));
+  await knex.raw(migrationSql(THIS, 'mirror_capture'));
 }
 
 export async function down(knex: Knex): Promise<void> {
   // The previous function body (migration 20261128000300).
-  await knex.raw(sql('20261128000300_capture_read_only', 'mirror_capture'));
+  await knex.raw(migrationSql('20261128000300_capture_read_only', 'mirror_capture'));
   await knex.raw('drop function if exists listsync.mirror_check_own_columns(text, text, jsonb, jsonb)');
-}
-
-/** SQL kept beside the migration, in migrations/sql/ (the build copies it next to the compiled file). */
-function sql(migration: string, name: string): string {
-  return readFileSync(new URL(`./sql/${migration}/${name}.sql`, import.meta.url), 'utf8');
 }

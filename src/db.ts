@@ -7,14 +7,15 @@
  * after a release is recognised under its recorded name (RENAMED_MIGRATIONS).
  */
 import { readdirSync } from 'node:fs';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { join } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
 import { redactUrl } from './config.js';
 import { PlatformError } from './platform/platform-errors.js';
 import { parseJson } from './platform/json.js';
 import { ConfigError, PG, coerceError, pgCode } from './errors.js';
+import { MIGRATIONS_DIR } from './migration-sql.js';
 
 export type { Knex };
 
@@ -156,12 +157,6 @@ function databaseName(url: string): string {
   }
 }
 
-const migrationsDir = (() => {
-  const here = dirname(fileURLToPath(import.meta.url));
-  // src/db.ts -> ../migrations ; dist/src/db.js -> ../migrations (compiled alongside)
-  return join(here, '..', 'migrations');
-})();
-
 interface MigrationModule {
   up(knex: Knex): Promise<void>;
   down(knex: Knex): Promise<void>;
@@ -169,7 +164,7 @@ interface MigrationModule {
 
 /** Imports migrations itself and names them without extension (.ts and .js runs agree). */
 export class ListsyncMigrationSource implements Knex.MigrationSource<string> {
-  constructor(private readonly dir = migrationsDir) {}
+  constructor(private readonly dir = MIGRATIONS_DIR) {}
 
   async getMigrations(): Promise<string[]> {
     const names = readdirSync(this.dir)

@@ -22,6 +22,14 @@ export class UsageError extends Error {
   override readonly name = 'UsageError';
 }
 
+/**
+ * A step the operator must take before this can work, named in the message (run `listsync pull`
+ * first, run `listsync migrate`, settle another change first): exit code 2.
+ */
+export class OperatorActionError extends Error {
+  override readonly name = 'OperatorActionError';
+}
+
 /** Another process holds the lease for this list and job. */
 export class LockedError extends Error {
   override readonly name = 'LockedError';

@@ -1,6 +1,7 @@
 /**
  * Exit codes mean one thing for every command: 0 success; 2 what the user gave is wrong
- * (usage, config, a refused API key); 1 something failed at run time (database or platform
+ * (usage, config, a refused API key) or a step the message names must come first (pull,
+ * migrate, settle another change); 1 something failed at run time (database or platform
  * unreachable, a run failed). Through the real CLI.
  */
 import { createServer } from 'node:net';
@@ -11,6 +12,7 @@ import { runCli } from './helpers/cli.js';
 import { createTestDatabase, type TestDatabase } from './helpers/db.js';
 import { startWorld, type World } from './helpers/world.js';
 import { acquireLock, listLockName, type HeldLock } from '../src/sync/lock.js';
+import { SAMPLE_FIELDS as F } from '../src/emulator/index.js';
 
 async function closedPort(): Promise<number> {
   const s = createServer();
@@ -22,8 +24,13 @@ async function closedPort(): Promise<number> {
 
 describe('exit codes', () => {
   let w: World;
-  let files: Record<'good' | 'dbDown' | 'platformDown' | 'noSuchDb' | 'unmigrated' | 'wrongList' | 'unindexed', string>;
+  let files: Record<
+    'good' | 'dbDown' | 'platformDown' | 'noSuchDb' | 'unmigrated' | 'wrongList' | 'unindexed' | 'unpulled' | 'noCapture' | 'remoteWins',
+    string
+  >;
   let empty: TestDatabase;
+  /** Migrated, then the change-capture function dropped by hand. */
+  let noCapture: TestDatabase;
   let held: HeldLock | undefined;
   const GOOD = () => ({ PLATFORM_API_KEY: w.emu.apiKey });
   const REFUSED = { PLATFORM_API_KEY: 'REFUSED-KEY-1234' };
@@ -31,6 +38,8 @@ describe('exit codes', () => {
     w = await startWorld({ emulator: { items: 30 } });
     const dead = await closedPort();
     empty = await createTestDatabase({ migrated: false });
+    noCapture = await createTestDatabase();
+    await noCapture.db.raw('drop function listsync.mirror_capture() cascade');
     const orders = { name: 'orders', appID: 'demo', listID: 'orders' };
     const write = (name: string, platform: string, db: string, list: Record<string, unknown> = orders) => {
       const file = join(w.cwd, name);
@@ -56,6 +65,10 @@ describe('exit codes', () => {
       wrongList: write('wrong-list.json', w.emu.baseUrl, w.t.url, { ...orders, listID: 'no-such-list' }),
       // Shipped at: a field of the list, not indexed.
       unindexed: write('unindexed.json', w.emu.baseUrl, w.t.url, { ...orders, cursorField: 'Datetime2' }),
+      // A list of the config never pulled: no mirror table yet.
+      unpulled: write('unpulled.json', w.emu.baseUrl, w.t.url, { ...orders, name: 'unpulled' }),
+      noCapture: write('no-capture.json', w.emu.baseUrl, noCapture.url),
+      remoteWins: write('remote-wins.json', w.emu.baseUrl, w.t.url, { ...orders, conflictPolicy: 'remote-wins' }),
     };
     // A mirror table for push/reconcile/status.
     expect((await runCli(['--config', files.good, 'pull'], { env: GOOD(), cwd: w.cwd })).code).toBe(0);
@@ -63,6 +76,7 @@ describe('exit codes', () => {
   afterAll(async () => {
     await held?.release();
     await empty?.drop();
+    await noCapture?.drop();
     await w?.close();
   });
 
@@ -120,6 +134,9 @@ describe('exit codes', () => {
       /cursorField "Datetime2" is not indexed/,
     ]),
     ['pull that gives way to a running one', () => [files.good, ['pull'], GOOD()], 0, /orders: pull skipped: .* is already running/],
+    // A step the operator must take first.
+    ['reconcile, list never pulled', () => [files.unpulled, ['reconcile'], GOOD()], 2, /run listsync pull first/],
+    ['pull, change capture missing', () => [files.noCapture, ['pull'], GOOD()], 2, /Run "listsync migrate" first/],
   ];
 
   for (const [name, make, code, says] of cases) {
@@ -137,6 +154,33 @@ describe('exit codes', () => {
       }
     });
   }
+
+  it('records the runs stopped for a step to take first as failed, with the message', async () => {
+    const reconcile = (await w.t.db('listsync.sync_runs').where({ list_name: 'unpulled', job: 'reconcile' }).first('status', 'error')) as
+      { status: string; error: string } | undefined;
+    expect(reconcile).toMatchObject({ status: 'failed', error: expect.stringMatching(/run listsync pull first/) });
+    const pull = (await noCapture.db('listsync.sync_runs').where({ job: 'pull' }).first('status', 'error')) as
+      { status: string; error: string } | undefined;
+    expect(pull).toMatchObject({ status: 'failed', error: expect.stringMatching(/Run "listsync migrate" first/) });
+  });
+
+  it('conflicts resolve --keep local while a newer change of the item is open exits 2: settle that one first', async () => {
+    const { id } = (await w.t.db('mirror.orders').orderBy('id').first('id')) as { id: string };
+    await w.t.db('mirror.orders').where({ id }).update({ notes: 'local edit' });
+    await w.emu.admin.editItem('demo', 'orders', id, { Data: { [F.notes]: 'platform edit' } });
+    await runCli(['--config', files.remoteWins, 'push'], { env: GOOD(), cwd: w.cwd });
+    const conflict = (await w.t.db('listsync.conflicts').where({ item_id: id, resolution: 'remote-wins' }).first('id')) as { id: number };
+    expect(conflict).toBeDefined();
+    await w.t.db('mirror.orders').where({ id }).update({ notes: 'a newer edit' });
+    const r = await runCli(['--config', files.remoteWins, 'conflicts', 'resolve', String(conflict.id), '--keep', 'local'], {
+      env: GOOD(),
+      cwd: w.cwd,
+    });
+    expect(r.code, r.stdout + r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/has a newer local change \(outbox \d+\) that the next push sends; settle that one first/);
+    const open = await w.t.db('listsync.outbox').where({ item_id: id, status: 'pending' }).pluck('changes');
+    expect(open).toEqual([{ notes: 'a newer edit' }]);
+  });
 
   it('records the pull that gave way as skipped', async () => {
     const skipped = await w.t.db('listsync.sync_runs').where({ list_name: 'orders', job: 'pull', status: 'skipped' }).count({ n: '*' });

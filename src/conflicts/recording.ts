@@ -5,6 +5,7 @@
 import type { Config, ListConfig } from '../config.js';
 import type { Knex } from '../db.js';
 import { upsertItems, type TableMapping, type UpsertResult } from '../mirror/index.js';
+import type { Version } from '../platform/item-identity.js';
 import type { Item } from '../platform/types.js';
 import { heldItem } from '../mirror/held-items.js';
 import { heldConflictMessage, pullSeesConflict } from './sides.js';
@@ -18,7 +19,7 @@ export async function recordConflict(
   row: Pick<OutboxRow, 'id' | 'item_id' | 'base_version'> & { op?: OutboxRow['op'] },
   local: Record<string, unknown>,
   remote: Item,
-  remoteVersion: number,
+  remoteVersion: Version | null,
   status: ConflictStatus,
   resolution: string | null,
   mapping: TableMapping,

@@ -29,8 +29,7 @@ import type { TableMapping } from '../mirror/index.js';
 import type { PlatformClient } from '../platform/client.js';
 import { queryItemsByIds } from '../platform/item-lookup.js';
 import type { Item } from '../platform/types.js';
-import { itemId } from '../platform/item-identity.js';
-import { versionOf } from '../sync/push/write-verdict.js';
+import { itemId, versionOf, versionText } from '../platform/item-identity.js';
 import { getConflict, refreshOpenConflicts, type ConflictRow } from '../store/conflicts.js';
 import { resolveConflict } from './recording.js';
 import { listLockName, withLock } from '../sync/lock.js';
@@ -114,8 +113,7 @@ async function keepLocal(
   c: ConflictRow,
   now: Item | undefined,
 ): Promise<string> {
-  const version = now ? versionOf(now, list.versionField) : Number.NaN;
-  const against = Number.isFinite(version) ? version : c.remote_version;
+  const against = (now ? versionOf(now, list.versionField) : null) ?? c.remote_version;
   await resolveConflict(deps.db, mapping, deps.config, c, 'local', undefined, against);
   const sent = await sendResolved(deps, list, mapping, c.outbox_id);
   if (sent.kind === 'applied')
@@ -149,7 +147,7 @@ function refuseIfMoved(list: ListConfig, c: ConflictRow, now: Item | undefined, 
   const where =
     version === undefined
       ? 'the platform shows no such item now'
-      : `the platform is at version ${version}, the page showed version ${seen}`;
+      : `the platform is at version ${versionText(version)}, the page showed version ${seen}`;
   throw new ConflictMovedError(
     `Conflict ${c.id}: item ${c.item_id} changed on the platform since the page was drawn (${where}); nothing was changed. The page now shows the platform's current values: decide again.`,
   );

@@ -18,6 +18,7 @@ import type { Knex } from '../db.js';
 import { heldItem } from '../mirror/held-items.js';
 import type { TableMapping } from '../mirror/index.js';
 import { samePlatformValue } from '../mirror/same-value.js';
+import type { Version } from '../platform/item-identity.js';
 import type { Item } from '../platform/types.js';
 import { dropColumns, type OutboxRow } from '../store/outbox.js';
 import { wireOrError } from '../sync/push/wire.js';
@@ -27,7 +28,7 @@ import { conflictLocalSide } from './sides.js';
 /** The item as read, and the pending edit of it. */
 export interface SeenItem {
   item: Item;
-  version: number;
+  version: Version;
   row: OutboxRow;
 }
 

@@ -11,6 +11,7 @@
  * Tested in test/sync/push-decisions.test.ts.
  */
 import type { TableMapping } from '../mirror/index.js';
+import { versionText, type Version } from '../platform/item-identity.js';
 import { splitRemoved } from '../sync/push/wire.js';
 
 /** The conflict's local side: the change's columns now, less those of removed fields. */
@@ -20,10 +21,10 @@ export const conflictLocalSide = (mapping: TableMapping, changesNow: Record<stri
 /** Why a held conflict waits, in the outbox row's error. */
 export const heldConflictMessage = (
   op: 'update' | 'delete' | 'create',
-  remoteVersion: number,
-  baseVersion: number | string | null,
+  remoteVersion: Version | null,
+  baseVersion: number | null,
 ): string =>
-  `conflict: the platform is at version ${remoteVersion}, ${op === 'delete' ? 'the row was deleted on' : 'the change was made on'} ${baseVersion}; settle it with "listsync conflicts resolve"`;
+  `conflict: the platform is at version ${versionText(remoteVersion)}, ${op === 'delete' ? 'the row was deleted on' : 'the change was made on'} ${baseVersion}; settle it with "listsync conflicts resolve"`;
 
 /** A row the pull skipped for an open change is a conflict when the platform moved past a known, non-zero base. */
 export const pullSeesConflict = (s: { remoteVersion: number | null; baseVersion: number | null }): boolean =>

@@ -37,10 +37,6 @@ export function isFieldMetaArrangement(v: unknown): v is FieldMetaArrangement {
   return typeof v === 'string' && (FIELD_META_ARRANGEMENTS as readonly string[]).includes(v);
 }
 
-export function isFieldFlagStyle(v: unknown): v is FieldFlagStyle {
-  return typeof v === 'string' && (FIELD_FLAG_STYLES as readonly string[]).includes(v);
-}
-
 /** A deterministic positive 31-bit integer FieldID (for `type-only`), stable across restarts. */
 export function integerFieldId(guid: string): number {
   let h = 0x811c9dc5;

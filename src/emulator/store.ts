@@ -384,7 +384,7 @@ export function listKey(appID: string, listID: string): string {
 export class EmulatorStore {
   readonly zone: PlatformZone;
   readonly users: User[];
-  /** Departments, groups, positions (see directory.ts). */
+  /** Departments, groups, positions (see directory-data.ts). */
   directory: Directory = {};
   readonly apiKeys: readonly string[];
   readonly lists = new Map<string, ListData>();

@@ -15,7 +15,7 @@
  * (exact, no exponent); boolean → boolean; date → 'YYYY-MM-DD'; timestamptz →
  * Date; text[] → string[]; jsonb → parsed JSON (objects/arrays) or the string.
  *
- * Numbers inside JSON values are exact (test/mirror/exact-values.test.ts): a
+ * Numbers inside JSON values are exact (test/sync/exact-values.test.ts): a
  * multi-value array's elements keep every digit (`[1177823559771361293]` →
  * `{1177823559771361293}`), and a JSON value stored as jsonb keeps its numbers
  * as written (jsonb's numeric is exact), never through a JS number.

@@ -15,6 +15,7 @@
  */
 import type { Knex } from '../db.js';
 import type { Item } from '../platform/types.js';
+import { itemVersionNumber, type Version } from '../platform/item-identity.js';
 import type { TableMapping } from './table-mapping.js';
 import { markListsyncWriter } from './own-writes.js';
 import { decodeStorable } from '../storable.js';
@@ -47,7 +48,7 @@ export async function heldItems(db: Knex, mapping: TableMapping, ids: readonly s
 }
 
 export interface KnownItem {
-  version: number | null;
+  version: Version | null;
   /** `_raw` before the re-read: after a write, the values sent at the version the write produced. */
   raw: Item | null;
 }
@@ -58,8 +59,8 @@ export async function knownVersions(db: Knex, mapping: TableMapping, ids: readon
   const rows = (await db.raw(
     `select t.id, listsync.mirror_base_version(to_jsonb(t.*), ?) as version, t._raw from ${mapping.qualifiedTable} as t where t.id = any(?::text[])`,
     [mapping.versionField, [...ids]],
-  )) as { rows: { id: string; version: string | null; _raw: Item | null }[] };
-  for (const r of rows.rows) out.set(r.id, { version: r.version === null ? null : Number(r.version), raw: platformForm(r._raw) });
+  )) as { rows: { id: string; version: number | string | null; _raw: Item | null }[] };
+  for (const r of rows.rows) out.set(r.id, { version: itemVersionNumber(r.version), raw: platformForm(r._raw) });
   return out;
 }
 

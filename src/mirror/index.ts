@@ -49,14 +49,7 @@ export {
   type MappedColumn,
 } from './table-mapping.js';
 export { rederiveColumns, type DerivedColumn, type RederiveResult } from './rederive.js';
-export {
-  readRegistry,
-  writeRegistry,
-  loadTableMapping,
-  fieldsFingerprint,
-  type RegistryEntry,
-  type RegistryField,
-} from './list-registry.js';
+export { readRegistry, writeRegistry, loadTableMapping, type RegistryEntry, type RegistryField } from './list-registry.js';
 export {
   upsertItems,
   upsertUsers,

@@ -8,11 +8,9 @@
  * system, fixed, removed }`. Fixed entries map the id, version, created and
  * modified fields to their fixed columns.
  */
-import { createHash } from 'node:crypto';
 import type { Knex } from '../db.js';
-import type { FieldMeta } from '../platform/types.js';
 import { selectRegistryRow, upsertRegistryRow } from '../store/registry.js';
-import { columnKindFor, describeField, isColumnKind, parseRules, type ColumnKind, type KindSource } from './column-types.js';
+import { isColumnKind, type ColumnKind, type KindSource } from './column-types.js';
 import { readOnlyFromSystemFlag } from './read-only.js';
 import { decodeStorable, escapeStorable, storableValue, unescapeStorable } from '../storable.js';
 import { createTableMapping, FIXED_COLUMNS, type MappedColumn, type TableMapping } from './table-mapping.js';
@@ -170,21 +168,6 @@ function isKindSource(v: unknown): v is KindSource {
   return v === 'FieldType' || v === 'Type' || v === 'field name' || v === 'control' || v === 'default' || v === 'lists[].columns';
 }
 
-/** A stable hash of what in the field metadata shapes the table: names, types and kinds. */
-export function fieldsFingerprint(fields: readonly FieldMeta[]): string {
-  const shape = fields
-    .map((f) => [f.FieldName, String(f.FieldType ?? ''), String(f.Type ?? ''), columnKindFor(f), dateFormatOf(f)])
-    .sort((a, b) => (a[0]! < b[0]! ? -1 : a[0]! > b[0]! ? 1 : 0));
-  return createHash('sha256').update(JSON.stringify(shape)).digest('hex');
-}
-
-function dateFormatOf(f: FieldMeta): string {
-  const rules = parseRules(f.Rules);
-  const key = Object.keys(rules).find((k) => k.toLowerCase() === 'dateformat');
-  const v = key === undefined ? undefined : rules[key];
-  return typeof v === 'string' ? v : '';
-}
-
 /** A registry entry as a mapped column (read-only flag and display name kept for the capture's messages). */
 export function mappedColumn(e: RegistryField): MappedColumn {
   return {
@@ -222,26 +205,6 @@ export async function loadTableMapping(db: Knex | Knex.Transaction, schema: stri
     history: entry.history === true,
     fingerprint: entry.fingerprint,
   });
-}
-
-/**
- * Whether the platform's field `f` is another field than the one the registry knew in its slot: its
- * FieldID differs (when both are known); without IDs, its control or storage kind differs (when both
- * are known).
- */
-export function isAnotherField(before: RegistryField, f: FieldMeta): boolean {
-  const id = fieldIdOf(f);
-  if (before.fieldId !== undefined && id !== undefined) return before.fieldId !== id;
-  const shape = describeField(f);
-  const differs = (a: string | undefined, b: string): boolean =>
-    a !== undefined && a !== '' && b !== '' && a.toLowerCase() !== b.toLowerCase();
-  return differs(before.control, shape.control) || differs(before.storage, shape.storage);
-}
-
-/** The platform's FieldID as a string, when it sent one. */
-export function fieldIdOf(f: FieldMeta): string | undefined {
-  const id: unknown = f.FieldID;
-  return typeof id === 'string' && id !== '' ? id : typeof id === 'number' || typeof id === 'bigint' ? String(id) : undefined;
 }
 
 /**

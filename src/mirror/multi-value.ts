@@ -1,6 +1,6 @@
 /**
  * A multi-value field's wire value, built from the exact elements the platform
- * holds (test/mirror/exact-values.test.ts).
+ * holds (test/sync/exact-values.test.ts).
  *
  * The platform keeps a checkbox or multi lookup as a JSON array inside a
  * string, its IDs as strings or as bare numbers (`[1177823559771361293]`);

@@ -27,6 +27,7 @@
  *   20261128000300_capture_read_only).
  */
 import type { Knex } from '../db.js';
+import { OperatorActionError } from '../errors.js';
 import { qualifiedName, quoteLiteral } from './naming.js';
 import { escapeStorable } from '../storable.js';
 import type { MappedColumn } from './table-mapping.js';
@@ -43,7 +44,9 @@ export async function assertCaptureFunction(db: Knex | Knex.Transaction): Promis
     rows: { present: boolean }[];
   };
   if (!row.rows[0]?.present) {
-    throw new Error('The change-capture function listsync.mirror_capture() is missing from the database. Run "listsync migrate" first.');
+    throw new OperatorActionError(
+      'The change-capture function listsync.mirror_capture() is missing from the database. Run "listsync migrate" first.',
+    );
   }
 }
 

@@ -14,6 +14,7 @@
  * version is already as new is left alone.
  */
 import type { Knex } from '../db.js';
+import type { Version } from '../platform/item-identity.js';
 import { storableJson } from '../storable.js';
 import { markListsyncWriter } from './own-writes.js';
 import type { TableMapping } from './table-mapping.js';
@@ -22,7 +23,7 @@ export interface KnownWrite {
   /** The item's ID on the platform. */
   id: string;
   /** The version the write produced. */
-  version: number;
+  version: Version;
   /** The fields sent, as the platform's strings. */
   data: Record<string, string>;
 }

@@ -20,8 +20,23 @@
  * lossless-json number. Null when absent, empty, negative, a fraction,
  * non-numeric or beyond bigint (not a version a mirror row could hold).
  *
- * Tested over every encoding in platform/item-identity.test.ts.
+ * `Version` is how push, conflicts and the mirror's settling hold a version
+ * from the answer to the outbox: a number, `null` where none is carried or
+ * known, never NaN. `itemVersionNumber` is its one parser, at both edges: a
+ * value of the platform's answer (`versionOf` an item), and a version stored
+ * in PostgreSQL (an outbox `base_version`, a conflict's version, the mirror's
+ * `row_version`: a bigint, read as a number or as text), where NULL or the
+ * refill marker (-1) is none.
+ *
+ * Pure: no I/O. Tested over every encoding in test/platform/item-identity.test.ts.
  */
+import type { Item } from './types.js';
+
+/**
+ * An item's version (the platform's RowVersion): a non-negative whole number, exact up to 2^53 (versions start
+ * at 1 and grow by one; 0 is sent only as an overwrite). Where an item carries none or none is known: null.
+ */
+export type Version = number;
 
 /** Largest value of a Postgres bigint, the mirror's `row_version`. */
 const BIGINT_MAX = '9223372036854775807';
@@ -50,11 +65,17 @@ export function itemVersion(raw: unknown): string | null {
   return digits.length < BIGINT_MAX.length || (digits.length === BIGINT_MAX.length && digits <= BIGINT_MAX) ? digits : null;
 }
 
-/** An item's RowVersion as a number, to compare versions (exact up to 2^53; versions start at 1 and grow by one). */
-export function itemVersionNumber(raw: unknown): number | null {
+/** A version as the platform sent it or PostgreSQL stored it, to compare versions; null when it is none. */
+export function itemVersionNumber(raw: unknown): Version | null {
   const v = itemVersion(raw);
   return v === null ? null : Number(v);
 }
+
+/** A version as a message shows it. */
+export const versionText = (version: Version | null): string => (version === null ? 'unknown' : String(version));
+
+/** The item's version, from its version field (`lists[].versionField`, RowVersion by default); null when it carries none. */
+export const versionOf = (item: Item, versionField: string): Version | null => itemVersionNumber(item[versionField]);
 
 /** The text of a lossless-json `LosslessNumber` (`{ isLosslessNumber: true, value }`), or null. */
 function losslessDigits(v: unknown): string | null {

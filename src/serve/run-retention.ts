@@ -6,7 +6,7 @@
  *
  * - Each batch is one statement on the shared pool: no connection is held
  *   between batches or while waiting for the next prune, and the pool keeps
- *   connections beyond the workers' (job-queue.ts, workerCount).
+ *   connections beyond the workers' (src/serve/worker-count.ts).
  * - A prune that fails logs one warning and the next one tries again: a
  *   history kept a little longer harms nothing.
  * - At shutdown no new prune starts, the one under way stops after its

@@ -5,6 +5,7 @@
  */
 import type { Knex } from '../db.js';
 import { decodeStorable, storableJson } from '../storable.js';
+import type { Version } from '../platform/item-identity.js';
 import type { Item } from '../platform/types.js';
 
 export const CONFLICTS_TABLE = 'listsync.conflicts';
@@ -21,8 +22,9 @@ export interface ConflictRow {
   policy: string;
   /** What the local change was: an update of fields, or a delete of the row (`local` then holds its content). */
   op: 'update' | 'delete';
+  /** The outbox's `base_version` as it was stored. */
   base_version: number | null;
-  remote_version: number | null;
+  remote_version: Version | null;
   local: Record<string, unknown>;
   remote: Item | null;
   base: Item | null;
@@ -39,7 +41,7 @@ export interface NewConflict {
   itemId: string | null;
   policy: string;
   baseVersion: number | null;
-  remoteVersion: number;
+  remoteVersion: Version | null;
   base: Item | null | undefined;
   local: Record<string, unknown>;
   remote: Item;
@@ -60,8 +62,7 @@ export async function insertConflict(db: Db, c: NewConflict): Promise<void> {
     item_id: c.itemId,
     policy: c.policy,
     base_version: c.baseVersion,
-    // A version that is not a number (none was read) is stored as unknown, not as NaN the column refuses.
-    remote_version: Number.isFinite(c.remoteVersion) ? c.remoteVersion : null,
+    remote_version: c.remoteVersion,
     local: storableJson(c.local),
     remote: storableJson(c.remote),
     status: c.status,
@@ -102,8 +103,14 @@ export async function markResolved(db: Db, id: number, resolution: string): Prom
  * real time, the re-read before a resolve). Versions never go backwards.
  * Returns how many conflicts were brought up to date.
  */
-export async function refreshOpenConflicts(db: Db, listName: string, itemId: string, remote: Item, remoteVersion: number): Promise<number> {
-  if (!Number.isFinite(remoteVersion)) return 0;
+export async function refreshOpenConflicts(
+  db: Db,
+  listName: string,
+  itemId: string,
+  remote: Item,
+  remoteVersion: Version | null,
+): Promise<number> {
+  if (remoteVersion === null) return 0;
   return db(CONFLICTS_TABLE)
     .where({ list_name: listName, item_id: itemId, status: 'open' })
     .where((q) => q.whereNull('remote_version').orWhere('remote_version', '<', remoteVersion))

@@ -19,6 +19,8 @@
  * text PostgreSQL can hold (`closestText`), so an error never fails its write.
  */
 import type { Knex } from '../db.js';
+import { OperatorActionError } from '../errors.js';
+import type { Version } from '../platform/item-identity.js';
 import { closestText } from '../storable.js';
 import { OPEN_STATUSES, OUTBOX_TABLE, UNSENT_STATUSES, type OutboxOp, type OutboxStatus } from './outbox-sql.js';
 
@@ -47,6 +49,7 @@ export interface OutboxRow {
   /** For a delete: the row's whole content (field columns). */
   changes: Record<string, unknown>;
   sent_changes: Record<string, unknown> | null;
+  /** As stored: NULL or the refill marker (-1) is unknown, 0 an overwrite; read it as a Version with `itemVersionNumber`. */
   base_version: number | null;
   status: OutboxStatus;
   attempts: number;
@@ -263,7 +266,7 @@ const REMAINDER = `(select coalesce(jsonb_object_agg(k, v), '{}'::jsonb) from js
  * The sent part of an edit is applied. Edits made while it was in flight (the
  * remainder) stay pending against `newVersion` (null: the base is kept).
  */
-export async function settleSentEdit(db: Db, id: number, sent: Record<string, unknown>, newVersion: number | null): Promise<void> {
+export async function settleSentEdit(db: Db, id: number, sent: Record<string, unknown>, newVersion: Version | null): Promise<void> {
   await db.raw(
     `with cur as (
        select o.id, ${REMAINDER} as rest
@@ -285,7 +288,7 @@ export async function settleSentCreate(
   id: number,
   sent: Record<string, unknown>,
   itemId: string,
-  version: number,
+  version: Version,
 ): Promise<void> {
   await trx.raw(
     `with cur as (
@@ -396,12 +399,12 @@ export async function forceOverwrite(db: Db, id: number): Promise<void> {
 /**
  * A conflict settled for the local side: pending again against the platform's
  * version with `changes` (the conflict's local side), sent at the next push.
- * Throws naming the newer change when the item has another open one.
+ * Throws OperatorActionError naming the newer change when the item has another open one.
  */
 export async function requeueAgainst(
   db: Db,
   id: number | null,
-  baseVersion: number | null,
+  baseVersion: Version | null,
   changes?: Record<string, unknown>,
 ): Promise<void> {
   const row = (await db(OUTBOX_TABLE).where({ id }).first('list_name', 'item_id', 'status')) as
@@ -412,7 +415,7 @@ export async function requeueAgainst(
       .whereIn('status', [...OPEN_STATUSES])
       .first('id')) as { id: number } | undefined;
     if (open)
-      throw new Error(
+      throw new OperatorActionError(
         `item ${row.item_id} has a newer local change (outbox ${open.id}) that the next push sends; settle that one first, or edit the row again.`,
       );
   }

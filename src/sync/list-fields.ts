@@ -1,7 +1,7 @@
 /**
  * A pull's field metadata: the platform's `/fields` is asked only for a
  * reason, otherwise the metadata kept with the registry row is used
- * (src/store/field-meta.ts). The reasons: no metadata kept (a first load, a
+ * (src/store/registry.ts). The reasons: no metadata kept (a first load, a
  * mirror made before it was kept), the list now points at another platform
  * list, the operator asked (`pull --refresh-schema`), a run saw an item key
  * the mirror does not know or a write was refused for a field (both clear

@@ -59,7 +59,7 @@ import type { ListConfig } from '../config.js';
 import { loadTableMapping, markListsyncWriter } from '../mirror/index.js';
 import { mirrorTableExists, SweepTables } from '../mirror/sweep-tables.js';
 import { zeroCounters, type RunCounters } from '../store/runs.js';
-import { coerceError } from '../errors.js';
+import { OperatorActionError, coerceError } from '../errors.js';
 import { LIST_JOBS, listLockName } from './lock.js';
 import { runJob, RunFailed, type ActiveRun, type RunEnd, type RunOutcome } from './run-job.js';
 import { confirmCandidates, healRows } from './reconcile/heal.js';
@@ -111,7 +111,7 @@ async function reconcileLocked(
   const { timingsMs, healed } = base;
   if (!mapping || !(await mirrorTableExists(db, mapping.qualifiedTable))) {
     const message = `no mirror table ${schema}.${mapping?.table ?? list.table ?? list.name} for list ${list.name} yet: run listsync pull first (reconcile compares the mirror with the platform)`;
-    throw new Error(message);
+    throw new OperatorActionError(message);
   }
 
   log.info(

@@ -6,7 +6,7 @@
  */
 import { LosslessNumber } from 'lossless-json';
 import { describe, expect, it } from 'vitest';
-import { itemId, itemVersion, itemVersionNumber } from '../../src/platform/item-identity.js';
+import { itemId, itemVersion, itemVersionNumber, versionOf, versionText } from '../../src/platform/item-identity.js';
 import { parseJson } from '../../src/platform/json.js';
 
 const SNOWFLAKE = '1177823559771361293';
@@ -86,5 +86,42 @@ describe('itemVersion', () => {
       itemVersionNumber(undefined),
       itemVersionNumber('-2'),
     ]).toEqual([12, 7, null, null, null]);
+  });
+});
+
+describe('Version: one parser at both edges, null for none, never NaN', () => {
+  it.each([
+    ['an answer: a number', 5, 5],
+    ['an answer: a numeric string', '5', 5],
+    ['an answer: a lossless-json number', new LosslessNumber('12'), 12],
+    ['an answer: absent', undefined, null],
+    ['an answer: not a number', 'v3', null],
+    ['an answer: NaN', Number.NaN, null],
+    ['stored: a bigint read as a number', 7, 7],
+    ['stored: a bigint read as text', '7', 7],
+    ['stored: 0, an overwrite', 0, 0],
+    ['stored: NULL', null, null],
+    ['stored: the refill marker', -1, null],
+    ['stored: the refill marker as text', '-1', null],
+  ] as const)('%s (%s) is %s', (_name, raw, want) => {
+    expect(itemVersionNumber(raw)).toBe(want);
+  });
+
+  it.each([
+    [{ RowVersion: 3 }, 'RowVersion', 3],
+    [{ RowVersion: '3' }, 'RowVersion', 3],
+    [{ Version: 4, RowVersion: 3 }, 'Version', 4],
+    [{ Text1: 'a' }, 'RowVersion', null],
+    [{ RowVersion: '' }, 'RowVersion', null],
+  ] as const)('versionOf(%j, %s) is %s', (item, field, want) => {
+    expect(versionOf(item, field)).toBe(want);
+  });
+
+  it.each([
+    [3, '3'],
+    [0, '0'],
+    [null, 'unknown'],
+  ] as const)('versionText(%s) is %s', (version, want) => {
+    expect(versionText(version)).toBe(want);
   });
 });

@@ -28,11 +28,11 @@ import {
   afterEarlierWrite,
   afterRejectedWrite,
   deleteVerdict,
-  knownBase,
   unknownBase,
   type ReadBack,
   type SentWrite,
 } from '../../src/sync/push/write-verdict.js';
+import { itemVersionNumber } from '../../src/platform/item-identity.js';
 import { zeroCounters } from '../../src/store/runs.js';
 
 const col = (field: string, column: string, kind: MappedColumn['kind'], readOnly = false): MappedColumn => ({
@@ -256,7 +256,7 @@ describe('afterEarlierWrite: a write a stopped push left in flight on base 4', (
     });
 });
 
-describe('knownBase and unknownBase: never RowVersion 0 by default', () => {
+describe('a stored base version and unknownBase: never RowVersion 0 by default', () => {
   it.each([
     [5, 5],
     ['5', 5],
@@ -264,7 +264,7 @@ describe('knownBase and unknownBase: never RowVersion 0 by default', () => {
     [null, null],
     [-1, null],
   ] as const)('base_version %s is %s', (raw, want) => {
-    expect(knownBase(raw)).toBe(want);
+    expect(itemVersionNumber(raw)).toBe(want);
   });
 
   const seen: Item = { ID: '7', RowVersion: 3, Text1: 'a', Number1: '1' };

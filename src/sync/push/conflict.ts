@@ -7,6 +7,7 @@
 import type { Knex } from '../../db.js';
 import type { ListConfig } from '../../config.js';
 import { upsertItems, type TableMapping } from '../../mirror/index.js';
+import type { Version } from '../../platform/item-identity.js';
 import type { Item } from '../../platform/types.js';
 import * as outbox from '../../store/outbox.js';
 import type { OutboxRow } from '../../store/outbox.js';
@@ -17,14 +18,8 @@ import type { Outcome } from './outcome.js';
 import { exactJsonOf, fail, settleApplied } from './record.js';
 import { mergedUpdate } from './field-merge.js';
 import { deleteOnPlatform } from './remote.js';
-import type { ChangeContext } from './types.js';
+import type { ChangeContext, RemoteSide } from './types.js';
 import { wireOrError } from './wire.js';
-
-/** The platform's side: its item and version now. */
-export interface RemoteSide {
-  item: Item;
-  version: number;
-}
 
 /**
  * An update's conflict. What it holds (and local-wins sends) is every edit
@@ -33,8 +28,8 @@ export interface RemoteSide {
  */
 export async function updateConflict(ctx: ChangeContext, row: OutboxRow, remote: RemoteSide, held: Item | null): Promise<Outcome> {
   const { deps, list, mapping } = ctx;
-  // Field by field unless the list keeps whole-item conflicts (or the platform names no version to merge at).
-  if (list.conflictScope === 'field' && Number.isFinite(remote.version) && row.op === 'update') return mergedUpdate(ctx, row, remote, held);
+  // Field by field unless the list keeps whole-item conflicts.
+  if (list.conflictScope === 'field' && row.op === 'update') return mergedUpdate(ctx, row, remote, held);
   const { db, client } = deps;
   const itemId = row.item_id!;
   const latest = { ...row, changes: (await outbox.changesOf(db, row.id)) ?? row.changes };
@@ -58,7 +53,7 @@ export async function updateConflict(ctx: ChangeContext, row: OutboxRow, remote:
 }
 
 /** A delete's conflict: local-wins deletes anyway; remote-wins brings the row back as it is there; manual holds it. */
-export async function deleteConflict(ctx: ChangeContext, row: OutboxRow, remote: RemoteSide): Promise<Outcome> {
+export async function deleteConflict(ctx: ChangeContext, row: OutboxRow, remote: RemoteSide<Version | null>): Promise<Outcome> {
   const { deps, list, mapping } = ctx;
   const itemId = row.item_id!;
   const action = conflictAction(list.conflictPolicy, 'delete');
@@ -82,7 +77,7 @@ async function keepRemote(
   ctx: ChangeContext,
   row: OutboxRow,
   local: Record<string, unknown>,
-  remote: RemoteSide,
+  remote: RemoteSide<Version | null>,
   note: string,
 ): Promise<void> {
   const { deps, list, mapping } = ctx;
@@ -100,7 +95,7 @@ async function holdConflict(
   mapping: TableMapping,
   row: OutboxRow,
   local: Record<string, unknown>,
-  remote: RemoteSide,
+  remote: RemoteSide<Version | null>,
 ): Promise<void> {
   await db.transaction(async (trx) => {
     await recordConflict(trx, list, row, local, remote.item, remote.version, 'open', null, mapping);

@@ -26,6 +26,7 @@ import { coerceError } from '../../errors.js';
 import { upsertItems, type TableMapping } from '../../mirror/index.js';
 import { samePlatformValue } from '../../mirror/same-value.js';
 import { recordWrite } from '../../mirror/write-results.js';
+import type { Version } from '../../platform/item-identity.js';
 import { AuthError, PlatformError } from '../../platform/platform-errors.js';
 import type { Item } from '../../platform/types.js';
 import * as outbox from '../../store/outbox.js';
@@ -33,15 +34,9 @@ import type { OutboxRow } from '../../store/outbox.js';
 import type { Outcome } from './outcome.js';
 import { exactJsonOf, fail, markSending } from './record.js';
 import { readItem } from './remote.js';
-import type { ChangeContext } from './types.js';
+import type { ChangeContext, RemoteSide } from './types.js';
 import { removedFieldsError, splitRemoved, wireOrError } from './wire.js';
 import { afterRejectedWrite } from './write-verdict.js';
-
-/** The platform's side: its item and version now. */
-interface RemoteSide {
-  item: Item;
-  version: number;
-}
 
 /** Merges against an item that keeps moving: after this many, the change is left pending with its error. */
 const MAX_MERGES = 3;
@@ -102,7 +97,7 @@ async function mergeNow(ctx: ChangeContext, row: OutboxRow, remote: RemoteSide, 
   return { latest, local, removed, merge, plan: planFields(list.conflictPolicy, merge) };
 }
 
-type Sent = { kind: 'applied'; version: number } | { kind: 'moved'; remote: RemoteSide } | { kind: 'failed'; error: string };
+type Sent = { kind: 'applied'; version: Version } | { kind: 'moved'; remote: RemoteSide } | { kind: 'failed'; error: string };
 
 /** The merged PATCH at the platform's version; a lost answer is read back, an item that moved again is merged again. */
 async function sendMerged(ctx: ChangeContext, m: Merged, remote: RemoteSide): Promise<Sent> {
@@ -134,7 +129,7 @@ async function sendMerged(ctx: ChangeContext, m: Merged, remote: RemoteSide): Pr
 }
 
 /** The merge's outcome written in one transaction: conflict recorded, sent and same fields applied, the rest superseded or held. */
-async function settleMerged(ctx: ChangeContext, m: Merged, remote: RemoteSide, writtenVersion: number | null): Promise<void> {
+async function settleMerged(ctx: ChangeContext, m: Merged, remote: RemoteSide, writtenVersion: Version | null): Promise<void> {
   const { deps, list, mapping } = ctx;
   const itemId = m.latest.item_id!;
   const conflictFields = m.merge.conflicts.map((c) => c.field);
@@ -171,7 +166,7 @@ async function settleMerged(ctx: ChangeContext, m: Merged, remote: RemoteSide, w
  * the version a resolve will find; under local-wins the values the write
  * overwrote, which is what the conflict is there to keep.
  */
-function platformSide(versionField: string, m: Merged, remote: RemoteSide, writtenVersion: number | null): RemoteSide {
+function platformSide(versionField: string, m: Merged, remote: RemoteSide, writtenVersion: Version | null): RemoteSide {
   if (writtenVersion === null || m.plan.conflicts === 'sent') return remote;
   return { item: { ...remote.item, ...m.plan.send, [versionField]: writtenVersion }, version: writtenVersion };
 }

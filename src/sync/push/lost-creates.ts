@@ -6,7 +6,6 @@
  * indexed text fields that were sent, then compared client-side on every
  * value sent and on the creation time.
  */
-import { heldElements } from '../../mirror/multi-value.js';
 import type { ListConfig } from '../../config.js';
 import type { Knex } from '../../db.js';
 import { readRegistry, type TableMapping } from '../../mirror/index.js';
@@ -14,6 +13,7 @@ import type { PlatformClient } from '../../platform/client.js';
 import { platformDate, tryParsePlatformDateTime } from '../../platform/dates.js';
 import { Operator, type Filter, type Item } from '../../platform/types.js';
 import { itemId } from '../../platform/item-identity.js';
+import { carries } from './our-write.js';
 
 export type LostCreateSearch = { kind: 'found'; id: string } | { kind: 'none' } | { kind: 'ambiguous'; ids: string[] };
 
@@ -77,36 +77,4 @@ async function narrowingFilters(
 function createdSince(item: Item, createdField: string, since: Date, zone: string): boolean {
   const created = tryParsePlatformDateTime(typeof item[createdField] === 'string' ? (item[createdField] as string) : undefined, zone);
   return created === undefined || created.toMillis() >= since.getTime() - CLOCK_SKEW_MS;
-}
-
-/**
- * The item holds every value that was sent. A multi-value array counts as held
- * when its elements are (the platform may store `["1177…"]` as `[1177…]`).
- */
-export function carries(item: Item, data: Record<string, string>): boolean {
-  return Object.entries(data).every(([field, value]) => sameWire(String(item[field] ?? ''), value));
-}
-
-/**
- * The item at the version right after `held` is our write of `data`: each
- * field sent holds what was sent or, when the platform did not take it, what
- * it held before; every other field is as it was. A platform user's edit in
- * between would show somewhere else. (The re-read after the write then finds
- * the values not taken: src/sync/settle-mirror.ts.)
- */
-export function isOurWrite(item: Item, held: Item | null, data: Record<string, string>, fields: readonly string[]): boolean {
-  if (carries(item, data)) return true;
-  if (!held) return false;
-  const was = (f: string): string => String(held[f] ?? '');
-  const now = (f: string): string => String(item[f] ?? '');
-  const tookSome = Object.entries(data).some(([f, v]) => sameWire(now(f), v) && !sameWire(was(f), v));
-  return tookSome && fields.every((f) => (f in data ? sameWire(now(f), data[f]!) || sameWire(now(f), was(f)) : sameWire(now(f), was(f))));
-}
-
-function sameWire(held: string, sent: string): boolean {
-  if (held === sent) return true;
-  if (!held.trimStart().startsWith('[') || !sent.trimStart().startsWith('[')) return false;
-  const a = heldElements(held).map((e) => e.text);
-  const b = heldElements(sent).map((e) => e.text);
-  return a.length > 0 && a.length === b.length && a.every((t, i) => t === b[i]);
 }

@@ -8,17 +8,18 @@
  *   starting new ones: the platform is down, not the change
  *   (test/sync/write-back-faults.test.ts; test/sync/push-decisions.test.ts).
  */
+import type { Version } from '../../platform/item-identity.js';
 import type { OutboxRow } from '../../store/outbox.js';
 import type { RunCounters } from '../../store/runs.js';
 
 export type Outcome =
   /** `merged`: fields sent at the platform's newer version after a field-by-field merge. */
-  | { kind: 'applied'; id: string; version: number | null; merged?: number }
+  | { kind: 'applied'; id: string; version: Version | null; merged?: number }
   | { kind: 'created'; id: string }
   | { kind: 'deleted' }
   | { kind: 'withdrawn' }
   /** `settled`: the list's policy settled it (remote-wins, local-wins); `merged`: fields sent beside it. */
-  | { kind: 'conflict'; id: string; reread: boolean; version: number | null; merged?: number; settled?: boolean }
+  | { kind: 'conflict'; id: string; reread: boolean; version: Version | null; merged?: number; settled?: boolean }
   | { kind: 'retry'; error: string }
   | { kind: 'failed'; error: string };
 

@@ -12,9 +12,8 @@ import type { TableMapping } from '../../mirror/index.js';
 import type { PlatformClient } from '../../platform/client.js';
 import { queryItemsByIds } from '../../platform/item-lookup.js';
 import type { Item } from '../../platform/types.js';
-import { itemId } from '../../platform/item-identity.js';
+import { itemId, itemVersionNumber, versionOf, versionText } from '../../platform/item-identity.js';
 import { heldItems } from '../../mirror/held-items.js';
-import { versionOf } from './write-verdict.js';
 import { unsentChanges, type OutboxRow } from '../../store/outbox.js';
 import { loadMappingOrExplain } from './mapping.js';
 import { toWire } from './wire.js';
@@ -103,7 +102,9 @@ function judge(
     );
   }
   const remoteVersion = remote === undefined ? undefined : versionOf(remote, list.versionField);
-  if (row.base_version === null || Number(row.base_version) < 0) {
+  const platformAt = `platform at version ${versionText(remoteVersion ?? null)}`;
+  const baseVersion = itemVersionNumber(row.base_version);
+  if (baseVersion === null) {
     if (remoteVersion === undefined)
       return entry(
         row.op === 'delete' ? 'DELETE' : 'PATCH',
@@ -113,21 +114,19 @@ function judge(
     return entry(
       row.op === 'delete' ? 'DELETE' : 'PATCH',
       'conflict',
-      `the version the change was made on is unknown; platform at version ${remoteVersion}: applied only if the platform still holds what the mirror last saw, else a conflict`,
+      `the version the change was made on is unknown; ${platformAt}: applied only if the platform still holds what the mirror last saw, else a conflict`,
     );
   }
-  const baseVersion = Number(row.base_version);
   if (row.op === 'delete') {
     if (remoteVersion === undefined) return entry('DELETE', 'apply', 'already gone from the platform');
-    if (baseVersion === 0 || remoteVersion === baseVersion)
-      return entry('DELETE', 'apply', `platform at version ${remoteVersion}, as when the row was deleted`);
-    return entry('DELETE', 'conflict', `platform at version ${remoteVersion}, the row was deleted on ${baseVersion}`);
+    if (baseVersion === 0 || remoteVersion === baseVersion) return entry('DELETE', 'apply', `${platformAt}, as when the row was deleted`);
+    return entry('DELETE', 'conflict', `${platformAt}, the row was deleted on ${baseVersion}`);
   }
   if (unconvertible) return entry('PATCH', 'fail', `column ${unconvertible.column} cannot be converted for the platform`);
   if (remoteVersion === undefined) return entry('PATCH', 'fail', 'the item is no longer on the platform');
-  if (baseVersion === 0) return entry('PATCH', 'apply', `sent with RowVersion 0 (overwrites version ${remoteVersion})`);
-  if (remoteVersion === baseVersion) return entry('PATCH', 'apply', `platform at version ${remoteVersion}, as when the change was made`);
-  const moved = `platform at version ${remoteVersion}, the change was made on ${baseVersion}`;
+  if (baseVersion === 0) return entry('PATCH', 'apply', `sent with RowVersion 0 (overwrites version ${versionText(remoteVersion)})`);
+  if (remoteVersion === baseVersion) return entry('PATCH', 'apply', `${platformAt}, as when the change was made`);
+  const moved = `${platformAt}, the change was made on ${baseVersion}`;
   if (list.conflictScope === 'item') return entry('PATCH', 'conflict', moved);
   const merged = fieldMerge(fields, mapping, zone, base.get(row.item_id ?? '') ?? null, remote!);
   return entry('PATCH', merged.conflicts ? 'conflict' : 'apply', `${moved}: merged field by field, ${merged.reason}`);

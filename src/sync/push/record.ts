@@ -15,6 +15,7 @@ import type { Knex } from '../../db.js';
 import { coerceError } from '../../errors.js';
 import type { TableMapping } from '../../mirror/index.js';
 import { recordWrite } from '../../mirror/write-results.js';
+import type { Version } from '../../platform/item-identity.js';
 import * as outbox from '../../store/outbox.js';
 import type { OutboxRow } from '../../store/outbox.js';
 import { failureRecord, type Outcome } from './outcome.js';
@@ -59,7 +60,7 @@ export interface AppliedWrite {
   mapping: TableMapping;
   id: string;
   /** The version the write produced (null: unknown, e.g. after an overwrite with RowVersion 0). */
-  version: number | null;
+  version: Version | null;
   data: Record<string, string>;
   /** Columns of removed fields the edit also named: kept, marked failed. */
   removed?: Record<string, unknown>;
@@ -74,7 +75,7 @@ export async function settleApplied(
   db: Knex | Knex.Transaction,
   row: OutboxRow,
   sent: Record<string, unknown>,
-  newVersion: number | null,
+  newVersion: Version | null,
   write?: AppliedWrite,
 ): Promise<void> {
   if (row.op === 'delete') return outbox.markApplied(db, row.id);

@@ -29,7 +29,7 @@ import { queryItemsByIds, readItemOrGone } from '../../platform/item-lookup.js';
 import type { Item } from '../../platform/types.js';
 import * as outbox from '../../store/outbox.js';
 import { knownVersions, type KnownItem } from '../../mirror/held-items.js';
-import { itemId, itemVersionNumber } from '../../platform/item-identity.js';
+import { itemId, versionOf, type Version } from '../../platform/item-identity.js';
 
 export interface SettleDeps {
   db: Knex;
@@ -114,7 +114,8 @@ async function rereadUntilShown(
     if (!item) return false;
     seen.set(id, item);
     const want = wanted.get(id)?.version;
-    return want === null || want === undefined || (itemVersionNumber(item[mapping.versionField]) ?? NaN) >= want;
+    const version = versionOf(item, mapping.versionField);
+    return want === null || want === undefined || (version !== null && version >= want);
   };
   const store = (items: Item[]) => deps.db.transaction((trx) => upsertItems(trx, mapping, items, deps.zone));
   const ref = { appID: list.appID, listID: list.listID, idField: mapping.idField };
@@ -151,11 +152,11 @@ function notTakenColumns(
   mapping: TableMapping,
   write: { written: Item; sent: ReadonlySet<string> | undefined },
   item: Item,
-  version: number,
+  version: Version,
   zone: string,
 ): MappedColumn[] {
   const { written, sent } = write;
-  if (!sent || itemVersionNumber(item[mapping.versionField]) !== version) return [];
+  if (!sent || versionOf(item, mapping.versionField) !== version) return [];
   return mapping.columns.filter(
     (c) => !c.readOnly && sent.has(c.column) && c.field in written && !samePlatformValue(c.kind, written[c.field], item[c.field], zone),
   );

@@ -4,6 +4,8 @@
  */
 import type { ListConfig } from '../../config.js';
 import type { TableMapping } from '../../mirror/index.js';
+import type { Version } from '../../platform/item-identity.js';
+import type { Item } from '../../platform/types.js';
 import type { JobDeps, PageDone } from '../run-job.js';
 
 /** `signal`: the changes in flight are finished; the rest stay pending for the next push. */
@@ -20,4 +22,10 @@ export interface ChangeContext {
   deps: PushDeps;
   list: ListConfig;
   mapping: TableMapping;
+}
+
+/** The platform's side of a conflict: its item and version now (`Version | null` where a delete judged by content met an item carrying none). */
+export interface RemoteSide<V extends Version | null = Version> {
+  item: Item;
+  version: V;
 }

@@ -8,6 +8,7 @@
  */
 import { coerceError } from '../../errors.js';
 import { heldItem } from '../../mirror/held-items.js';
+import { itemVersionNumber, type Version } from '../../platform/item-identity.js';
 import { AuthError, PlatformError } from '../../platform/platform-errors.js';
 import type { Item } from '../../platform/types.js';
 import type { OutboxRow } from '../../store/outbox.js';
@@ -18,7 +19,7 @@ import { exactJsonOf, fail, markSending, settleApplied } from './record.js';
 import { readItem } from './remote.js';
 import type { ChangeContext } from './types.js';
 import { removedFieldsError, splitRemoved, wireOrError } from './wire.js';
-import { afterEarlierWrite, afterRejectedWrite, knownBase, unknownBase, type WriteVerdict } from './write-verdict.js';
+import { afterEarlierWrite, afterRejectedWrite, unknownBase, type WriteVerdict } from './write-verdict.js';
 
 export async function pushUpdate(ctx: ChangeContext, row: OutboxRow): Promise<Outcome> {
   const { deps, list, mapping } = ctx;
@@ -97,8 +98,8 @@ function settleVerdict(
 async function settleEarlierWrite(ctx: ChangeContext, row: OutboxRow, held: Item | null): Promise<Outcome | undefined> {
   const { deps, list, mapping } = ctx;
   const { db } = deps;
-  if (row.base_version === null || Number(row.base_version) <= 0) return undefined;
-  const base = Number(row.base_version);
+  const base = itemVersionNumber(row.base_version);
+  if (base === null || base === 0) return undefined;
   const { sendable, removed } = splitRemoved(mapping, row.sent_changes ?? {});
   const data = wireOrError(mapping, sendable, deps.config.platform.timeZone, held, await exactJsonOf(db, mapping, row, 'sent_changes'));
   if (!data.ok) return undefined;
@@ -113,7 +114,7 @@ async function settleEarlierWrite(ctx: ChangeContext, row: OutboxRow, held: Item
   return settleVerdict(ctx, row, verdict, held);
 }
 
-type BaseOf = { kind: 'base'; base: number } | { kind: 'settled'; outcome: Outcome };
+type BaseOf = { kind: 'base'; base: Version } | { kind: 'settled'; outcome: Outcome };
 
 /**
  * The version the change was made on. Unknown (NULL or a refill marker, from
@@ -122,7 +123,7 @@ type BaseOf = { kind: 'base'; base: number } | { kind: 'settled'; outcome: Outco
  * saw of it (`_raw`); otherwise it is a conflict. Never RowVersion 0 by default.
  */
 async function baseOf(ctx: ChangeContext, row: OutboxRow, held: Item | null): Promise<BaseOf> {
-  const base = knownBase(row.base_version);
+  const base = itemVersionNumber(row.base_version);
   if (base !== null) return { kind: 'base', base };
   const { deps, list, mapping } = ctx;
   const itemId = row.item_id!;

@@ -15,7 +15,8 @@
  */
 import { parse as parseLossless, stringify as stringifyLossless } from 'lossless-json';
 import { coerceError } from '../../errors.js';
-import { toPlatform, type TableMapping } from '../../mirror/index.js';
+import { toPlatform } from '../../mirror/convert.js';
+import type { TableMapping } from '../../mirror/table-mapping.js';
 import { multiValueWire } from '../../mirror/multi-value.js';
 
 /**

@@ -19,9 +19,9 @@
  * Tested table by table in test/sync/push-decisions.test.ts.
  */
 import type { TableMapping } from '../../mirror/index.js';
-import { itemVersionNumber } from '../../platform/item-identity.js';
+import { itemVersionNumber, versionOf, type Version } from '../../platform/item-identity.js';
 import type { Item } from '../../platform/types.js';
-import { isOurWrite } from './lost-creates.js';
+import { isOurWrite } from './our-write.js';
 import { goneMessage } from './outcome.js';
 import { writableFields } from './wire.js';
 
@@ -29,14 +29,14 @@ import { writableFields } from './wire.js';
 export type ReadBack = { kind: 'found'; item: Item } | { kind: 'gone' } | { kind: 'error'; error: string };
 
 export type WriteVerdict =
-  | { kind: 'applied'; version: number }
+  | { kind: 'applied'; version: Version }
   /** Not applied: send the change (again). */
   | { kind: 'send' }
   /** The platform refused the change itself: pending with the platform's error. */
   | { kind: 'refused' }
   | { kind: 'fail'; error: string; final: boolean }
-  /** The platform moved past the base. `version`: its version (NaN when it names none). */
-  | { kind: 'conflict'; item: Item; version: number };
+  /** The platform moved past the base, to `version`. */
+  | { kind: 'conflict'; item: Item; version: Version };
 
 /** What was sent, and on what, to recognise our own write in the item read back. */
 export interface SentWrite {
@@ -46,9 +46,6 @@ export interface SentWrite {
   /** The fields sent, as the platform's strings. */
   data: Record<string, string>;
 }
-
-/** The item's RowVersion as a number to compare (NaN when it carries none: never equal to a base). */
-export const versionOf = (item: Item, versionField: string): number => itemVersionNumber(item[versionField]) ?? NaN;
 
 /**
  * The item read back carries no version: nothing can be compared with a base or sent as one, so the
@@ -70,7 +67,7 @@ function unreadable(remote: Exclude<ReadBack, { kind: 'found' }>, itemId: string
 }
 
 /** Our write of `sent`, on `base`, is what the platform holds. */
-const appliedByUs = (item: Item, version: number, base: number, sent: SentWrite): boolean =>
+const appliedByUs = (item: Item, version: Version, base: Version, sent: SentWrite): boolean =>
   version === base + 1 && isOurWrite(item, sent.held, sent.data, writableFields(sent.mapping));
 
 /** A PATCH on `base` the platform rejected (`maybeApplied`: its answer may have been lost), after `sends` sends. */
@@ -80,16 +77,18 @@ export function afterRejectedWrite(input: {
   versionField: string;
   error: string;
   maybeApplied: boolean;
-  base: number;
+  base: Version;
   sends: number;
   sent: SentWrite;
 }): WriteVerdict {
   const { remote, base } = input;
   if (remote.kind !== 'found') return unreadable(remote, input.itemId, `${input.error}; and the item could not be re-read: `);
+  const notApplied: WriteVerdict = input.maybeApplied && input.sends < 2 ? { kind: 'send' } : { kind: 'refused' };
   const version = versionOf(remote.item, input.versionField);
-  if (base !== 0 && Number.isNaN(version)) return versionless(input.versionField);
+  // An overwrite (base 0) needs no version to be judged.
+  if (version === null) return base === 0 ? notApplied : versionless(input.versionField);
   if (input.maybeApplied && appliedByUs(remote.item, version, base, input.sent)) return { kind: 'applied', version };
-  if (base === 0 || version === base) return input.maybeApplied && input.sends < 2 ? { kind: 'send' } : { kind: 'refused' };
+  if (base === 0 || version === base) return notApplied;
   return { kind: 'conflict', item: remote.item, version };
 }
 
@@ -98,21 +97,16 @@ export function afterEarlierWrite(input: {
   remote: ReadBack;
   itemId: string;
   versionField: string;
-  base: number;
+  base: Version;
   sent: SentWrite;
 }): WriteVerdict {
   const { remote, base } = input;
   if (remote.kind !== 'found') return unreadable(remote, input.itemId, 'the item could not be read: ');
   const version = versionOf(remote.item, input.versionField);
-  if (Number.isNaN(version)) return versionless(input.versionField);
+  if (version === null) return versionless(input.versionField);
   if (version === base) return { kind: 'send' };
   if (appliedByUs(remote.item, version, base, input.sent)) return { kind: 'applied', version };
   return { kind: 'conflict', item: remote.item, version };
-}
-
-/** A known base version: a non-negative number (0 is an overwrite a user asked for); NULL or a refill marker is unknown. */
-export function knownBase(baseVersion: number | string | null): number | null {
-  return baseVersion !== null && Number(baseVersion) >= 0 ? Number(baseVersion) : null;
 }
 
 /** The platform's item still holds, field for field, what the mirror last saw of it (`seen`, its `_raw`). */
@@ -129,17 +123,22 @@ export function unknownBase(input: {
   mapping: TableMapping;
   versionField: string;
   seen: Item | null;
-}): Extract<WriteVerdict, { kind: 'fail' | 'conflict' }> | { kind: 'base'; base: number } {
+}): Extract<WriteVerdict, { kind: 'fail' | 'conflict' }> | { kind: 'base'; base: Version } {
   const { remote } = input;
   if (remote.kind !== 'found') return unreadable(remote, input.itemId, 'the item could not be read: ');
   const version = versionOf(remote.item, input.versionField);
-  if (Number.isNaN(version)) return versionless(input.versionField);
+  if (version === null) return versionless(input.versionField);
   return unchangedSinceSeen(input.mapping, input.seen, remote.item)
     ? { kind: 'base', base: version }
     : { kind: 'conflict', item: remote.item, version };
 }
 
-export type DeleteVerdict = { kind: 'gone' } | { kind: 'delete' } | Extract<WriteVerdict, { kind: 'fail' | 'conflict' }>;
+/** A delete's conflict: judged by content when its base is unknown, so the item may carry no version (null). */
+export type DeleteVerdict =
+  | { kind: 'gone' }
+  | { kind: 'delete' }
+  | Extract<WriteVerdict, { kind: 'fail' }>
+  | { kind: 'conflict'; item: Item; version: Version | null };
 
 /**
  * A delete, the item read first (`seen`: the mirror's `_raw` of it, read when
@@ -150,7 +149,8 @@ export function deleteVerdict(input: {
   remote: ReadBack;
   mapping: TableMapping;
   versionField: string;
-  baseVersion: number | string | null;
+  /** The outbox's `base_version` as stored. */
+  baseVersion: number | null;
   seen: Item | null;
 }): DeleteVerdict {
   const { remote } = input;
@@ -158,8 +158,8 @@ export function deleteVerdict(input: {
     return { kind: 'fail', error: `the item could not be read before deleting it: ${remote.error}`, final: false };
   if (remote.kind === 'gone') return { kind: 'gone' };
   const version = versionOf(remote.item, input.versionField);
-  const base = knownBase(input.baseVersion);
-  if (base !== null && base !== 0 && Number.isNaN(version)) return versionless(input.versionField);
+  const base = itemVersionNumber(input.baseVersion);
+  if (base !== null && base !== 0 && version === null) return versionless(input.versionField);
   const moved = base === null ? !unchangedSinceSeen(input.mapping, input.seen, remote.item) : base !== 0 && version !== base;
   return moved ? { kind: 'conflict', item: remote.item, version } : { kind: 'delete' };
 }
