@@ -108,7 +108,7 @@ describe('own tables have one owner each', () => {
     }
     const shared = [...owners].filter(([, by]) => by.length > 1).map(([table, by]) => `${table}: ${by.join(', ')}`);
     expect(shared).toEqual([]);
-    expect(owners.get('listsync.outbox')).toEqual(['src/store/outbox.ts']);
+    expect(owners.get('listsync.outbox')).toEqual(['src/store/outbox-sql.ts']);
     expect(owners.get('listsync.sync_runs')).toEqual(['src/store/runs.ts']);
   });
 });
