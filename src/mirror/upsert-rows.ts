@@ -5,7 +5,7 @@
  * it comes back after a soft delete), unchanged, or held by an open local
  * change. And the counting of what the writes then did.
  */
-import { itemId, itemVersion } from '../platform/item-identity.js';
+import { itemId, itemVersion, type Version } from '../platform/item-identity.js';
 import type { Item } from '../platform/types.js';
 import type { TableMapping } from './table-mapping.js';
 
@@ -25,9 +25,9 @@ export interface UpsertFailure {
 export interface SkippedPending {
   id: string;
   /** The version the platform sent now. */
-  remoteVersion: number | null;
+  remoteVersion: Version | null;
   /** The version the open local change was made against. */
-  baseVersion: number | null;
+  baseVersion: Version | null;
   item: Item;
 }
 
@@ -80,7 +80,8 @@ export function emptyUpsertResult(): UpsertResult {
 
 export interface BatchRow {
   id: string;
-  version: number | null;
+  version: Version | null;
+  /** The same version as the digits written into `row_version`. */
   versionText: string | null;
   item: Item;
 }
@@ -89,10 +90,10 @@ export interface BatchRow {
 export interface StoredState {
   id: string;
   present: boolean;
-  row_version: number | null;
+  row_version: Version | null;
   deleted: boolean | null;
   pending: boolean;
-  base_version: number | null;
+  base_version: Version | null;
 }
 
 /** What encoding rows finds out about them: values that did not convert, keys missing, text escaped. */
