@@ -29,7 +29,7 @@ import type { TableMapping } from '../mirror/index.js';
 import type { PlatformClient } from '../platform/client.js';
 import { queryItemsByIds } from '../platform/item-lookup.js';
 import type { Item } from '../platform/types.js';
-import { itemId, versionOf, versionText } from '../platform/item-identity.js';
+import { itemId, versionOf, versionText, type Version } from '../platform/item-identity.js';
 import { getConflict, refreshOpenConflicts, type ConflictRow } from '../store/conflicts.js';
 import { resolveConflict } from './recording.js';
 import { listLockName, withLock } from '../sync/lock.js';
@@ -89,7 +89,7 @@ export async function settleConflict(
   deps: SettleDeps,
   id: number,
   keep: 'local' | 'remote',
-  options: { seenVersion?: number } = {},
+  options: { seenVersion?: Version } = {},
 ): Promise<string> {
   const { list } = await openConflictOrExplain(deps.db, deps.config, id, keep);
   const mapping = await loadMappingOrExplain(deps.db, deps.config, list);
@@ -141,7 +141,7 @@ async function currentItem(deps: SettleDeps, list: ListConfig, c: ConflictRow): 
   return now;
 }
 
-function refuseIfMoved(list: ListConfig, c: ConflictRow, now: Item | undefined, seen: number): void {
+function refuseIfMoved(list: ListConfig, c: ConflictRow, now: Item | undefined, seen: Version): void {
   const version = now === undefined ? undefined : versionOf(now, list.versionField);
   if (version === seen) return;
   const where =

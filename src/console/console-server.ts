@@ -18,6 +18,7 @@ import type { Knex } from '../db.js';
 import { coerceError, UsageError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { PlatformClient } from '../platform/client.js';
+import { itemVersionNumber } from '../platform/item-identity.js';
 import { withRequestSource } from '../platform/request-source.js';
 import { startHttp } from '../serve/routes.js';
 import { ConflictReadError, settleConflict } from '../conflicts/resolve.js';
@@ -138,8 +139,8 @@ async function resolveAction(req: IncomingMessage, res: ServerResponse, id: numb
     );
   }
   const keep = form.get('keep');
-  const seen = Number(form.get('seen_version'));
-  if ((keep !== 'local' && keep !== 'remote') || !Number.isInteger(seen) || form.get('seen_version') === '') {
+  const seen = itemVersionNumber(form.get('seen_version'));
+  if ((keep !== 'local' && keep !== 'remote') || seen === null) {
     return send(res, 400, page('Bad request', '/conflicts', html`<p>The form must say which side to keep and the version it showed.</p>`));
   }
   try {

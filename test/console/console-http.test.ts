@@ -136,6 +136,18 @@ describe('console over HTTP', () => {
     expect(await w.emu.admin.requests()).toEqual([]);
   });
 
+  it('a POST whose shown version is missing or no version is 400 and changes nothing', async () => {
+    const page = await (await fetch(`${consoleUrl}/conflicts/${staged.conflictId}`, { headers: auth })).text();
+    await w.emu.admin.clearRequests();
+    for (const seen of ['', 'abc', '-1', '1.5']) {
+      const res = await post(`/conflicts/${staged.conflictId}/resolve`, { keep: 'remote', seen_version: seen, csrf: csrfOf(page) });
+      expect(res.status).toBe(400);
+      expect(await res.text()).toContain('the version it showed');
+    }
+    expect(((await w.t.db('listsync.conflicts').where({ id: staged.conflictId }).first()) as { status: string }).status).toBe('open');
+    expect(await w.emu.admin.requests()).toEqual([]);
+  });
+
   it('an item that moved since the page was drawn is refused with nothing changed', async () => {
     const page = await (await fetch(`${consoleUrl}/conflicts/${staged.conflictId}`, { headers: auth })).text();
     const seen = /name="seen_version" value="(\d+)"/.exec(page)![1]!;
