@@ -20,6 +20,7 @@
 import { pathToFileURL } from 'node:url';
 import { DEFAULT_PAGE_WRITERS } from '../src/config.js';
 import { createDb, migrateLatest, OWN_SCHEMA } from '../src/db.js';
+import { JOBS_SCHEMA } from '../src/engine/boss.js';
 import { ensureMirrorTable, upsertItems, type TableMapping, type UpsertResult } from '../src/mirror/index.js';
 import type { FieldMeta, Item } from '../src/platform/types.js';
 
@@ -152,7 +153,8 @@ export default async function run(): Promise<Record<string, string | number>> {
         .withSchema(OWN_SCHEMA)
         .whereIn('name', [listName, `${listName}_warmup`, `${listName}_one`])
         .del();
-    else await db.raw('drop schema if exists ?? cascade', [OWN_SCHEMA]);
+    // Both schemas `migrate` made: listsync's own and the job queue's (left behind, the next run's migrations would find half a queue).
+    else await db.raw('drop schema if exists ??, ?? cascade', [OWN_SCHEMA, JOBS_SCHEMA]);
     await db.destroy();
   }
 }
