@@ -1,6 +1,6 @@
 /** The order check of a newest-first page: pull/newest-first.ts, by table. */
 import { describe, expect, it } from 'vitest';
-import { checkNewestFirst } from '../../src/sync/pull/newest-first.js';
+import { checkNewestFirst, fallsBackOnRefusal } from '../../src/sync/pull/newest-first.js';
 import { cursorMillis } from '../../src/sync/pull/plan.js';
 
 const ZONE = 'Europe/Berlin';
@@ -77,5 +77,16 @@ describe('checkNewestFirst', () => {
     },
   ])('$name', ({ page: p, before, mark, want }) => {
     expect(checkNewestFirst(p, 'Modified', ZONE, before, mark)).toEqual(want);
+  });
+});
+
+describe('fallsBackOnRefusal: a refused newest-first read reads by created, before it wrote a page only', () => {
+  it.each([
+    { order: 'newest-first', refused: true, pages: 0, want: true },
+    { order: 'newest-first', refused: true, pages: 3, want: false },
+    { order: 'newest-first', refused: false, pages: 0, want: false },
+    { order: 'by-created', refused: true, pages: 0, want: false },
+  ] as const)('$order, refused $refused, $pages page(s) written: $want', ({ order, refused, pages, want }) => {
+    expect(fallsBackOnRefusal(order, refused, pages)).toBe(want);
   });
 });

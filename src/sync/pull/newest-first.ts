@@ -8,7 +8,7 @@
  * (test/sync/pull-newest-first.test.ts)
  */
 import type { Item } from '../../platform/types.js';
-import { cursorMillis } from './plan.js';
+import { cursorMillis, type ReadOrder } from './plan.js';
 
 export type OrderCheck = { ok: true; last: number | undefined } | { ok: false; reason: string };
 
@@ -33,4 +33,13 @@ export function checkNewestFirst(
     prev = ms;
   }
   return { ok: true, last: prev };
+}
+
+/**
+ * Whether a read the platform refused (a query it would not take) starts again by the immutable
+ * sort field: only a newest-first read, and only before it wrote a page (after one, the kept
+ * checkpoint is where the next run resumes).
+ */
+export function fallsBackOnRefusal(order: ReadOrder, refused: boolean, pagesWritten: number): boolean {
+  return order === 'newest-first' && refused && pagesWritten === 0;
 }

@@ -6,6 +6,7 @@
  * Each step takes the checkpoint and returns the next one (pull/checkpoint.ts).
  */
 import { ValidationError } from '../../platform/platform-errors.js';
+import { coerceError } from '../../errors.js';
 import type { PageResult } from '../../platform/paging.js';
 import type { Item, ItemQuery } from '../../platform/types.js';
 import type { UpsertResult } from '../../mirror/index.js';
@@ -19,7 +20,7 @@ import type { WatchState } from './delete-watch.js';
 import { checkFields } from './field-check.js';
 import { followUpWanted } from './follow-up.js';
 import { rereadGaps } from './gap-reread.js';
-import { checkNewestFirst } from './newest-first.js';
+import { checkNewestFirst, fallsBackOnRefusal } from './newest-first.js';
 import { PageChecks, readPages, type CheckedPage, type ReadOptions } from './page-reader.js';
 import { PageWriter } from './page-writer.js';
 import { buildQuery, cursorMillis } from './plan.js';
@@ -69,10 +70,10 @@ export async function readWindow(ctx: RunContext, planned: PullCheckpoint, early
   } catch (err) {
     await writer.settle();
     await writer.recordResumePoint().catch(() => undefined); // a database that is gone keeps the last per-page checkpoint
-    const wroteNothing = writer.counters.pages === 0;
+    const fallBack = fallsBackOnRefusal(cp.plan.order, err instanceof ValidationError, writer.counters.pages);
     addCounters(ctx.counters, writer.counters);
-    if (cp.plan.order === 'newest-first' && err instanceof ValidationError && wroteNothing) {
-      throw new FallbackNeeded(`the platform refused to sort by the cursor field ${list.cursorField}: ${err.message}`);
+    if (fallBack) {
+      throw new FallbackNeeded(`the platform refused to sort by the cursor field ${list.cursorField}: ${coerceError(err).message}`);
     }
     throw err;
   }
