@@ -111,6 +111,9 @@ describe('SharedBudget', () => {
   it('two limiters on one account share the rate', async () => {
     const account = 'limiter-test';
     const times: number[] = [];
+    // The window each limiter reserved in when it granted: a second plus its margins, wider while
+    // its timers fire late (a loaded machine), so that the other process's slots stay apart too.
+    let widest = 0;
     const limiters = [0, 1].map(() => new RateLimiter({ requestsPerSecond: 10, source: new SharedBudget({ db: tdb.db, account }) }));
     await Promise.all(
       limiters.flatMap((l) =>
@@ -118,6 +121,7 @@ describe('SharedBudget', () => {
           l.acquire().then((slot) => {
             slot.sent();
             times.push(Date.now());
+            widest = Math.max(widest, l.windowMs());
           }),
         ),
       ),
@@ -126,7 +130,10 @@ describe('SharedBudget', () => {
     expect(maxInSlidingWindow(times)).toBeLessThanOrEqual(10);
     // Ten went in the first window, ten in the second, the rest in the third: the two shared one log.
     times.sort((x, y) => x - y);
-    expect(times[19]! - times[0]!).toBeLessThan(1800);
+    expect(widest).toBeGreaterThanOrEqual(1030);
+    // The twentieth left with the second window, not a third: within one window (as wide as it
+    // was made) and the database round trips of a reservation after the first.
+    expect(times[19]! - times[0]!).toBeLessThan(widest + 700);
     expect(times[20]! - times[0]!).toBeGreaterThanOrEqual(2 * 1030 - 100);
   });
 });
