@@ -56,18 +56,16 @@ describe('what the request limiter learned, in status and /metrics', () => {
     await expect.poll(async () => (await stored())?.limitTooHighAt).not.toBeNull();
     const warned = await runCli(['--config', w.configFile, 'status'], { env: env(), cwd: w.cwd });
     expect(warned.stdout).toMatch(
-      /\(this config\).*\+60 ms\s+3\s[\s\S]*429s kept coming at the widened margin \(.+\), so the rate was halved: platform\.requestsPerSecond \(100\) looks higher than the platform allows; lower it/,
+      /\(this config\).*\+(?:5[5-9]|60) ms\s+3\s[\s\S]*429s kept coming at the widened margin \(.+\), so the rate was halved: platform\.requestsPerSecond \(100\) looks higher than the platform allows; lower it/,
     );
     const json = JSON.parse((await runCli(['--config', w.configFile, 'status', '--json'], { env: env(), cwd: w.cwd })).stdout) as {
       requestBudget: { account: string; current: boolean; burstsAllowed: boolean; marginMs: number; throttledTotal: number }[];
     };
-    expect(json.requestBudget[0]).toMatchObject({
-      account: account(),
-      current: true,
-      burstsAllowed: false,
-      marginMs: 60,
-      throttledTotal: 3,
-    });
+    expect(json.requestBudget[0]).toMatchObject({ account: account(), current: true, burstsAllowed: false, throttledTotal: 3 });
+    // 60 ms after the third lesson, relaxing by half every 15 minutes (RELAX_HALF_LIFE_MS): the status
+    // commands of a loaded machine may read it a few seconds later, 59 ms from 11 s on.
+    expect(json.requestBudget[0]!.marginMs).toBeGreaterThanOrEqual(55);
+    expect(json.requestBudget[0]!.marginMs).toBeLessThanOrEqual(60);
     const after = await metrics.registry.metrics();
     expect(after).toMatch(new RegExp(`listsync_request_limiter_limit_too_high_timestamp_seconds\\{account="${account()}"\\} [1-9]`));
   });
