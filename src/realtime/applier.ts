@@ -30,6 +30,7 @@ import { unappliedItemEvents } from '../store/webhook-inbox.js';
 import { BACKLOG_PULL_EVENTS, pullIfBacklog, type BacklogDeps, type BacklogPuller } from './backlog-pull.js';
 import { retryChunks, type Claim, type EventRow } from './claim-merge.js';
 import { claimQueued, FLUSH_EVENTS, markFailed, releaseToPull } from './claims.js';
+import { FieldGuard, FieldsChangedOnPlatform } from './field-guard.js';
 import { flushChunk, type FlushDeps, type FlushResult } from './flush.js';
 import { BudgetPace, ListSchedule, type ScheduleTimings } from './schedule.js';
 
@@ -79,6 +80,8 @@ export class RealtimeApplier {
   private readonly closing = new AbortController();
   private readonly flushDeps: FlushDeps;
   private readonly backlogDeps: BacklogDeps;
+  /** Per list, the pull asked because its fields changed, while it runs (one at a time). */
+  private readonly fieldsPulls = new Map<string, Promise<void>>();
 
   constructor(private readonly opts: ApplierOptions) {
     this.log = opts.logger.child({ component: 'realtime' });
@@ -92,7 +95,8 @@ export class RealtimeApplier {
     this.pace = new BudgetPace(opts.client, opts.config.platform.requestsPerSecond);
     const { db, client, config } = opts;
     const signal = this.closing.signal;
-    this.flushDeps = { db, client, config, maxRechecks: opts.maxRechecks ?? 5, signal };
+    const guard = new FieldGuard({ db, client, timeZone: config.platform.timeZone, signal });
+    this.flushDeps = { db, client, config, maxRechecks: opts.maxRechecks ?? 5, signal, guard };
     const threshold = opts.backlogPullEvents ?? BACKLOG_PULL_EVENTS;
     this.backlogDeps = { db, config, puller: opts.backlogPuller, threshold, log: this.log, signal };
   }
@@ -219,6 +223,7 @@ export class RealtimeApplier {
       } catch (err) {
         failedInRow++;
         if (i === 0 && work.fresh.length) freshFailed = true;
+        if (err instanceof FieldsChangedOnPlatform && err.needsPull) this.pullForFields(s.list.name);
         await this.chunkFailed(s, chunk, coerceError(err));
       }
     }
@@ -237,6 +242,27 @@ export class RealtimeApplier {
       );
     this.opts.onFlush?.(result);
     this.log.debug({ ...result }, 'item events applied');
+  }
+
+  /**
+   * The list's fields changed on the platform: one pull sets the mirror table up from them (its
+   * kept metadata is marked stale, so it asks `/fields`); the events wait in the retry queue and are
+   * applied by the new mapping once it has run.
+   */
+  private pullForFields(list: string): void {
+    const puller = this.opts.backlogPuller;
+    if (!puller || this.fieldsPulls.has(list) || this.closed) return;
+    this.log.info(
+      { list },
+      "the list's fields changed on the platform: a pull sets the mirror table up before its item events are applied",
+    );
+    const done = puller
+      .run(list)
+      .then((ok) => {
+        if (!ok) this.log.info({ list }, 'the pull for the changed fields did not succeed; asked again at the next retry of the events');
+      })
+      .finally(() => this.fieldsPulls.delete(list));
+    this.fieldsPulls.set(list, done);
   }
 
   private async chunkFailed(s: ListSchedule, claims: readonly Claim[], err: Error): Promise<void> {

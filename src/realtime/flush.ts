@@ -8,6 +8,10 @@
  * rules), `_deleted_at` for gone items, the events done marked processed, the
  * list's counters in `listsync.realtime_stats`.
  *
+ * Before the write, the items are judged against the fields the mirror table
+ * was set up from (field-guard.ts): a table behind the platform's fields
+ * throws `FieldsChangedOnPlatform` with nothing written.
+ *
  * The look-ups count as `realtime` in the request tally, whoever's async
  * context started the flush. A failing query or write throws (the chunk
  * fails); an item whose read by ID fails alone is returned in `failed`.
@@ -23,6 +27,7 @@ import { pendingConflictHandler } from '../conflicts/recording.js';
 import { addFlush } from '../store/realtime-stats.js';
 import { markUnprocessedDone } from '../store/webhook-inbox.js';
 import { isItemClaim, type Claim, type EventRow } from './claim-merge.js';
+import type { FieldGuard } from './field-guard.js';
 import { planReads, planWrites, type ReadPlan, type StoredRow, type WritePlan } from './flush-plan.js';
 
 export interface FlushResult {
@@ -48,6 +53,8 @@ export interface FlushDeps {
   maxRechecks: number;
   /** Aborts the look-ups in flight (the applier closing). */
   signal: AbortSignal;
+  /** Judges the items against the fields the mirror table was set up from before they are written. */
+  guard: FieldGuard;
 }
 
 export interface FlushOutcome {
@@ -81,6 +88,7 @@ export async function flushChunk(
     versionField: mapping.versionField,
     maxRechecks: deps.maxRechecks,
   });
+  await deps.guard.check(list, mapping, plan.upsert, stored);
   const result: FlushResult = {
     list: list.name,
     events: claims.reduce((n, c) => n + c.inboxIds.length, 0),
