@@ -8,7 +8,9 @@
  * refused with a message saying the field was removed (push/wire.ts
  * `removedFieldsError`). The answer is not kept (the table does not reflect
  * it yet); the kept one is marked stale so the next pull asks and sets the
- * table up from it. A push with nothing to write asks nothing.
+ * table up from it. A push with nothing to write asks nothing. `push --dry-run`
+ * asks by the same rule, so that it shows what a push would send now, and
+ * marks nothing.
  * (test/sync/removed-field-push.test.ts)
  */
 import type { ListConfig } from '../config.js';
@@ -31,13 +33,17 @@ export interface WriteFieldsDeps {
   clock?: () => Date;
 }
 
-/** The mapping a push writes with: `mapping`, with the columns of fields the latest answer lacks as removed. */
+/**
+ * The mapping a push writes with: `mapping`, with the columns of fields the latest answer lacks as removed.
+ * `preview` (push --dry-run): the same answer and mapping, but nothing is marked or logged.
+ */
 export async function fieldsForWrite(
   deps: WriteFieldsDeps,
   list: ListConfig,
   mapping: TableMapping,
   rows: readonly Pick<OutboxRow, 'op'>[],
   log: Logger,
+  { preview = false }: { preview?: boolean } = {},
 ): Promise<TableMapping> {
   if (!rows.some((r) => r.op !== 'delete')) return mapping;
   const kept = await readFieldMeta(deps.db, list.name);
@@ -47,6 +53,7 @@ export async function fieldsForWrite(
   const registry = await readRegistry(deps.db, list.name);
   const gone = goneFields(registry?.fields ?? [], fields);
   if (gone.size === 0) return mapping;
+  if (preview) return withoutFields(mapping, gone);
   await markFieldMetaStale(deps.db, list.name);
   log.warn({ fields: [...gone] }, 'fields removed from the platform since the mirror was set up: their columns are not written back');
   return withoutFields(mapping, gone);

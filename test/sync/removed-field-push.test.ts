@@ -127,4 +127,30 @@ describe('an edit of a field removed on the platform', () => {
     expect(log.filter((e) => e.method === 'PATCH')).toEqual([]);
     expect(r.stdout + r.stderr).toMatch(/queued but not applied yet \(.*belongs to a field that was removed from the platform/);
   });
+
+  it('push --dry-run, the kept metadata minutes old: it asks /fields as the push would, shows the removed field not sent, and marks nothing', async () => {
+    w = await startWorld({ emulator: { items: 10 } });
+    const id = await editTwoColumns(w);
+    await w.emu.admin.deleteField('demo', 'orders', F.notes);
+    await w.t.db('listsync.lists').update({ field_meta_at: w.t.db.raw("now() - interval '6 minutes'") });
+    const keptBefore = (await w.t.db('listsync.lists').first('field_meta_at')) as { field_meta_at: Date };
+    await w.emu.admin.clearRequests();
+
+    const r = await runCli(['--config', w.configFile, 'push', '--dry-run'], { env: { PLATFORM_API_KEY: w.emu.apiKey } });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('0 would apply, 0 would conflict, 1 would fail; nothing was sent');
+    expect(r.stdout).toMatch(
+      new RegExp(
+        `change \\d+: update item ${id} — PATCH, would fail: notes \\(field Text4\\) belongs to a field removed from the platform: not sent; the rest of the change would be sent`,
+      ),
+    );
+    expect(r.stdout).toContain('(not sent: the field was removed from the platform)');
+    expect(r.stdout).not.toContain('cannot convert');
+    const log = await w.emu.admin.requests();
+    expect(log.filter((e) => e.route === FIELDS_ROUTE)).toHaveLength(1);
+    expect(log.filter((e) => e.method !== 'GET' && e.route !== 'POST /v1/lists/{appID}/{listID}/items/query')).toEqual([]);
+    // Nothing local changed: the kept metadata's time, the outbox.
+    expect(await w.t.db('listsync.lists').first('field_meta_at')).toEqual(keptBefore);
+    expect(await w.t.db('listsync.outbox').whereNot({ status: 'pending' })).toEqual([]);
+  });
 });

@@ -20,6 +20,8 @@ import { toWire } from './wire.js';
 import { coerceError } from '../../errors.js';
 import { mergeFields } from '../../conflicts/merge.js';
 import { sameAs } from './field-merge.js';
+import { silentLogger } from '../../logger.js';
+import { fieldsForWrite } from '../write-fields.js';
 
 export type Verdict = 'apply' | 'conflict' | 'fail';
 
@@ -53,10 +55,14 @@ export interface PushPreview {
   counts: Record<Verdict, number>;
 }
 
-export async function previewPush(deps: { db: Knex; client: PlatformClient; config: Config }, list: ListConfig): Promise<PushPreview> {
+export async function previewPush(
+  deps: { db: Knex; client: PlatformClient; config: Config; clock?: () => Date },
+  list: ListConfig,
+): Promise<PushPreview> {
   const { db, client, config } = deps;
-  const mapping = await loadMappingOrExplain(db, config, list);
   const rows = await unsentChanges(db, list.name);
+  // As the push would write: by field metadata at most a few minutes old (a field removed since is not sent).
+  const mapping = await fieldsForWrite(deps, list, await loadMappingOrExplain(db, config, list), rows, silentLogger(), { preview: true });
   const ids = rows.filter((r) => r.item_id !== null).map((r) => r.item_id!);
   const platform = await currentItems(client, list, ids);
   const base = await heldItems(db, mapping, ids);
@@ -124,6 +130,16 @@ function judge(
   }
   if (unconvertible) return entry('PATCH', 'fail', `column ${unconvertible.column} cannot be converted for the platform`);
   if (remoteVersion === undefined) return entry('PATCH', 'fail', 'the item is no longer on the platform');
+  const removed = fields.filter((f) => f.local === NOT_SENT_REMOVED);
+  if (removed.length > 0) {
+    const names = removed.map((f) => `${f.column} (field ${f.field})`).join(', ');
+    const rest = removed.length < fields.length ? '; the rest of the change would be sent' : '';
+    return entry(
+      'PATCH',
+      'fail',
+      `${names} ${removed.length === 1 ? 'belongs to a field' : 'belong to fields'} removed from the platform: not sent${rest}`,
+    );
+  }
   if (baseVersion === 0) return entry('PATCH', 'apply', `sent with RowVersion 0 (overwrites version ${versionText(remoteVersion)})`);
   if (remoteVersion === baseVersion) return entry('PATCH', 'apply', `${platformAt}, as when the change was made`);
   const moved = `${platformAt}, the change was made on ${baseVersion}`;
@@ -150,21 +166,25 @@ function fieldMerge(
   return { conflicts: merge.conflicts.length > 0, reason: parts.join('; ') };
 }
 
+/** What the preview shows as sent for a column whose field was removed from the platform. */
+const NOT_SENT_REMOVED = '(not sent: the field was removed from the platform)';
+
 function fieldDiffs(row: OutboxRow, mapping: TableMapping, zone: string, base: Item | undefined, remote: Item | undefined): PreviewField[] {
   const changes = row.status === 'sending' && row.sent_changes ? row.sent_changes : row.changes;
   return Object.entries(changes).map(([column, value]) => {
     const col = mapping.byColumn(column);
     const field = col?.field ?? column;
+    const show = (item: Item | undefined): string | null =>
+      item === undefined || item[field] === undefined || item[field] === null ? null : String(item[field]);
     let local: string;
     try {
-      if (!col || col.removed) throw new Error('not a field on the platform');
+      if (col?.removed) return { field, column, base: show(base), local: NOT_SENT_REMOVED, platform: show(remote) };
+      if (!col) throw new Error('not a field on the platform');
       // What the push would send: multi-value elements in the form the item holds (src/mirror/multi-value.ts).
       local = toWire(mapping, { [column]: value }, zone, base)[field] ?? '';
     } catch (err) {
       local = `(cannot convert: ${coerceError(err).message})`;
     }
-    const show = (item: Item | undefined): string | null =>
-      item === undefined || item[field] === undefined || item[field] === null ? null : String(item[field]);
     return { field, column, base: show(base), local, platform: show(remote) };
   });
 }
