@@ -18,9 +18,9 @@
  *   again for them within the same age.
  *
  * An answer equal to the kept one renews the kept answer's time (the table
- * was set up from it) and the flush writes. Any other answer, or kept
- * metadata already marked stale (by a refused write, a pull's unknown key or
- * an earlier flush), throws `FieldsChangedOnPlatform` before anything is
+ * was set up from it) and the flush writes. Any other answer, kept metadata
+ * already marked stale (by a refused write, a pull's unknown key or an
+ * earlier flush), or none kept, throws `FieldsChangedOnPlatform` before anything is
  * written: the table is set up from the platform's fields by a pull (the
  * metadata is marked stale, so it asks), and the chunk's events stay queued
  * until then. A table a pull set up anew after the flush read its mapping (its
@@ -81,17 +81,19 @@ export class FieldGuard {
     const now = (this.deps.now ?? Date.now)();
     const [kept, fingerprint] = await Promise.all([readFieldMeta(db, list.name), registryFingerprint(db, list.name)]);
     if (fingerprint !== mapping.fingerprint) throw new FieldsChangedOnPlatform(list.name, 'set up anew', false);
-    if (kept && kept.askedAt === null) throw new FieldsChangedOnPlatform(list.name, 'its field metadata is marked out of date');
+    // Nothing to compare an answer with: the pull asks and keeps one (a mirror made before field metadata was kept).
+    if (!kept) throw new FieldsChangedOnPlatform(list.name, 'the mirror keeps no field metadata for it yet');
+    if (kept.askedAt === null) throw new FieldsChangedOnPlatform(list.name, 'its field metadata is marked out of date');
     const maxAge = fieldsMaxAgeMs(list);
-    const aged = !kept || now - kept.askedAt!.getTime() >= maxAge;
-    const signals = kept ? this.signals(list, mapping, items, stored, kept.fields, kept.itemKeys) : [];
+    const aged = now - kept.askedAt.getTime() >= maxAge;
+    const signals = this.signals(list, mapping, items, stored, kept.fields, kept.itemKeys);
     const signs = signals.map((sig) => `${sig.kind}:${sig.field}`);
     const quiet = this.quiet.get(list.name);
     const allQuiet = quiet !== undefined && now - quiet.at < maxAge && signs.every((sign) => quiet.signs.has(sign));
     if (!aged && (signals.length === 0 || allQuiet)) return;
 
     const fields = await withRequestSource('realtime', () => this.deps.client.getFields(list.appID, list.listID, this.deps.signal));
-    if (kept && sameFields(fields, kept.fields)) {
+    if (sameFields(fields, kept.fields)) {
       await recordFieldMeta(db, list.name, kept.fields, new Date(now));
       if (signals.length > 0) this.quiet.set(list.name, { at: now, signs: new Set([...(allQuiet ? quiet.signs : []), ...signs]) });
       return;
