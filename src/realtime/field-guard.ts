@@ -35,7 +35,7 @@ import { itemId, itemVersion } from '../platform/item-identity.js';
 import { withRequestSource } from '../platform/request-source.js';
 import type { FieldMeta, Item } from '../platform/types.js';
 import { storableValue } from '../storable.js';
-import { markFieldMetaStale, readFieldMeta, recordFieldMeta, REGISTRY_TABLE } from '../store/registry.js';
+import { markFieldMetaStale, readFieldMeta, recordFieldMeta } from '../store/registry.js';
 import { knownItemKeys } from '../sync/list-fields.js';
 import { describeSignals, keySignals, unfitValues, valueSignals, type SchemaSignal } from '../sync/pull/schema-signals.js';
 import type { StoredRow } from './flush-plan.js';
@@ -79,10 +79,10 @@ export class FieldGuard {
     if (items.length === 0) return;
     const { db } = this.deps;
     const now = (this.deps.now ?? Date.now)();
-    const [kept, fingerprint] = await Promise.all([readFieldMeta(db, list.name), registryFingerprint(db, list.name)]);
-    if (fingerprint !== mapping.fingerprint) throw new FieldsChangedOnPlatform(list.name, 'set up anew', false);
+    const kept = await readFieldMeta(db, list.name);
     // Nothing to compare an answer with: the pull asks and keeps one (a mirror made before field metadata was kept).
     if (!kept) throw new FieldsChangedOnPlatform(list.name, 'the mirror keeps no field metadata for it yet');
+    if (kept.fingerprint !== mapping.fingerprint) throw new FieldsChangedOnPlatform(list.name, 'set up anew', false);
     if (kept.askedAt === null) throw new FieldsChangedOnPlatform(list.name, 'its field metadata is marked out of date');
     const maxAge = fieldsMaxAgeMs(list);
     const aged = now - kept.askedAt.getTime() >= maxAge;
@@ -118,12 +118,6 @@ export class FieldGuard {
     const versions = new Map([...stored].map(([id, row]) => [id, row.version === null ? null : String(row.version)]));
     return [...keySignals(items, context), ...valueSignals(unfit, versions, (item) => itemVersion(item[list.versionField]))];
   }
-}
-
-/** The fingerprint of the field metadata the list's table is set up from now (a pull may have set it up anew since the flush read its mapping). */
-async function registryFingerprint(db: Knex, listName: string): Promise<string | undefined> {
-  const row = (await db(REGISTRY_TABLE).where({ name: listName }).first('fingerprint')) as { fingerprint: string } | undefined;
-  return row?.fingerprint;
 }
 
 /** Whether two `/fields` answers say the same, whatever order they list the fields and their keys in. */

@@ -62,16 +62,19 @@ export interface KeptFieldMeta {
   askedAt: Date | null;
   /** Keys items carry that are not fields. */
   itemKeys: string[];
+  /** The fingerprint of the field metadata the list's table is set up from now (src/mirror/field-identity.ts). */
+  fingerprint: string;
 }
 
 export async function readFieldMeta(db: Db, listName: string): Promise<KeptFieldMeta | undefined> {
-  const row = (await db(REGISTRY_TABLE).where({ name: listName }).first('field_meta', 'field_meta_at', 'item_keys')) as
-    { field_meta: unknown; field_meta_at: Date | null; item_keys: unknown } | undefined;
+  const row = (await db(REGISTRY_TABLE).where({ name: listName }).first('field_meta', 'field_meta_at', 'item_keys', 'fingerprint')) as
+    { field_meta: unknown; field_meta_at: Date | null; item_keys: unknown; fingerprint: string } | undefined;
   if (!row || !Array.isArray(row.field_meta)) return undefined;
   return {
     fields: decodeStorable(row.field_meta) as FieldMeta[],
     askedAt: row.field_meta_at,
     itemKeys: Array.isArray(row.item_keys) ? row.item_keys.map((k) => unescapeStorable(String(k))) : [],
+    fingerprint: row.fingerprint,
   };
 }
 

@@ -8,10 +8,11 @@
  * The sources' own path (a clone's `bin/listsync.js` through tsx) keeps a
  * test of its own (test/cli-foundation.test.ts).
  */
-import { spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { copyFileSync, cpSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -27,22 +28,14 @@ export async function buildCompiledCli(): Promise<CompiledCli> {
   rmSync(root, { recursive: true, force: true });
   mkdirSync(join(root, 'bin'), { recursive: true });
   const tsc = join(REPO, 'node_modules', 'typescript', 'bin', 'tsc');
-  await run(process.execPath, [tsc, '-p', join(REPO, 'tsconfig.build.json'), '--outDir', join(root, 'dist')]);
+  try {
+    await promisify(execFile)(process.execPath, [tsc, '-p', join(REPO, 'tsconfig.build.json'), '--outDir', join(root, 'dist')]);
+  } catch (err) {
+    const { stdout, stderr } = err as { stdout?: string; stderr?: string };
+    throw new Error(`compiling listsync for the CLI tests failed:\n${stdout ?? ''}${stderr ?? ''}`, { cause: err });
+  }
   cpSync(join(REPO, 'migrations', 'sql'), join(root, 'dist', 'migrations', 'sql'), { recursive: true });
   copyFileSync(join(REPO, 'bin', 'listsync.js'), join(root, 'bin', 'listsync.js'));
   copyFileSync(join(REPO, 'package.json'), join(root, 'package.json'));
   return { bin: join(root, 'bin', 'listsync.js'), remove: () => rmSync(root, { recursive: true, force: true }) };
-}
-
-function run(command: string, args: readonly string[]): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) =>
-      code === 0 ? resolve() : reject(new Error(`compiling listsync for the CLI tests failed (tsc exited ${code}):\n${out}`)),
-    );
-  });
 }

@@ -140,9 +140,7 @@ describe('an edit of a field removed on the platform', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('0 would apply, 0 would conflict, 1 would fail; nothing was sent');
     expect(r.stdout).toMatch(
-      new RegExp(
-        `change \\d+: update item ${id} — PATCH, would fail: notes \\(field Text4\\) belongs to a field removed from the platform: not sent; the rest of the change would be sent`,
-      ),
+      new RegExp(`change \\d+: update item ${id} — PATCH, would fail: not sent: ${REMOVED.source}; the rest of the change would be sent`),
     );
     expect(r.stdout).toContain('(not sent: the field was removed from the platform)');
     expect(r.stdout).not.toContain('cannot convert');

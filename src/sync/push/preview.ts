@@ -16,7 +16,7 @@ import { itemId, itemVersionNumber, versionOf, versionText } from '../../platfor
 import { heldItems } from '../../mirror/held-items.js';
 import { unsentChanges, type OutboxRow } from '../../store/outbox.js';
 import { loadMappingOrExplain } from './mapping.js';
-import { toWire } from './wire.js';
+import { removedFieldsPhrase, toWire } from './wire.js';
 import { coerceError } from '../../errors.js';
 import { mergeFields } from '../../conflicts/merge.js';
 import { sameAs } from './field-merge.js';
@@ -130,15 +130,14 @@ function judge(
   }
   if (unconvertible) return entry('PATCH', 'fail', `column ${unconvertible.column} cannot be converted for the platform`);
   if (remoteVersion === undefined) return entry('PATCH', 'fail', 'the item is no longer on the platform');
-  const removed = fields.filter((f) => f.local === NOT_SENT_REMOVED);
+  const removed = fields.filter((f) => mapping.byColumn(f.column)?.removed);
   if (removed.length > 0) {
-    const names = removed.map((f) => `${f.column} (field ${f.field})`).join(', ');
     const rest = removed.length < fields.length ? '; the rest of the change would be sent' : '';
-    return entry(
-      'PATCH',
-      'fail',
-      `${names} ${removed.length === 1 ? 'belongs to a field' : 'belong to fields'} removed from the platform: not sent${rest}`,
+    const phrase = removedFieldsPhrase(
+      mapping,
+      removed.map((f) => f.column),
     );
+    return entry('PATCH', 'fail', `not sent: ${phrase}${rest}`);
   }
   if (baseVersion === 0) return entry('PATCH', 'apply', `sent with RowVersion 0 (overwrites version ${versionText(remoteVersion)})`);
   if (remoteVersion === baseVersion) return entry('PATCH', 'apply', `${platformAt}, as when the change was made`);

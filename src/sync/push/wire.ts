@@ -83,8 +83,13 @@ export function splitRemoved(
 
 /** The failure kept on the part of an edit that names removed fields. */
 export function removedFieldsError(mapping: TableMapping, removed: Record<string, unknown>): string {
-  const names = Object.keys(removed).map((c) => `${c} (field ${mapping.byColumn(c)?.field ?? '?'})`);
-  return `not sent: ${names.join(', ')} ${names.length === 1 ? 'belongs to a field that was' : 'belong to fields that were'} removed from the platform; the rest of the change, if any, was applied`;
+  return `not sent: ${removedFieldsPhrase(mapping, Object.keys(removed))}; the rest of the change, if any, was applied`;
+}
+
+/** "notes (field Text4) belongs to a field that was removed from the platform", for one or more columns. */
+export function removedFieldsPhrase(mapping: TableMapping, columns: readonly string[]): string {
+  const names = columns.map((c) => `${c} (field ${mapping.byColumn(c)?.field ?? '?'})`);
+  return `${names.join(', ')} ${names.length === 1 ? 'belongs to a field that was' : 'belong to fields that were'} removed from the platform`;
 }
 
 /** The fields a write can change (read-only ones, ModifiedBy among them, move by themselves). */
