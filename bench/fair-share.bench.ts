@@ -17,7 +17,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseConfig } from '../src/config.js';
-import { EmulatorAdminClient } from '../src/emulator/index.js';
 import { silentLogger } from '../src/logger.js';
 import { pullList } from '../src/sync/pull.js';
 import { pushList } from '../src/sync/push.js';
@@ -29,7 +28,7 @@ export default async function run(): Promise<Record<string, string | number>> {
   const items = 200_000;
   const changes = 100;
   const emu = await emulatorProcess(['--items', String(items), '--latency', '200']);
-  const admin = new EmulatorAdminClient(emu.adminUrl.replace(/\/_admin$/, ''));
+  const admin = emu.admin;
   const b = await benchDatabase('fairshare');
   const dir = mkdtempSync(join(tmpdir(), 'listsync-fairshare-'));
   const raw = {

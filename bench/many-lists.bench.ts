@@ -23,7 +23,6 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { EmulatorAdminClient } from '../src/emulator/admin-client.js';
 import { MANY_LISTS_APP_ID, manyListId } from '../src/emulator/many-lists.js';
 import type { Knex } from '../src/db.js';
 import { benchDatabase, emulatorProcess, mb } from './support.js';
@@ -85,7 +84,7 @@ async function shape(lists: number, items: number, minutes: number): Promise<Fig
       () => out,
     );
     const rssStart = rssOf(child.pid!);
-    const admin = new EmulatorAdminClient(emu.adminUrl.replace(/\/_admin\/?$/, ''));
+    const admin = emu.admin;
     const ids = new Map<string, string[]>();
     const probes = { healthz: [] as number[], metrics: [] as number[], healthzStatus: new Map<number, number>() };
     const edits: { list: string; id: string; version: number; at: number; landed?: number }[] = [];

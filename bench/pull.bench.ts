@@ -25,7 +25,6 @@
  * JSON numbers (the stricter encoding; BENCH_PULL_IDS=strings for quoted ones).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { EmulatorAdminClient } from '../src/emulator/index.js';
 import { silentLogger } from '../src/logger.js';
 import { pullList } from '../src/sync/pull.js';
 import { benchClient, benchConfig, benchDatabase, emulatorProcess } from './support.js';
@@ -132,7 +131,7 @@ async function measure(v: Variant): Promise<Figures> {
     // IDs as bare JSON numbers, the stricter encoding (parsed losslessly); BENCH_PULL_IDS=strings for quoted ones.
     ...(process.env.BENCH_PULL_IDS === 'strings' ? [] : ['--ids-as-numbers']),
   ]);
-  const admin = new EmulatorAdminClient(emu.adminUrl.replace(/\/_admin$/, ''));
+  const admin = emu.admin;
   if (v.rateLimitAtRequest !== undefined) await admin.setFaults({ rateLimitAtRequest: v.rateLimitAtRequest });
   const b = await benchDatabase('pull');
   const hog = v.hog ? cpuHog() : null;

@@ -10,7 +10,6 @@
  */
 import { performance } from 'node:perf_hooks';
 import { createClient } from '../src/context.js';
-import { EmulatorAdminClient } from '../src/emulator/index.js';
 import { createLogger } from '../src/logger.js';
 import { startRealtime } from '../src/realtime/index.js';
 import { jobs } from '../jobs/index.js';
@@ -37,7 +36,7 @@ async function measure(
   b: Awaited<ReturnType<typeof benchDatabase>>,
   emu: Awaited<ReturnType<typeof emulatorProcess>>,
 ): Promise<Record<string, string | number>> {
-  const admin = new EmulatorAdminClient(emu.adminUrl.replace(/\/_admin$/, ''));
+  const admin = emu.admin;
   const logger = createLogger({ level: 'warn' });
   const withServe = parseConfig({
     platform: { baseUrl: emu.baseUrl, apiKey: emu.apiKey },

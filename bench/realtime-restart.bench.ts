@@ -56,7 +56,7 @@ async function measure(
   dir: string,
   running: Serve[],
 ): Promise<Record<string, string | number>> {
-  const admin = new EmulatorAdminClient(emu.adminUrl.replace(/\/_admin$/, ''));
+  const admin = emu.admin;
   const port = await freePort();
   const raw = {
     platform: { baseUrl: emu.baseUrl },

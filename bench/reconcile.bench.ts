@@ -19,7 +19,6 @@
  * database of its own is created and dropped.
  */
 import { performance } from 'node:perf_hooks';
-import { EmulatorAdminClient } from '../src/emulator/admin-client.js';
 import { createLogger } from '../src/logger.js';
 import { pullList } from '../src/sync/pull.js';
 import { reconcileList, type ReconcileResult } from '../src/sync/reconcile.js';
@@ -35,7 +34,7 @@ export default async function reconcileBench(): Promise<Record<string, string | 
   const data = ['--items', String(ITEMS), '--span-days', String(SPAN_DAYS), '--reference-date', '2026-01-01'];
   const fill = await emulatorProcess([...data, '--no-rate-limit']);
   const emu = await emulatorProcess(data);
-  const admin = new EmulatorAdminClient(emu.adminUrl.replace(/\/_admin$/, ''));
+  const admin = emu.admin;
   const b = await benchDatabase('reconcile');
   const logger = createLogger({ level: 'warn' });
   const fillConfig = benchConfig(fill.baseUrl, fill.apiKey, b.url, { requestsPerSecond: 1000, maxInFlight: 8 });

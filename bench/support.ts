@@ -1,9 +1,9 @@
 /** Shared by the benchmarks: a database of their own, a world (emulator + config + client), an emulator in a child process. */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { parseConfig, type Config } from '../src/config.js';
 import { createClient } from '../src/context.js';
+import { startEmulatorProcess, type EmulatorProcess } from '../src/emulator/child-process.js';
 import { createDb, migrateLatest, type Knex } from '../src/db.js';
 import { silentLogger } from '../src/logger.js';
 import type { PlatformClient } from '../src/platform/client.js';
@@ -66,32 +66,9 @@ export function benchClient(config: Config, db: Knex): PlatformClient {
 
 const BIN = fileURLToPath(new URL('../bin/listsync.js', import.meta.url));
 
-/** `listsync emulator` in a child process, so its memory is not the benchmark's. */
-export async function emulatorProcess(
-  args: string[],
-): Promise<{ baseUrl: string; apiKey: string; adminUrl: string; stop(): Promise<void>; child: ChildProcess }> {
-  const child = spawn(process.execPath, [BIN, 'emulator', '--port', '0', ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
-  let out = '';
-  const ready = new Promise<{ baseUrl: string; apiKey: string; adminUrl: string }>((resolve, reject) => {
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const base = /API base URL\s+(\S+)/.exec(out);
-      const key = /API key\s+(\S+)/.exec(out);
-      const admin = /admin API\s+(\S+)/.exec(out);
-      if (base && key && admin) resolve({ baseUrl: base[1]!, apiKey: key[1]!, adminUrl: admin[1]! });
-    });
-    child.once('exit', (code) => reject(new Error(`emulator exited with ${code}: ${out}`)));
-  });
-  const info = await ready;
-  return {
-    ...info,
-    child,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        child.once('exit', () => resolve());
-        child.kill('SIGTERM');
-      }),
-  };
+/** `listsync emulator` in a child process, so its memory and event loop are not the benchmark's. */
+export function emulatorProcess(args: string[]): Promise<EmulatorProcess> {
+  return startEmulatorProcess(BIN, args);
 }
 
 export const mb = (bytes: number): number => Math.round(bytes / 1024 / 1024);

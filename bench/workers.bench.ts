@@ -19,7 +19,6 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { EmulatorAdminClient } from '../src/emulator/admin-client.js';
 import { MANY_LISTS_APP_ID, manyListId } from '../src/emulator/many-lists.js';
 import type { Knex } from '../src/db.js';
 import { benchDatabase, emulatorProcess } from './support.js';
@@ -47,7 +46,7 @@ export default async function run(): Promise<Figures> {
     const firstRunId = Number(
       ((await b.db.raw('select coalesce(max(id), 0) as n from listsync.sync_runs')) as { rows: { n: string }[] }).rows[0]!.n,
     );
-    const admins = emus.map((e) => new EmulatorAdminClient(e.adminUrl.replace(/\/_admin\/?$/, '')));
+    const admins = emus.map((e) => e.admin);
     await Promise.all(admins.map((a) => a.clearRequests()));
     for (let i = 0; i < WORKERS; i++) serves.push(await startServe(configFile, env));
     // The window counted opens once every worker is up.

@@ -6,6 +6,7 @@ import { type EmulatorOptions, type EmulatorSummary, type RunningEmulator, start
 import { PlatformZone } from './platform-time.js';
 import { RATE_COUNT_POINTS, RATE_MODELS, type RateCountPoint, type RateModel, isRateCountPoint, isRateModel } from './rate-models.js';
 import { SeedError } from './seed.js';
+import { DEFAULT_API_KEY } from './build-store.js';
 
 /** `listsync emulator`: runs the platform emulator until SIGINT/SIGTERM. */
 
@@ -60,6 +61,12 @@ function rateModel(v: string): RateModel {
 
 function rateCountPoint(v: string): RateCountPoint {
   if (!isRateCountPoint(v)) throw invalid(`expected one of ${RATE_COUNT_POINTS.join(', ')}`);
+  return v;
+}
+
+/** A header value: printable ASCII, no spaces (a key with others could not be sent as the apiKey header). */
+function apiKey(v: string): string {
+  if (!/^[\x21-\x7e]{1,200}$/.test(v)) throw invalid('expected 1-200 printable characters without spaces');
   return v;
 }
 
@@ -134,6 +141,7 @@ interface RawOptions {
   fieldMeta?: FieldMetaArrangement;
   queryLag?: number;
   referenceDate?: string;
+  apiKey?: string;
 }
 
 /** The startEmulator options a command line asks for. */
@@ -164,6 +172,7 @@ export function emulatorOptionsFromCli(o: RawOptions): EmulatorOptions {
   if (o.fieldMeta !== undefined) opts.fieldMeta = o.fieldMeta;
   if (o.queryLag !== undefined) opts.queryLagMs = o.queryLag;
   if (o.referenceDate !== undefined) opts.referenceDate = o.referenceDate;
+  if (o.apiKey !== undefined) opts.apiKeys = [o.apiKey];
   return opts;
 }
 
@@ -242,6 +251,11 @@ export function registerEmulatorCommand(program: Command, deps: EmulatorCommandD
       '--query-lag <ms>',
       'a write shows in items/query only this many ms later (reads by ID show it at once)',
       wholeNumber(0, 600_000),
+    )
+    .option(
+      '--api-key <key>',
+      `the one API key /v1 accepts (default ${DEFAULT_API_KEY}); another key is refused with 401, as a platform refuses a wrong one`,
+      apiKey,
     )
     .option('--reference-date <YYYY-MM-DD>', 'day the generated data is anchored to (default today, UTC): same day, same data', calendarDay)
     .action(async (raw: RawOptions, cmd: Command) => {

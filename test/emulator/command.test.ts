@@ -61,6 +61,18 @@ describe('listsync emulator (command line)', () => {
     expect(fields!.Data.every((f) => !('FieldType' in f))).toBe(true);
   });
 
+  it('--api-key: /v1 takes that key and refuses the default one with 401; the banner prints it', async () => {
+    const answers: number[] = [];
+    const { p, out } = program(async (emu) => {
+      for (const apiKey of ['my-test-key-7', 'emulator-key'])
+        answers.push((await call(emu, 'GET', '/lists/demo/orders', undefined, { apiKey })).status);
+      return 'test';
+    });
+    await p.parseAsync(['node', 'listsync', 'emulator', '--port', '0', '--items', '3', '--no-rate-limit', '--api-key', 'my-test-key-7']);
+    expect(answers).toEqual([200, 401]);
+    expect(out.join('')).toMatch(/API key {7}my-test-key-7 /);
+  });
+
   it('rejects invalid option values with exit code 2 and a clear message', async () => {
     const cases: Array<[string[], RegExp]> = [
       [['--port', 'abc'], /--port/],
@@ -72,6 +84,7 @@ describe('listsync emulator (command line)', () => {
       [['--field-meta', 'sideways'], /exported, swapped, type-only, control-only/],
       [['--query-lag', '-5'], /whole number/],
       [['--reference-date', '2026-02-30'], /YYYY-MM-DD/],
+      [['--api-key', 'has space'], /without spaces/],
     ];
     for (const [args, message] of cases) {
       const { p, err } = program(async () => 'never');
