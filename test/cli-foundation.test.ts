@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { startEmulator } from '../src/emulator/index.js';
 import { createTestDatabase, type TestDatabase } from './helpers/db.js';
-import { runCli } from './helpers/cli.js';
+import { BIN, runCli, SOURCE_BIN } from './helpers/cli.js';
 
 describe('listsync CLI: init, check, migrate', () => {
   let t: TestDatabase;
@@ -19,6 +19,16 @@ describe('listsync CLI: init, check, migrate', () => {
     const r = await runCli(['--help'], { cwd: dir });
     expect(r.code).toBe(0);
     for (const c of ['init', 'check', 'migrate', 'emulator']) expect(r.stdout).toContain(c);
+  });
+
+  it("a clone's bin runs the TypeScript sources (no build), as the compiled program the other tests run does", async () => {
+    expect(SOURCE_BIN).not.toBe(BIN);
+    const help = await runCli(['--help'], { cwd: dir, bin: SOURCE_BIN });
+    expect(help.code).toBe(0);
+    expect(help.stdout).toBe((await runCli(['--help'], { cwd: dir })).stdout);
+    const check = await runCli(['check'], { cwd: dir, bin: SOURCE_BIN });
+    expect(check.code).toBe(2);
+    expect(check.stderr).toContain('listsync init');
   });
 
   it('an unknown command is a usage error: exit 2', async () => {

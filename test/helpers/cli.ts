@@ -1,8 +1,13 @@
-/** Runs the real `listsync` binary in a child process. */
+/** Runs the real `listsync` binary in a child process: the program compiled for this test run (compiled-cli.ts). */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { inject } from 'vitest';
 
-export const BIN = fileURLToPath(new URL('../../bin/listsync.js', import.meta.url));
+/** A clone's `bin/listsync.js`, which runs the TypeScript sources through tsx. */
+export const SOURCE_BIN = fileURLToPath(new URL('../../bin/listsync.js', import.meta.url));
+
+/** The compiled program's `bin/listsync.js`, as an installed package has it. */
+export const BIN = inject('cliBin');
 
 export interface CliResult {
   code: number | null;
@@ -18,6 +23,8 @@ export interface CliOptions {
   /** Send `stopWith` (default SIGTERM) once stdout or stderr matches: for commands that run until stopped. */
   stopOn?: RegExp;
   stopWith?: NodeJS.Signals;
+  /** The `bin/listsync.js` to run (default BIN, the compiled program). */
+  bin?: string;
 }
 
 /** Environment for the child: the parent's minus anything that would leak config in. */
@@ -35,7 +42,7 @@ export function childEnv(extra: Record<string, string | undefined> = {}): Record
 
 export function runCli(args: readonly string[], options: CliOptions = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
+    const child = spawn(process.execPath, [options.bin ?? BIN, ...args], {
       cwd: options.cwd,
       env: childEnv(options.env),
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -11,12 +11,15 @@ import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { cleanStaleTempDirs, startEmbeddedDb } from '../../src/embedded-db.js';
 import { createDb, migrateLatest } from '../../src/db.js';
+import { buildCompiledCli } from './compiled-cli.js';
 import { adminUrl, dropDatabase, withDatabase } from './pg-admin.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     pgServerUrl: string;
     pgTemplate: string;
+    /** The compiled `bin/listsync.js` the CLI tests run (compiled-cli.ts). */
+    cliBin: string;
   }
 }
 
@@ -45,6 +48,9 @@ async function findServer(): Promise<{ url: string; stop: () => Promise<void>; k
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  // Compiled while the database is found and migrated; awaited before any test starts.
+  const compiling = buildCompiledCli();
+  compiling.catch(() => undefined);
   const server = await findServer();
   // Every temporary directory a test (or the listsync it runs) makes goes under one, removed at the end.
   const runTmp = mkdtempSync(join(tmpdir(), 'listsync-test-run-'));
@@ -64,9 +70,19 @@ export default async function setup(project: TestProject): Promise<() => Promise
   } finally {
     await db.destroy();
   }
+  let cli: Awaited<typeof compiling>;
+  try {
+    cli = await compiling;
+  } catch (err) {
+    await dropDatabase(server.url, template);
+    await server.stop();
+    throw err;
+  }
   project.provide('pgServerUrl', server.url);
   project.provide('pgTemplate', template);
+  project.provide('cliBin', cli.bin);
   return async () => {
+    cli.remove();
     await dropDatabase(server.url, template);
     await server.stop();
     rmSync(runTmp, { recursive: true, force: true });
