@@ -152,3 +152,41 @@ describe('an edit of a field removed on the platform', () => {
     expect(await w.t.db('listsync.outbox').whereNot({ status: 'pending' })).toEqual([]);
   });
 });
+
+describe('a new row naming a field removed on the platform', () => {
+  it('the dry run says that part would fail; the push creates the item with the rest and keeps that part failed, saying why', async () => {
+    w = await startWorld({ emulator: { items: 10 } });
+    await pullList(w.deps(), w.config.lists[0]!);
+    await w.emu.admin.deleteField('demo', 'orders', F.notes);
+    await w.t.db('listsync.lists').update({ field_meta_at: w.t.db.raw("now() - interval '6 minutes'") });
+    await w.t.db('mirror.orders').insert({ title: 'New order', customer: 'New Co', notes: 'for a removed field' });
+    await w.emu.admin.clearRequests();
+
+    const dry = await runCli(['--config', w.configFile, 'push', '--dry-run'], { env: { PLATFORM_API_KEY: w.emu.apiKey } });
+    expect(dry.code).toBe(0);
+    expect(dry.stdout).toContain('0 would apply, 0 would conflict, 1 would fail; nothing was sent');
+    expect(dry.stdout).toMatch(
+      new RegExp(
+        `change \\d+: create of local row \\S+ — POST, would fail: not sent: ${REMOVED.source}; the rest of the change would be sent`,
+      ),
+    );
+    expect((await w.emu.admin.requests()).filter((e) => e.method !== 'GET' && !e.route.endsWith('/items/query'))).toEqual([]);
+
+    await w.emu.admin.clearRequests();
+    const { r, failed } = await push(w);
+    expect(r).toMatchObject({ created: 1 });
+    const posts = (await w.emu.admin.requests()).filter((e) => e.method === 'POST' && e.route.endsWith('/items'));
+    expect(posts.map((e) => (JSON.parse(e.body!) as { Data: Record<string, string> }).Data)).toEqual([
+      expect.not.objectContaining({ [F.notes]: expect.anything() as unknown }),
+    ]);
+    const row = (await w.t.db('mirror.orders').where({ title: 'New order' }).first('id')) as { id: string };
+    expect((await w.emu.admin.getItem('demo', 'orders', row.id))[F.customer]).toBe('New Co');
+    expect(failed).toEqual([
+      expect.objectContaining({
+        changes: { notes: 'for a removed field' },
+        item_id: row.id,
+        last_error: expect.stringMatching(REMOVED) as string,
+      }),
+    ]);
+  });
+});

@@ -20,7 +20,7 @@ import { exactJsonOf, fail, markSending } from './record.js';
 import { deleteOnPlatform } from './remote.js';
 import { DEFAULT_REREAD_DELAYS_MS } from './settle-mirror.js';
 import type { ChangeContext } from './types.js';
-import { wireOrError } from './wire.js';
+import { removedFieldsError, splitRemoved, wireOrError } from './wire.js';
 
 /** The version of an item just created (the platform counts versions from 1; a later write is checked against it). */
 const FIRST_VERSION = 1;
@@ -28,7 +28,10 @@ const FIRST_VERSION = 1;
 export async function pushCreate(ctx: ChangeContext, row: OutboxRow): Promise<Outcome> {
   const { deps, list, mapping } = ctx;
   const { db, client } = deps;
-  const sent = row.sent_changes ?? row.changes;
+  // Columns of fields removed from the platform are never sent: the item is created with the rest (settleCreated).
+  const { sendable: sent, removed } = splitRemoved(mapping, row.sent_changes ?? row.changes);
+  if (Object.keys(sent).length === 0 && Object.keys(removed).length > 0)
+    return fail(db, row, removedFieldsError(mapping, removed), true, list.maxPushAttempts);
   const exact = await exactJsonOf(db, mapping, row, row.sent_changes ? 'sent_changes' : 'changes');
   const data = wireOrError(mapping, sent, deps.config.platform.timeZone, null, exact);
   if (!data.ok) return fail(db, row, data.error, true, list.maxPushAttempts);
@@ -110,11 +113,14 @@ export async function withdrawCreate(ctx: ChangeContext, row: OutboxRow): Promis
 async function settleCreated(ctx: ChangeContext, row: OutboxRow, sent: Record<string, unknown>, id: string): Promise<Outcome> {
   const { deps, list, mapping } = ctx;
   const data = wireOrError(mapping, sent, deps.config.platform.timeZone);
+  // The part naming removed fields was never sent: kept as a failed change of the new item, saying why.
+  const { removed } = splitRemoved(mapping, row.changes);
   const withdrawn = await deps.db.transaction(async (trx) => {
     if (await outbox.lockWithdrawn(trx, row.id)) return true;
     await adoptCreatedId(trx, mapping, row.local_id, id);
     // Edits made to the row while it was being created stay pending as an update of the new item.
-    await outbox.settleSentCreate(trx, row.id, sent, id, FIRST_VERSION);
+    await outbox.settleSentCreate(trx, row.id, { ...sent, ...removed }, id, FIRST_VERSION);
+    if (Object.keys(removed).length > 0) await outbox.keepUnsendable(trx, row.id, removed, removedFieldsError(mapping, removed));
     await recordWrite(trx, mapping, { id, version: FIRST_VERSION, data: data.ok ? data.value : {} });
     return false;
   });

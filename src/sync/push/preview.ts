@@ -92,6 +92,7 @@ function judge(
     fields,
   });
   const unconvertible = fields.find((f) => f.local.startsWith('(cannot convert'));
+  const notSent = removedPart(fields, mapping);
 
   if (row.op === 'create') {
     if (row.withdrawn_at)
@@ -101,6 +102,7 @@ function judge(
         'the local row was deleted: the create is withdrawn (an item an earlier attempt created is looked for and deleted)',
       );
     if (unconvertible) return entry('POST', 'fail', `column ${unconvertible.column} cannot be converted for the platform`);
+    if (notSent) return entry('POST', 'fail', notSent);
     return entry(
       'POST',
       'apply',
@@ -130,21 +132,21 @@ function judge(
   }
   if (unconvertible) return entry('PATCH', 'fail', `column ${unconvertible.column} cannot be converted for the platform`);
   if (remoteVersion === undefined) return entry('PATCH', 'fail', 'the item is no longer on the platform');
-  const removed = fields.filter((f) => mapping.byColumn(f.column)?.removed);
-  if (removed.length > 0) {
-    const rest = removed.length < fields.length ? '; the rest of the change would be sent' : '';
-    const phrase = removedFieldsPhrase(
-      mapping,
-      removed.map((f) => f.column),
-    );
-    return entry('PATCH', 'fail', `not sent: ${phrase}${rest}`);
-  }
+  if (notSent) return entry('PATCH', 'fail', notSent);
   if (baseVersion === 0) return entry('PATCH', 'apply', `sent with RowVersion 0 (overwrites version ${versionText(remoteVersion)})`);
   if (remoteVersion === baseVersion) return entry('PATCH', 'apply', `${platformAt}, as when the change was made`);
   const moved = `${platformAt}, the change was made on ${baseVersion}`;
   if (list.conflictScope === 'item') return entry('PATCH', 'conflict', moved);
   const merged = fieldMerge(fields, mapping, zone, base.get(row.item_id ?? '') ?? null, remote!);
   return entry('PATCH', merged.conflicts ? 'conflict' : 'apply', `${moved}: merged field by field, ${merged.reason}`);
+}
+
+/** Why part of a change would not be sent (columns of fields removed from the platform), as the push says it; undefined when all would. */
+function removedPart(fields: readonly PreviewField[], mapping: TableMapping): string | undefined {
+  const removed = fields.filter((f) => mapping.byColumn(f.column)?.removed).map((f) => f.column);
+  if (removed.length === 0) return undefined;
+  const rest = removed.length < fields.length ? '; the rest of the change would be sent' : '';
+  return `not sent: ${removedFieldsPhrase(mapping, removed)}${rest}`;
 }
 
 /** A moved item under conflictScope field: which fields would be sent at its version and which are in conflict. */
