@@ -332,7 +332,8 @@ const configSchemaShape = z
         webhookDedupWindowMinutes: positiveInt.default(24 * 60),
         /**
          * Connections serve's listener serves at once (callbacks kept alive and reused); a request on a
-         * further one is answered 503 with Retry-After, and past twice this many new ones are closed at once.
+         * further one waits briefly for room, else is answered 503 with Retry-After, and past twice this
+         * many new ones are closed at once.
          */
         maxConnections: positiveInt.default(128),
         shutdownTimeoutMs: positiveInt.default(6_000),

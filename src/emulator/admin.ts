@@ -497,7 +497,7 @@ export const ADMIN_ROUTES = [
   'POST /_admin/hooks/fire {subscriptionId?, event?}',
   'POST /_admin/hooks/redeliver {deliveryIndex}',
   'GET /_admin/item-hooks (list item event subscriptions, delivery settings, delivery counts)',
-  'GET|PUT /_admin/item-hooks/delivery {delayMs?, jitterMs?, duplicateRate?, lossRate?, maxAttempts?, retryDelayMs?, hookIdIn?: data|location|both, seed?} (null restores a default)',
+  'GET|PUT /_admin/item-hooks/delivery {delayMs?, jitterMs?, duplicateRate?, lossRate?, maxAttempts?, retryDelayMs?, maxRetryDelayMs?, hookIdIn?: data|location|both, seed?} (null restores a default)',
   'GET|PUT /_admin/clock {now: ISO | null}',
 ];
 

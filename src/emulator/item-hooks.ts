@@ -52,8 +52,10 @@ export interface ItemDeliverySettings {
   lossRate: number;
   /** Attempts per delivery when the receiver refuses (non-2xx, no answer). */
   maxAttempts: number;
-  /** Wait before the first retry; doubles each time. */
+  /** Wait before the first retry; doubles each time, up to maxRetryDelayMs. */
   retryDelayMs: number;
+  /** The longest wait between two attempts (a platform's backoff has a ceiling). */
+  maxRetryDelayMs: number;
   hookIdIn: HookIdAnswer;
   seed: number;
   /** Most callback connections open at once per callback host, kept alive and reused; 0: one new connection per delivery, all at once. */
@@ -67,6 +69,7 @@ export const DEFAULT_ITEM_DELIVERY: ItemDeliverySettings = {
   lossRate: 0,
   maxAttempts: 5,
   retryDelayMs: 500,
+  maxRetryDelayMs: 600_000,
   hookIdIn: 'both',
   seed: 1,
   sockets: DEFAULT_DELIVERY_SOCKETS,
@@ -283,7 +286,8 @@ export class ItemHookHub {
         this.stat.pending--;
         return;
       }
-      this.later(this.settingsNow.retryDelayMs * 2 ** (attempt - 1), () => this.attempt(hook, body, attempt + 1));
+      const { retryDelayMs, maxRetryDelayMs } = this.settingsNow;
+      this.later(Math.min(maxRetryDelayMs, retryDelayMs * 2 ** (attempt - 1)), () => this.attempt(hook, body, attempt + 1));
     });
   }
 

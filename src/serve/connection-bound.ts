@@ -3,19 +3,26 @@
  * one connection per item event) never runs the process out of file descriptors (EMFILE).
  *
  * - Up to `max` connections are served as usual, kept alive so a sender reuses them.
- * - A request arriving on a connection opened past `max` is answered at once 503 with
- *   `Retry-After` and the connection closed: the sender delivers it again later; nothing is stored.
+ * - A request arriving on a connection opened past `max` is served when fewer than `max` requests
+ *   are being served; else it waits up to OVER_WAIT_MS for one of them to finish. Still no room:
+ *   it is answered 503 with `Retry-After` and the connection closed, and the sender delivers it
+ *   again later; nothing is stored. Without the wait, such a connection would answer far sooner
+ *   than the others, so a sender that hands each request to its first free connection would send
+ *   most of a burst into refusals (and back off further at each).
  *   Paths in `exempt` (health probes) are served on any connection.
  * - Past `2 × max` connections, new ones are closed as soon as accepted (`server.maxConnections`):
  *   the process never holds more sockets than that.
  *
- * Invariant: `peak` is the most connections the listener held at one moment.
+ * Invariants: `peak` is the most connections the listener held at one moment; at most `2 × max`
+ * requests are served at once.
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 
 /** Seconds a refused sender is asked to wait before delivering again. */
 export const RETRY_AFTER_SECONDS = 1;
+/** How long a request on a connection past the bound waits for room before it is refused. */
+export const OVER_WAIT_MS = 250;
 
 export interface ConnectionStats {
   /** Connections accepted since the start. */
@@ -24,7 +31,7 @@ export interface ConnectionStats {
   open: number;
   /** The most open at one moment. */
   peak: number;
-  /** Requests answered 503 because their connection was past the bound. */
+  /** Requests answered 503 because their connection was past the bound and no room came in time. */
   refused: number;
   /** Connections closed as soon as accepted (past twice the bound). */
   dropped: number;
@@ -33,6 +40,10 @@ export interface ConnectionStats {
 export class ConnectionBound {
   private readonly over = new WeakSet<Socket>();
   private readonly stat: ConnectionStats = { accepted: 0, open: 0, peak: 0, refused: 0, dropped: 0 };
+  /** Requests being served (exempt paths aside). */
+  private serving = 0;
+  /** Requests on connections past the bound, waiting for room, oldest first. */
+  private readonly waiting: Array<() => void> = [];
 
   constructor(
     server: Server,
@@ -54,9 +65,42 @@ export class ConnectionBound {
     return { ...this.stat };
   }
 
-  /** Answers 503 (and returns true) when the request came on a connection past the bound. */
-  refuse(req: IncomingMessage, res: ServerResponse, pathname: string): boolean {
-    if (!this.over.has(req.socket) || this.exempt.includes(pathname)) return false;
+  /**
+   * Whether to serve the request: true at once on a connection within the bound (or an exempt
+   * path); on one past it, once there is room. False when it was answered 503 instead.
+   */
+  admit(req: IncomingMessage, res: ServerResponse, pathname: string): boolean | Promise<boolean> {
+    if (this.exempt.includes(pathname)) return true;
+    if (!this.over.has(req.socket) || this.serving < this.max) return this.serve(res);
+    return this.room().then((ok) => (ok ? this.serve(res) : this.refuse(res)));
+  }
+
+  private serve(res: ServerResponse): true {
+    this.serving++;
+    res.once('close', () => {
+      this.serving--;
+      if (this.serving < this.max) this.waiting.shift()?.();
+    });
+    return true;
+  }
+
+  /** Resolves true when a request finished and left room, false after OVER_WAIT_MS. */
+  private room(): Promise<boolean> {
+    return new Promise((resolve) => {
+      const wake = (): void => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+      const timer = setTimeout(() => {
+        const i = this.waiting.indexOf(wake);
+        if (i >= 0) this.waiting.splice(i, 1);
+        resolve(false);
+      }, OVER_WAIT_MS);
+      this.waiting.push(wake);
+    });
+  }
+
+  private refuse(res: ServerResponse): false {
     this.stat.refused++;
     const text = JSON.stringify({ ok: false, error: `too many connections (over ${this.max}); try again` });
     res.writeHead(503, {
@@ -66,6 +110,6 @@ export class ConnectionBound {
       connection: 'close',
     });
     res.end(text);
-    return true;
+    return false;
   }
 }

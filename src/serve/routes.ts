@@ -31,7 +31,11 @@ export async function startHttp(opts: {
   let bound: ConnectionBound | undefined;
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
-    if (bound?.refuse(req, res, url.pathname)) return;
+    const admitted = bound ? bound.admit(req, res, url.pathname) : true;
+    if (admitted === true) route(req, res, url);
+    else if (admitted !== false) void admitted.then((ok) => ok && route(req, res, url));
+  });
+  const route = (req: IncomingMessage, res: ServerResponse, url: URL): void => {
     const handler = routeFor(routes, url.pathname);
     if (!handler) {
       json(res, 404, { error: 'not found' });
@@ -42,7 +46,7 @@ export async function startHttp(opts: {
       if (!res.headersSent) json(res, 500, { error: 'internal error' });
       else res.end();
     });
-  });
+  };
   if (opts.bound) bound = new ConnectionBound(server, opts.bound.maxConnections, opts.bound.exempt);
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) => reject(listenError(err, host, port)));
