@@ -72,16 +72,28 @@ export class ConnectionBound {
   admit(req: IncomingMessage, res: ServerResponse, pathname: string): boolean | Promise<boolean> {
     if (this.exempt.includes(pathname)) return true;
     if (!this.over.has(req.socket) || this.serving < this.max) return this.serve(res);
-    return this.room().then((ok) => (ok ? this.serve(res) : this.refuse(res)));
+    return this.room().then((ok) => {
+      if (req.socket.destroyed) {
+        // The sender gave up while it waited: its room goes to the next one.
+        if (ok) this.next();
+        return false;
+      }
+      return ok ? this.serve(res) : this.refuse(res);
+    });
   }
 
   private serve(res: ServerResponse): true {
     this.serving++;
     res.once('close', () => {
       this.serving--;
-      if (this.serving < this.max) this.waiting.shift()?.();
+      this.next();
     });
     return true;
+  }
+
+  /** Wakes the oldest waiting request when there is room. */
+  private next(): void {
+    if (this.serving < this.max) this.waiting.shift()?.();
   }
 
   /** Resolves true when a request finished and left room, false after OVER_WAIT_MS. */
