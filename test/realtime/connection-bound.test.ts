@@ -21,7 +21,8 @@ describe('the receiver bounds its connections', () => {
   it('a burst on 10 sockets against a bound of 8: every event stored once, the two connections past the bound wait their turn instead of drawing refusals', async () => {
     const items = 400;
     const r = await start({ items, serve: { maxConnections: 8 } });
-    await r.w.emu.admin.setItemDelivery({ sockets: 10, duplicateRate: 0.2, maxAttempts: 20, retryDelayMs: 20 });
+    // The backoff's ceiling keeps a refusal from costing minutes on a slow machine; refusals are counted below.
+    await r.w.emu.admin.setItemDelivery({ sockets: 10, duplicateRate: 0.2, maxAttempts: 20, retryDelayMs: 20, maxRetryDelayMs: 1000 });
     await r.w.emu.admin.bulkEdit(APP, LIST, { Data: { Text4: 'bulk edit' } });
     await settled(r, 90_000);
     const { stats } = await r.w.emu.admin.itemHooks();
