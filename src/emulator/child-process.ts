@@ -39,16 +39,18 @@ export async function startEmulatorProcess(bin: string, args: readonly string[] 
       child.kill('SIGKILL');
       reject(new Error(`the emulator printed no banner within ${READY_TIMEOUT_MS} ms: ${out}${err}`));
     }, READY_TIMEOUT_MS);
-    child.stdout!.on('data', (d: Buffer) => {
+    const onBanner = (d: Buffer): void => {
       out += d.toString();
       const base = /API base URL\s+(\S+)/.exec(out);
       const key = /API key\s+(\S+)/.exec(out);
       const admin = /admin API\s+(\S+)/.exec(out);
       if (base && key && admin) {
         clearTimeout(timer);
+        child.stdout!.off('data', onBanner);
         resolve({ baseUrl: base[1]!, apiKey: key[1]!, adminUrl: admin[1]! });
       }
-    });
+    };
+    child.stdout!.on('data', onBanner);
     child.once('exit', (code) => {
       clearTimeout(timer);
       reject(new Error(`the emulator exited with ${code}: ${out}${err}`));
